@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs from Debian's archive what lmpio needs and the machine lacks.
+set -e
+need=""
+command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
+command -v lua5.4 >/dev/null 2>&1 || need="$need lua5.4"
+[ -f /usr/include/lua5.4/lua.h ] || need="$need liblua5.4-dev"
+command -v busted >/dev/null 2>&1 || need="$need lua-busted"
+command -v luarocks >/dev/null 2>&1 || need="$need luarocks"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v make >/dev/null 2>&1 || need="$need make"
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+if [ -n "$need" ]; then
+  echo "deps: installing$need"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $need
+fi

@@ -1,0 +1,97 @@
+/*
+ * lmpio — the MPI-IO file model as a library.
+ *
+ * Every function mirrors one C binding of the MPI standard's I/O chapter: same
+ * name after the prefix (MPI_File_x -> lmpio_file_x), same arguments in the
+ * same order, with the handle type lmpio_file in place of MPI_File.  Return
+ * values are MPI error classes (MPI_SUCCESS, MPI_ERR_IO, ...).  When a call
+ * fails, lmpio_last_error_message() gives a detailed message for the calling
+ * thread: which call, which path, which errno text, which rank.
+ *
+ * Collective calls (open, close, set_view, set_size, preallocate, sync,
+ * set_atomicity, seek_shared and every *_all / *_ordered call) return the same
+ * error class on every rank.
+ *
+ * Statuses are filled so that MPI_Get_count and MPI_Get_elements work on them.
+ * MPI must be initialised before the first call.
+ */
+#ifndef LMPIO_H
+#define LMPIO_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(LMPIO_STATIC)
+#define LMPIO_API __attribute__((visibility("default")))
+#else
+#define LMPIO_API
+#endif
+
+#define LMPIO_VERSION "0.1.0"
+
+typedef struct lmpio_file_s *lmpio_file;
+#define LMPIO_FILE_NULL ((lmpio_file)0)
+
+/* File manipulation */
+LMPIO_API int lmpio_file_open(MPI_Comm comm, const char *filename, int amode,
+                              MPI_Info info, lmpio_file *fh);
+LMPIO_API int lmpio_file_close(lmpio_file *fh);
+LMPIO_API int lmpio_file_delete(const char *filename, MPI_Info info);
+LMPIO_API int lmpio_file_set_size(lmpio_file fh, MPI_Offset size);
+LMPIO_API int lmpio_file_preallocate(lmpio_file fh, MPI_Offset size);
+LMPIO_API int lmpio_file_get_size(lmpio_file fh, MPI_Offset *size);
+LMPIO_API int lmpio_file_get_group(lmpio_file fh, MPI_Group *group);
+LMPIO_API int lmpio_file_get_amode(lmpio_file fh, int *amode);
+LMPIO_API int lmpio_file_set_info(lmpio_file fh, MPI_Info info);
+LMPIO_API int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used);
+
+/* File views */
+LMPIO_API int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
+                                  MPI_Datatype filetype, const char *datarep,
+                                  MPI_Info info);
+LMPIO_API int lmpio_file_get_view(lmpio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
+                                  MPI_Datatype *filetype, char *datarep);
+
+/* Data access with explicit offsets */
+LMPIO_API int lmpio_file_read_at(lmpio_file fh, MPI_Offset offset, void *buf, int count,
+                                 MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_at_all(lmpio_file fh, MPI_Offset offset, void *buf,
+                                     int count, MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_at(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                  int count, MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_at_all(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                      int count, MPI_Datatype datatype, MPI_Status *status);
+
+/* Data access with individual file pointers */
+LMPIO_API int lmpio_file_read(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
+                              MPI_Status *status);
+LMPIO_API int lmpio_file_read_all(lmpio_file fh, void *buf, int count,
+                                  MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write(lmpio_file fh, const void *buf, int count,
+                               MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_all(lmpio_file fh, const void *buf, int count,
+                                   MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_seek(lmpio_file fh, MPI_Offset offset, int whence);
+LMPIO_API int lmpio_file_get_position(lmpio_file fh, MPI_Offset *offset);
+LMPIO_API int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset,
+                                         MPI_Offset *disp);
+
+/* Consistency and semantics */
+LMPIO_API int lmpio_file_set_atomicity(lmpio_file fh, int flag);
+LMPIO_API int lmpio_file_get_atomicity(lmpio_file fh, int *flag);
+LMPIO_API int lmpio_file_sync(lmpio_file fh);
+
+/* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
+ * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
+LMPIO_API int lmpio_error_string(int errorcode, char *string, int *resultlen);
+LMPIO_API const char *lmpio_error_class_name(int errorclass);
+/* The detailed message of the last failed lmpio call on this thread, or "". */
+LMPIO_API const char *lmpio_last_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,166 @@
+/* Declarations shared by the files of the core; nothing here is exported.
+ * Cross-file names are lmpio__<module>_<verb>. */
+#ifndef LMPIO_INTERNAL_H
+#define LMPIO_INTERNAL_H
+
+#include "lmpio.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- error: classes, detailed messages, agreement ------------------- */
+
+/* Records the detailed message of a failure for this thread and returns cls.
+ * The message says which call failed, then the formatted text and the rank. */
+int lmpio__err(int cls, const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same, for a failed system call on a path: appends strerror(e) and maps e
+ * to its MPI error class. */
+int lmpio__err_errno(int e, const char *call, const char *what, const char *path);
+int lmpio__errno_class(int e);
+/* Collective agreement on the outcome of a call: every rank passes its own
+ * class and a value that must be the same on every rank (or 0).  Returns the
+ * class of the lowest failing rank on every rank, with its message;
+ * MPI_ERR_NOT_SAME when the values differ. */
+int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
+
+/* ---- posix: the only place where storage errors are born ------------- */
+
+/* Full transfers: retry EINTR and short transfers; pread stops at end of file.
+ * Return the bytes moved, or -1 with errno set. */
+long long lmpio__posix_pread_all(int fd, void *buf, size_t len, MPI_Offset off);
+long long lmpio__posix_pwrite_all(int fd, const void *buf, size_t len, MPI_Offset off);
+/* Byte-range locks (fcntl, whole-process); 0 or -1 with errno set. */
+int lmpio__posix_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
+int lmpio__posix_unlock(int fd, MPI_Offset off, MPI_Offset len);
+
+/* ---- typemap: flattened datatypes ----------------------------------- */
+
+typedef struct lmpio__tm_node lmpio__tm_node;
+
+enum { LMPIO__RUN_FLAT, LMPIO__RUN_ELEMS, LMPIO__RUN_NEST };
+
+/* A run is `count` elements spaced `stride` bytes apart from `disp`; an
+ * element is either one predefined item (child == NULL, basic says which) or
+ * one instance of a child node.  kind caches how the cursor walks it:
+ * FLAT: the whole run is one segment; ELEMS: each element is one segment;
+ * NEST: descend into the child. */
+typedef struct {
+  MPI_Aint disp, stride;
+  MPI_Count count;
+  MPI_Count esize;       /* data bytes of one element (> 0) */
+  MPI_Count size_before; /* data bytes of the runs before this one */
+  MPI_Aint lo;           /* first data byte of an element, from its start */
+  const lmpio__tm_node *child;
+  MPI_Datatype basic;
+  int kind;
+} lmpio__tm_run;
+
+struct lmpio__tm_node {
+  int refs;
+  int nruns;
+  int depth;                  /* frames a cursor needs */
+  lmpio__tm_run *runs;        /* only runs with data */
+  MPI_Count size;             /* data bytes */
+  MPI_Aint lb, extent;        /* as MPI defines them (markers, resized) */
+  MPI_Aint data_lb, data_ub;  /* bounds of the data bytes (0, 0 if none) */
+  int monotone;               /* data in nondecreasing, non-overlapping order */
+  int contiguous;             /* one segment: monotone and size == data span */
+  lmpio__tm_node **owned;     /* children released with this node */
+  int nowned;
+};
+
+/* The flattened form of a datatype, cached on it; release when done. */
+int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const char *call);
+void lmpio__typemap_release(const lmpio__tm_node *node);
+/* Data bytes of one instance of a monotone node at offsets below x. */
+MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x);
+
+/* A cursor walks the data segments of a node tiled forever with a given
+ * extent (instance i at i * extent), coalescing adjacent segments. */
+typedef struct {
+  const lmpio__tm_node *node;
+  int run;
+  MPI_Count elem;
+  MPI_Aint base;
+} lmpio__frame;
+
+typedef struct {
+  const lmpio__tm_node *root;
+  MPI_Aint extent;
+  MPI_Count tile;
+  int sp;
+  lmpio__frame *st;
+  lmpio__frame inline_st[16];
+  MPI_Aint seg_off;
+  MPI_Count seg_left;
+} lmpio__cursor;
+
+/* root must have size > 0.  Returns MPI_ERR_NO_MEM on allocation failure. */
+int lmpio__cursor_init(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent);
+void lmpio__cursor_free(lmpio__cursor *c);
+/* Positions the cursor at data byte pos of the tiled stream. */
+void lmpio__cursor_seek(lmpio__cursor *c, MPI_Count pos);
+/* The next (coalesced) segment, at most max bytes: returns its length, its
+ * offset in *off.  Never runs out: the stream is tiled forever. */
+MPI_Count lmpio__cursor_next(lmpio__cursor *c, MPI_Count max, MPI_Aint *off);
+/* Offset of the next data byte without consuming it. */
+MPI_Aint lmpio__cursor_peek(lmpio__cursor *c);
+
+/* ---- view ----------------------------------------------------------- */
+
+typedef struct {
+  MPI_Offset disp;
+  MPI_Datatype etype, filetype;  /* our own handles (dups of derived types) */
+  char datarep[MPI_MAX_DATAREP_STRING + 1];
+  const lmpio__tm_node *ft;
+  MPI_Count esize;               /* etype size in bytes */
+  MPI_Aint eextent;
+  int contiguous;                /* data of the tiled filetype is one run */
+} lmpio__view;
+
+/* Validates and builds a view into *v (which holds nothing yet). */
+int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
+                      MPI_Datatype filetype, const char *datarep, const char *call);
+void lmpio__view_free(lmpio__view *v);
+/* Absolute byte offset of data byte pos of the view. */
+MPI_Offset lmpio__view_byte(const lmpio__view *v, MPI_Offset pos);
+/* Data bytes of the view that lie before absolute byte offset x. */
+MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
+
+/* ---- file handle ---------------------------------------------------- */
+
+struct lmpio_file_s {
+  MPI_Comm comm;
+  int rank, size;
+  char *path;
+  int fd;
+  int amode;
+  int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
+  int atomic;
+  lmpio__view view;
+  MPI_Offset fp;            /* individual file pointer, in etypes */
+  /* hints in effect */
+  MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size;
+  int ds_read, ds_write;    /* 0 disable, 1 enable, 2 automatic */
+  MPI_Info info;            /* the user's hints as given (for get_info) */
+};
+
+/* ---- access: independent data access -------------------------------- */
+
+enum { LMPIO__READ = 0, LMPIO__WRITE = 1 };
+
+/* Moves count items of type between buf and the view at data offset `offset`
+ * (in etypes).  *bytes receives the data bytes moved (short at end of file). */
+int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
+                  MPI_Datatype type, int dir, MPI_Count *bytes, const char *call);
+/* Sets the hints in effect from an info object (unknown keys are ignored). */
+void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
+/* A string hash for checking that ranks passed the same argument. */
+long long lmpio__hash(const char *s);
+
+/* Checks the arguments common to every data access call. */
+int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir,
+                        int explicit_offset, const char *call);
+void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
+
+#endif

@@ -1,0 +1,601 @@
+/* MPI datatype -> flattened typemap.
+ *
+ * A datatype is decoded once (MPI_Type_get_envelope/contents) into a tree of
+ * runs and cached on the datatype as an attribute.  A run stands for `count`
+ * equally spaced elements, so a vector or subarray of 10^8 blocks costs one
+ * run per nesting level, not one entry per block.  A cursor walks the data
+ * segments of the tree tiled forever, which serves both the filetype of a
+ * view (tiled over the file) and a memory type (tiled `count` times). */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static MPI_Count min_count(MPI_Count a, MPI_Count b) { return a < b ? a : b; }
+
+/* ---- nodes ------------------------------------------------------------ */
+
+static lmpio__tm_node *node_new(void) {
+  lmpio__tm_node *n = calloc(1, sizeof *n);
+  if (n) n->refs = 1;
+  return n;
+}
+
+static void node_retain(const lmpio__tm_node *n) {
+  __atomic_add_fetch(&((lmpio__tm_node *)n)->refs, 1, __ATOMIC_RELAXED);
+}
+
+void lmpio__typemap_release(const lmpio__tm_node *cn) {
+  lmpio__tm_node *n = (lmpio__tm_node *)cn;
+  if (!n || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  for (int i = 0; i < n->nruns; i++)
+    if (n->runs[i].child) lmpio__typemap_release(n->runs[i].child);
+  free(n->runs);
+  free(n);
+}
+
+/* A node that is exactly one predefined item: its runs can absorb a block. */
+static int is_plain_basic(const lmpio__tm_node *c) {
+  return c->nruns == 1 && c->runs[0].child == NULL && c->runs[0].disp == 0 &&
+         c->runs[0].count == 1 && c->lb == 0 && c->extent == c->runs[0].esize;
+}
+
+/* Appends a run of count elements of child (or of basic items of bsize bytes
+ * when child is NULL).  Takes no reference from the caller: retains child. */
+static int add_run(lmpio__tm_node *n, MPI_Aint disp, MPI_Count count, MPI_Aint stride,
+                   const lmpio__tm_node *child, MPI_Datatype basic, MPI_Count bsize) {
+  if (count <= 0) return MPI_SUCCESS;
+  if (child) {
+    if (child->size == 0) return MPI_SUCCESS;
+    if (is_plain_basic(child)) { /* elements are single predefined items */
+      basic = child->runs[0].basic;
+      bsize = child->runs[0].esize;
+      child = NULL;
+    } else if (count == 1 && child->nruns == 1) { /* one element: inline its run */
+      const lmpio__tm_run *r = &child->runs[0];
+      return add_run(n, disp + r->disp, r->count, r->stride, r->child, r->basic, r->esize);
+    }
+  } else if (bsize == 0) {
+    return MPI_SUCCESS;
+  }
+  if (n->nruns % 8 == 0) {
+    lmpio__tm_run *runs = realloc(n->runs, (size_t)(n->nruns + 8) * sizeof *runs);
+    if (!runs) return MPI_ERR_NO_MEM;
+    n->runs = runs;
+  }
+  lmpio__tm_run *r = &n->runs[n->nruns++];
+  memset(r, 0, sizeof *r);
+  r->disp = disp;
+  r->count = count;
+  r->stride = count == 1 ? (child ? child->size : bsize) : stride;
+  r->child = child;
+  r->basic = basic;
+  r->esize = child ? child->size : bsize;
+  if (child) node_retain(child);
+  return MPI_SUCCESS;
+}
+
+/* Computes the derived fields once all runs are in. */
+static void node_finish(lmpio__tm_node *n) {
+  MPI_Count size = 0;
+  MPI_Aint prev_hi = 0;
+  int depth = 0;
+  n->monotone = 1;
+  n->data_lb = n->data_ub = 0;
+  for (int i = 0; i < n->nruns; i++) {
+    lmpio__tm_run *r = &n->runs[i];
+    const lmpio__tm_node *c = r->child;
+    r->size_before = size;
+    size += r->count * r->esize;
+    r->lo = c ? c->data_lb : 0;
+    MPI_Aint span = c ? c->data_ub - c->data_lb : (MPI_Aint)r->esize;
+    if (!c) r->kind = r->stride == (MPI_Aint)r->esize ? LMPIO__RUN_FLAT : LMPIO__RUN_ELEMS;
+    else if (c->contiguous) r->kind = r->stride == (MPI_Aint)c->size ? LMPIO__RUN_FLAT : LMPIO__RUN_ELEMS;
+    else r->kind = LMPIO__RUN_NEST;
+    if (r->kind == LMPIO__RUN_NEST && c->depth > depth) depth = c->depth;
+    MPI_Aint first = r->disp + r->lo;
+    MPI_Aint last = first + (MPI_Aint)(r->count - 1) * r->stride;
+    MPI_Aint lo = first < last ? first : last;
+    MPI_Aint hi = (first < last ? last : first) + span;
+    if (i == 0 || lo < n->data_lb) n->data_lb = lo;
+    if (i == 0 || hi > n->data_ub) n->data_ub = hi;
+    int mono = (!c || c->monotone) && (r->count == 1 || r->stride >= span);
+    if (!mono || (i > 0 && lo < prev_hi)) n->monotone = 0;
+    prev_hi = hi;
+  }
+  n->size = size;
+  n->depth = depth + 1;
+  n->contiguous = n->monotone && size == (MPI_Count)(n->data_ub - n->data_lb);
+}
+
+/* A node with one run of count elements of child spaced stride apart. */
+static int make_repeat(const lmpio__tm_node *child, MPI_Count count, MPI_Aint stride,
+                       MPI_Aint disp, lmpio__tm_node **out) {
+  lmpio__tm_node *n = node_new();
+  if (!n) return MPI_ERR_NO_MEM;
+  int rc = add_run(n, disp, count, stride, child, MPI_DATATYPE_NULL, 0);
+  node_finish(n);
+  n->lb = n->data_lb;
+  n->extent = n->data_ub - n->data_lb;
+  if (rc != MPI_SUCCESS) {
+    lmpio__typemap_release(n);
+    return rc;
+  }
+  *out = n;
+  return MPI_SUCCESS;
+}
+
+/* ---- decoding ---------------------------------------------------------- */
+
+static int decode(MPI_Datatype t, lmpio__tm_node **out);
+
+/* The predefined types that MPI lays out as a C struct of two items. */
+struct float_int { float a; int b; };
+struct double_int { double a; int b; };
+struct long_int { long a; int b; };
+struct short_int { short a; int b; };
+struct long_double_int { long double a; int b; };
+
+static int pair_node(MPI_Datatype t, lmpio__tm_node *n, int *is_pair) {
+  MPI_Datatype a;
+  MPI_Aint boff;
+  *is_pair = 1;
+  if (t == MPI_FLOAT_INT) { a = MPI_FLOAT; boff = offsetof(struct float_int, b); }
+  else if (t == MPI_DOUBLE_INT) { a = MPI_DOUBLE; boff = offsetof(struct double_int, b); }
+  else if (t == MPI_LONG_INT) { a = MPI_LONG; boff = offsetof(struct long_int, b); }
+  else if (t == MPI_SHORT_INT) { a = MPI_SHORT; boff = offsetof(struct short_int, b); }
+  else if (t == MPI_LONG_DOUBLE_INT) { a = MPI_LONG_DOUBLE; boff = offsetof(struct long_double_int, b); }
+  else if (t == MPI_2INT) { a = MPI_INT; boff = sizeof(int); }
+  else { *is_pair = 0; return MPI_SUCCESS; }
+  int asize;
+  MPI_Type_size(a, &asize);
+  int rc = add_run(n, 0, 1, asize, NULL, a, asize);
+  if (rc == MPI_SUCCESS) rc = add_run(n, boff, 1, sizeof(int), NULL, MPI_INT, sizeof(int));
+  return rc;
+}
+
+static int type_extent(MPI_Datatype t, MPI_Aint *ext) {
+  MPI_Count lb, extent;
+  if (MPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  *ext = (MPI_Aint)extent;
+  return MPI_SUCCESS;
+}
+
+/* Builds the dimensions of a subarray or darray from the innermost out:
+ * each level repeats the level below.  lists[d] holds, for dimension d, the
+ * blocks of indices this type covers as (start, length) regular pieces. */
+typedef struct { MPI_Count start, len, n, step; } dim_piece; /* n blocks of len, step apart */
+
+static int build_dims(const lmpio__tm_node *old, MPI_Aint oldext, int ndims, const int *gsizes,
+                      int order, dim_piece (*pieces)[2], const int *npieces,
+                      lmpio__tm_node *top) {
+  const lmpio__tm_node *cur = old;
+  lmpio__tm_node *held = NULL; /* our reference on cur when we made it */
+  MPI_Aint stride = oldext;
+  int rc = MPI_SUCCESS;
+  for (int k = 0; k < ndims; k++) {
+    int d = order == MPI_ORDER_C ? ndims - 1 - k : k;
+    int last = k == ndims - 1;
+    lmpio__tm_node *n = last ? top : node_new();
+    if (!n) { rc = MPI_ERR_NO_MEM; break; }
+    for (int p = 0; p < npieces[d] && rc == MPI_SUCCESS; p++) {
+      const dim_piece *pc = &pieces[d][p];
+      if (pc->n <= 0 || pc->len <= 0) continue;
+      if (pc->n == 1) {
+        rc = add_run(n, (MPI_Aint)pc->start * stride, pc->len, stride, cur, MPI_DATATYPE_NULL, 0);
+      } else {
+        lmpio__tm_node *block;
+        rc = make_repeat(cur, pc->len, stride, 0, &block);
+        if (rc != MPI_SUCCESS) break;
+        rc = add_run(n, (MPI_Aint)pc->start * stride, pc->n, (MPI_Aint)pc->step * stride, block,
+                     MPI_DATATYPE_NULL, 0);
+        lmpio__typemap_release(block);
+      }
+    }
+    if (!last) node_finish(n);
+    if (held) lmpio__typemap_release(held);
+    held = last ? NULL : n;
+    cur = n;
+    stride *= gsizes[d];
+    if (rc != MPI_SUCCESS) break;
+  }
+  if (held) lmpio__typemap_release(held);
+  return rc;
+}
+
+static int decode_subarray(const int *ints, const lmpio__tm_node *old, MPI_Aint oldext,
+                           lmpio__tm_node *n) {
+  int ndims = ints[0];
+  const int *sizes = ints + 1, *subsizes = ints + 1 + ndims, *starts = ints + 1 + 2 * ndims;
+  int order = ints[1 + 3 * ndims];
+  dim_piece (*pieces)[2] = calloc((size_t)ndims, sizeof *pieces);
+  int *np = calloc((size_t)ndims, sizeof *np);
+  int rc = MPI_ERR_NO_MEM;
+  if (pieces && np) {
+    for (int d = 0; d < ndims; d++) {
+      pieces[d][0] = (dim_piece){starts[d], subsizes[d], 1, 0};
+      np[d] = 1;
+    }
+    rc = build_dims(old, oldext, ndims, sizes, order, pieces, np, n);
+  }
+  free(pieces);
+  free(np);
+  return rc;
+}
+
+static int decode_darray(const int *ints, const lmpio__tm_node *old, MPI_Aint oldext,
+                         lmpio__tm_node *n) {
+  int rank = ints[1], ndims = ints[2];
+  const int *gsizes = ints + 3, *distribs = ints + 3 + ndims, *dargs = ints + 3 + 2 * ndims;
+  const int *psizes = ints + 3 + 3 * ndims;
+  int order = ints[3 + 4 * ndims];
+  dim_piece (*pieces)[2] = calloc((size_t)ndims, sizeof *pieces);
+  int *np = calloc((size_t)ndims, sizeof *np);
+  int *coords = calloc((size_t)ndims, sizeof *coords);
+  int rc = MPI_ERR_NO_MEM;
+  if (pieces && np && coords) {
+    /* The process grid is row-major whatever the array order. */
+    for (int d = ndims - 1, r = rank; d >= 0; d--) {
+      coords[d] = r % psizes[d];
+      r /= psizes[d];
+    }
+    for (int d = 0; d < ndims; d++) {
+      MPI_Count g = gsizes[d], p = psizes[d], c = coords[d];
+      if (distribs[d] == MPI_DISTRIBUTE_NONE) {
+        pieces[d][0] = (dim_piece){0, g, 1, 0};
+        np[d] = 1;
+      } else if (distribs[d] == MPI_DISTRIBUTE_BLOCK) {
+        MPI_Count b = dargs[d] == MPI_DISTRIBUTE_DFLT_DARG ? (g + p - 1) / p : dargs[d];
+        MPI_Count s = c * b, len = min_count(b, g - s);
+        pieces[d][0] = (dim_piece){s, len > 0 ? len : 0, 1, 0};
+        np[d] = 1;
+      } else { /* cyclic(k): full blocks k long every p*k, then maybe a short one */
+        MPI_Count k = dargs[d] == MPI_DISTRIBUTE_DFLT_DARG ? 1 : dargs[d];
+        MPI_Count s = c * k, step = p * k;
+        MPI_Count nfull = g - s >= k ? (g - s - k) / step + 1 : 0;
+        pieces[d][0] = (dim_piece){s, k, nfull, step};
+        MPI_Count ps = s + nfull * step;
+        pieces[d][1] = (dim_piece){ps, ps < g ? min_count(k, g - ps) : 0, 1, 0};
+        np[d] = 2;
+      }
+    }
+    rc = build_dims(old, oldext, ndims, gsizes, order, pieces, np, n);
+  }
+  free(pieces);
+  free(np);
+  free(coords);
+  return rc;
+}
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  if (MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 1;
+  return comb == MPI_COMBINER_NAMED;
+}
+
+static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpio__tm_node *n) {
+  int *ints = malloc(sizeof(int) * (size_t)(ni + 1));
+  MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
+  MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
+  lmpio__tm_node **kids = calloc((size_t)nd + 1, sizeof *kids);
+  MPI_Aint *exts = calloc((size_t)nd + 1, sizeof *exts);
+  int rc = MPI_ERR_NO_MEM;
+  if (!ints || !addrs || !types || !kids || !exts) goto out;
+  if (MPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) != MPI_SUCCESS) {
+    rc = MPI_ERR_TYPE;
+    goto out;
+  }
+  rc = MPI_SUCCESS;
+  for (int i = 0; i < nd && rc == MPI_SUCCESS; i++) {
+    rc = decode(types[i], &kids[i]);
+    if (rc == MPI_SUCCESS) rc = type_extent(types[i], &exts[i]);
+  }
+  for (int i = 0; i < nd; i++)
+    if (!is_named(types[i])) MPI_Type_free(&types[i]);
+  if (rc != MPI_SUCCESS) goto out;
+
+  const lmpio__tm_node *old = kids[0];
+  MPI_Aint ext = exts[0];
+  switch (comb) {
+  case MPI_COMBINER_DUP:
+  case MPI_COMBINER_RESIZED: /* lb and extent come from MPI for the new type */
+    rc = add_run(n, 0, 1, ext, old, MPI_DATATYPE_NULL, 0);
+    break;
+  case MPI_COMBINER_CONTIGUOUS:
+    rc = add_run(n, 0, ints[0], ext, old, MPI_DATATYPE_NULL, 0);
+    break;
+  case MPI_COMBINER_VECTOR:
+  case MPI_COMBINER_HVECTOR: {
+    MPI_Aint stride = comb == MPI_COMBINER_VECTOR ? (MPI_Aint)ints[2] * ext : addrs[0];
+    lmpio__tm_node *block;
+    rc = make_repeat(old, ints[1], ext, 0, &block);
+    if (rc == MPI_SUCCESS) {
+      rc = add_run(n, 0, ints[0], stride, block, MPI_DATATYPE_NULL, 0);
+      lmpio__typemap_release(block);
+    }
+    break;
+  }
+  case MPI_COMBINER_INDEXED:
+  case MPI_COMBINER_HINDEXED:
+    for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
+      MPI_Aint d = comb == MPI_COMBINER_INDEXED ? (MPI_Aint)ints[1 + ints[0] + i] * ext : addrs[i];
+      rc = add_run(n, d, ints[1 + i], ext, old, MPI_DATATYPE_NULL, 0);
+    }
+    break;
+  case MPI_COMBINER_INDEXED_BLOCK:
+  case MPI_COMBINER_HINDEXED_BLOCK:
+    for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
+      MPI_Aint d = comb == MPI_COMBINER_INDEXED_BLOCK ? (MPI_Aint)ints[2 + i] * ext : addrs[i];
+      rc = add_run(n, d, ints[1], ext, old, MPI_DATATYPE_NULL, 0);
+    }
+    break;
+  case MPI_COMBINER_STRUCT:
+    for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++)
+      rc = add_run(n, addrs[i], ints[1 + i], exts[i], kids[i], MPI_DATATYPE_NULL, 0);
+    break;
+  case MPI_COMBINER_SUBARRAY:
+    rc = decode_subarray(ints, old, ext, n);
+    break;
+  case MPI_COMBINER_DARRAY:
+    rc = decode_darray(ints, old, ext, n);
+    break;
+  default:
+    rc = MPI_ERR_TYPE;
+  }
+out:
+  if (kids)
+    for (int i = 0; i < nd; i++) lmpio__typemap_release(kids[i]);
+  free(ints);
+  free(addrs);
+  free(types);
+  free(kids);
+  free(exts);
+  return rc;
+}
+
+/* Decodes t into a new node (one reference for the caller). */
+static int decode_uncached(MPI_Datatype t, lmpio__tm_node **out) {
+  int ni, na, nd, comb;
+  if (MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  lmpio__tm_node *n = node_new();
+  if (!n) return MPI_ERR_NO_MEM;
+  int rc = MPI_SUCCESS;
+  if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
+      comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
+    int is_pair;
+    rc = pair_node(t, n, &is_pair);
+    if (rc == MPI_SUCCESS && !is_pair) {
+      int size;
+      MPI_Type_size(t, &size);
+      rc = add_run(n, 0, 1, size, NULL, t, size);
+    }
+  } else {
+    rc = decode_derived(t, comb, ni, na, nd, n);
+  }
+  MPI_Count lb, extent, size;
+  if (rc == MPI_SUCCESS && (MPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS ||
+                            MPI_Type_size_x(t, &size) != MPI_SUCCESS))
+    rc = MPI_ERR_TYPE;
+  if (rc == MPI_SUCCESS) {
+    node_finish(n);
+    n->lb = (MPI_Aint)lb;
+    n->extent = (MPI_Aint)extent;
+    if (n->size != size) rc = MPI_ERR_INTERN; /* our flattening disagrees with MPI */
+  }
+  if (rc != MPI_SUCCESS) {
+    lmpio__typemap_release(n);
+    return rc;
+  }
+  *out = n;
+  return MPI_SUCCESS;
+}
+
+/* ---- cache on the datatype -------------------------------------------- */
+
+static int keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+
+static int copy_attr(MPI_Datatype t, int kv, void *extra, void *in, void *out, int *flag) {
+  (void)t; (void)kv; (void)extra;
+  node_retain(in);
+  *(void **)out = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+static int delete_attr(MPI_Datatype t, int kv, void *val, void *extra) {
+  (void)t; (void)kv; (void)extra;
+  lmpio__typemap_release(val);
+  return MPI_SUCCESS;
+}
+
+static void create_keyval(void) {
+  MPI_Type_create_keyval(copy_attr, delete_attr, &keyval, NULL);
+}
+
+static int decode(MPI_Datatype t, lmpio__tm_node **out) {
+  if (is_named(t)) return decode_uncached(t, out);
+  pthread_once(&keyval_once, create_keyval);
+  void *val;
+  int flag = 0;
+  if (keyval != MPI_KEYVAL_INVALID && MPI_Type_get_attr(t, keyval, &val, &flag) == MPI_SUCCESS && flag) {
+    node_retain(val);
+    *out = val;
+    return MPI_SUCCESS;
+  }
+  int rc = decode_uncached(t, out);
+  if (rc == MPI_SUCCESS && keyval != MPI_KEYVAL_INVALID) {
+    node_retain(*out);
+    if (MPI_Type_set_attr(t, keyval, *out) != MPI_SUCCESS) lmpio__typemap_release(*out);
+  }
+  return rc;
+}
+
+int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const char *call) {
+  if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");
+  lmpio__tm_node *n;
+  int rc = decode(type, &n);
+  if (rc == MPI_ERR_NO_MEM) return lmpio__err(rc, call, "out of memory while flattening a datatype");
+  if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "cannot decode the datatype");
+  *node = n;
+  return MPI_SUCCESS;
+}
+
+/* ---- positions in monotone nodes ---------------------------------------- */
+
+MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x) {
+  if (n->size == 0 || x <= n->data_lb) return 0;
+  if (x >= n->data_ub) return n->size;
+  int lo = 0, hi = n->nruns - 1, k = -1;
+  while (lo <= hi) { /* last run whose data starts below x */
+    int mid = lo + (hi - lo) / 2;
+    if (n->runs[mid].disp + n->runs[mid].lo < x) { k = mid; lo = mid + 1; }
+    else hi = mid - 1;
+  }
+  if (k < 0) return 0;
+  const lmpio__tm_run *r = &n->runs[k];
+  MPI_Aint rel = x - r->disp - r->lo;
+  MPI_Count in;
+  if (r->kind == LMPIO__RUN_FLAT) {
+    in = min_count(rel, r->count * r->esize);
+  } else {
+    MPI_Count e = r->count == 1 ? 0 : rel / r->stride;
+    if (e >= r->count) e = r->count - 1;
+    MPI_Aint rel2 = rel - (MPI_Aint)e * r->stride;
+    MPI_Count part = r->kind == LMPIO__RUN_NEST
+                         ? lmpio__typemap_bytes_before(r->child, rel2 + r->child->data_lb)
+                         : min_count(rel2, r->esize);
+    in = e * r->esize + part;
+  }
+  return r->size_before + in;
+}
+
+/* ---- cursor -------------------------------------------------------------- */
+
+int lmpio__cursor_init(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent) {
+  c->root = root;
+  c->extent = extent;
+  c->st = c->inline_st;
+  if (root->depth > (int)(sizeof c->inline_st / sizeof c->inline_st[0])) {
+    c->st = malloc(sizeof *c->st * (size_t)root->depth);
+    if (!c->st) return MPI_ERR_NO_MEM;
+  }
+  lmpio__cursor_seek(c, 0);
+  return MPI_SUCCESS;
+}
+
+void lmpio__cursor_free(lmpio__cursor *c) {
+  if (c->st != c->inline_st) free(c->st);
+  c->st = NULL;
+}
+
+static void next_elem(lmpio__frame *f) {
+  if (++f->elem >= f->node->runs[f->run].count) {
+    f->run++;
+    f->elem = 0;
+  }
+}
+
+/* Loads the next segment into seg_off/seg_left. */
+static void fill(lmpio__cursor *c) {
+  for (;;) {
+    lmpio__frame *f = &c->st[c->sp];
+    if (f->run >= f->node->nruns) {
+      if (c->sp == 0) { /* next tile */
+        c->tile++;
+        f->run = 0;
+        f->elem = 0;
+        f->base = (MPI_Aint)c->tile * c->extent;
+        continue;
+      }
+      c->sp--;
+      next_elem(&c->st[c->sp]);
+      continue;
+    }
+    const lmpio__tm_run *r = &f->node->runs[f->run];
+    switch (r->kind) {
+    case LMPIO__RUN_FLAT:
+      c->seg_off = f->base + r->disp + r->lo;
+      c->seg_left = r->count * r->esize;
+      f->run++;
+      f->elem = 0;
+      return;
+    case LMPIO__RUN_ELEMS:
+      c->seg_off = f->base + r->disp + (MPI_Aint)f->elem * r->stride + r->lo;
+      c->seg_left = r->esize;
+      next_elem(f);
+      return;
+    default: {
+      lmpio__frame *g = &c->st[++c->sp];
+      g->node = r->child;
+      g->run = 0;
+      g->elem = 0;
+      g->base = f->base + r->disp + (MPI_Aint)f->elem * r->stride;
+    }
+    }
+  }
+}
+
+void lmpio__cursor_seek(lmpio__cursor *c, MPI_Count pos) {
+  const lmpio__tm_node *n = c->root;
+  c->tile = pos / n->size;
+  MPI_Count rem = pos % n->size;
+  c->sp = 0;
+  lmpio__frame *f = &c->st[0];
+  f->node = n;
+  f->base = (MPI_Aint)c->tile * c->extent;
+  for (;;) {
+    int lo = 0, hi = n->nruns - 1;
+    while (lo < hi) { /* the run holding data byte rem */
+      int mid = lo + (hi - lo + 1) / 2;
+      if (n->runs[mid].size_before <= rem) lo = mid;
+      else hi = mid - 1;
+    }
+    const lmpio__tm_run *r = &n->runs[lo];
+    MPI_Count within = rem - r->size_before;
+    MPI_Count e = within / r->esize, off = within % r->esize;
+    f->run = lo;
+    f->elem = e;
+    if (r->kind == LMPIO__RUN_FLAT) {
+      c->seg_off = f->base + r->disp + r->lo + (MPI_Aint)within;
+      c->seg_left = r->count * r->esize - within;
+      f->run++;
+      f->elem = 0;
+      return;
+    }
+    if (r->kind == LMPIO__RUN_ELEMS) {
+      c->seg_off = f->base + r->disp + (MPI_Aint)e * r->stride + r->lo + (MPI_Aint)off;
+      c->seg_left = r->esize - off;
+      next_elem(f);
+      return;
+    }
+    lmpio__frame *g = &c->st[++c->sp];
+    g->node = n = r->child;
+    g->base = f->base + r->disp + (MPI_Aint)e * r->stride;
+    f = g;
+    rem = off;
+  }
+}
+
+MPI_Count lmpio__cursor_next(lmpio__cursor *c, MPI_Count max, MPI_Aint *off) {
+  if (c->seg_left == 0) fill(c);
+  MPI_Count len = min_count(c->seg_left, max);
+  *off = c->seg_off;
+  c->seg_off += (MPI_Aint)len;
+  c->seg_left -= len;
+  while (len < max) { /* coalesce segments that continue this one */
+    if (c->seg_left == 0) fill(c);
+    if (c->seg_off != *off + (MPI_Aint)len) break;
+    MPI_Count take = min_count(c->seg_left, max - len);
+    len += take;
+    c->seg_off += (MPI_Aint)take;
+    c->seg_left -= take;
+  }
+  return len;
+}
+
+MPI_Aint lmpio__cursor_peek(lmpio__cursor *c) {
+  if (c->seg_left == 0) fill(c);
+  return c->seg_off;
+}

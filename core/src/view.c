@@ -1,0 +1,205 @@
+/* The view: displacement, etype, filetype and data representation; its
+ * validation and the mapping between data positions and file bytes.
+ *
+ * The filetype tiles the file from disp as MPI_Type_contiguous(filetype,
+ * infinity) would: instance i starts at disp + i * extent, explicit lower and
+ * upper bounds included. */
+#include "internal.h"
+
+#include <string.h>
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+  return comb == MPI_COMBINER_NAMED;
+}
+
+static void free_handle(MPI_Datatype *t) {
+  if (*t != MPI_DATATYPE_NULL && !is_named(*t)) MPI_Type_free(t);
+  *t = MPI_DATATYPE_NULL;
+}
+
+/* Our own handle on a user's type: the user may free theirs after set_view. */
+static int keep_handle(MPI_Datatype t, MPI_Datatype *out) {
+  if (is_named(t)) {
+    *out = t;
+    return MPI_SUCCESS;
+  }
+  if (MPI_Type_dup(t, out) != MPI_SUCCESS) return MPI_ERR_TYPE;
+  return MPI_Type_commit(out) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+void lmpio__view_free(lmpio__view *v) {
+  free_handle(&v->etype);
+  free_handle(&v->filetype);
+  if (v->ft) lmpio__typemap_release(v->ft);
+  v->ft = NULL;
+}
+
+/* Checks that every coalesced data segment of one filetype instance starts
+ * and ends on a whole etype; with a contiguous etype holes then are multiples
+ * of its extent.  Walks the segments, so it is only used when the structural
+ * test below cannot decide. */
+static int segments_are_whole_etypes(const lmpio__tm_node *ft, MPI_Aint eext) {
+  lmpio__cursor c;
+  if (lmpio__cursor_init(&c, ft, ft->extent) != MPI_SUCCESS) return 0;
+  MPI_Count left = ft->size;
+  int ok = 1;
+  while (left > 0 && ok) {
+    MPI_Aint off;
+    MPI_Count len = lmpio__cursor_next(&c, left, &off);
+    if ((off - ft->data_lb) % eext != 0 || len % eext != 0) ok = 0;
+    left -= len;
+  }
+  lmpio__cursor_free(&c);
+  return ok;
+}
+
+/* Structural test: all run displacements, strides and element sizes are
+ * multiples of the etype size, recursively. */
+static int runs_are_whole_etypes(const lmpio__tm_node *n, MPI_Aint base, MPI_Aint eext) {
+  for (int i = 0; i < n->nruns; i++) {
+    const lmpio__tm_run *r = &n->runs[i];
+    if ((r->disp - base) % eext != 0 || (r->count > 1 && r->stride % eext != 0)) return 0;
+    if (r->child) {
+      if (!runs_are_whole_etypes(r->child, 0, eext)) return 0;
+    } else if (r->esize % eext != 0 && !(r->kind == LMPIO__RUN_FLAT && (r->count * r->esize) % eext == 0)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
+                    MPI_Datatype filetype, const char *datarep, const char *call) {
+  if (!datarep) return lmpio__err(MPI_ERR_ARG, call, "datarep is NULL");
+  if (strlen(datarep) > MPI_MAX_DATAREP_STRING)
+    return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call, "data representation name too long");
+  if (strcmp(datarep, "native") != 0)
+    return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call,
+                      "unknown data representation \"%s\"", datarep);
+  if (disp < 0) return lmpio__err(MPI_ERR_ARG, call, "negative displacement %lld", (long long)disp);
+  if (etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL)
+    return lmpio__err(MPI_ERR_TYPE, call, "etype or filetype is MPI_DATATYPE_NULL");
+
+  const lmpio__tm_node *et = NULL, *ft = NULL;
+  int rc = lmpio__typemap_get(etype, &et, call);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = lmpio__typemap_get(filetype, &ft, call);
+  if (rc != MPI_SUCCESS) {
+    lmpio__typemap_release(et);
+    return rc;
+  }
+  MPI_Count esize = et->size;
+  MPI_Aint eext = et->extent;
+  int econtig = et->contiguous && esize == eext;
+  lmpio__typemap_release(et);
+  if (esize <= 0) rc = lmpio__err(MPI_ERR_TYPE, call, "etype has size 0");
+  else if (ft->size % esize != 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype size %lld is not a multiple of the etype size %lld",
+                    (long long)ft->size, (long long)esize);
+  else if (ft->size > 0 && ft->data_lb < 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a negative displacement");
+  else if (ft->size > 0 && !ft->monotone)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype displacements are not monotonically nondecreasing");
+  else if (ft->size > 0 && ft->extent <= 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a nonpositive extent");
+  else if (ft->size > 0 && ft->data_ub - ft->data_lb > ft->extent)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype data spans more than its extent, so its tiles would overlap");
+  else if (ft->size > 0 && econtig && !runs_are_whole_etypes(ft, 0, eext) &&
+           !segments_are_whole_etypes(ft, eext))
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype is not made of whole etypes (a hole or block is not a multiple of the etype extent)");
+  else if (ft->size == 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has size 0");
+  if (rc != MPI_SUCCESS) {
+    lmpio__typemap_release(ft);
+    return rc;
+  }
+
+  lmpio__view nv;
+  memset(&nv, 0, sizeof nv);
+  nv.disp = disp;
+  nv.esize = esize;
+  nv.eextent = eext;
+  nv.ft = ft;
+  nv.contiguous = ft->contiguous && ft->size == ft->extent;
+  strcpy(nv.datarep, datarep);
+  nv.etype = nv.filetype = MPI_DATATYPE_NULL;
+  rc = keep_handle(etype, &nv.etype);
+  if (rc == MPI_SUCCESS) rc = keep_handle(filetype, &nv.filetype);
+  if (rc != MPI_SUCCESS) {
+    lmpio__view_free(&nv);
+    return lmpio__err(rc, call, "cannot duplicate the etype or filetype");
+  }
+  *v = nv;
+  return MPI_SUCCESS;
+}
+
+MPI_Offset lmpio__view_byte(const lmpio__view *v, MPI_Offset pos) {
+  if (v->contiguous) return v->disp + v->ft->data_lb + pos;
+  lmpio__cursor c;
+  if (lmpio__cursor_init(&c, v->ft, v->ft->extent) != MPI_SUCCESS) return -1;
+  lmpio__cursor_seek(&c, pos);
+  MPI_Aint off = lmpio__cursor_peek(&c);
+  lmpio__cursor_free(&c);
+  return v->disp + off;
+}
+
+MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x) {
+  const lmpio__tm_node *ft = v->ft;
+  MPI_Offset rel = x - v->disp;
+  if (rel <= ft->data_lb) return 0;
+  /* Tiles before t end at or before x; tile t may hold x; later ones start after. */
+  MPI_Offset t = (rel - ft->data_lb) / ft->extent;
+  return t * ft->size + lmpio__typemap_bytes_before(ft, (MPI_Aint)(rel - t * ft->extent));
+}
+
+/* ---- public calls ---------------------------------------------------- */
+
+int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
+                        MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  const char *call = "lmpio_file_set_view";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  lmpio__view nv;
+  memset(&nv, 0, sizeof nv);
+  int rc;
+  if (disp == MPI_DISPLACEMENT_CURRENT)
+    rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid with MPI_MODE_SEQUENTIAL and a shared file pointer");
+  else
+    rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
+  /* The data representation and the etype extent must agree on every rank. */
+  long long same = datarep ? lmpio__hash(datarep) * 31 + (rc == MPI_SUCCESS ? nv.eextent : 0) : 0;
+  rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? same : 0, call);
+  if (rc != MPI_SUCCESS) {
+    lmpio__view_free(&nv);
+    return rc;
+  }
+  lmpio__view_free(&fh->view);
+  fh->view = nv;
+  fh->fp = 0;
+  if (info != MPI_INFO_NULL) lmpio__file_apply_hints(fh, info);
+  return MPI_SUCCESS;
+}
+
+int lmpio_file_get_view(lmpio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
+                        MPI_Datatype *filetype, char *datarep) {
+  const char *call = "lmpio_file_get_view";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (!disp || !etype || !filetype || !datarep) return lmpio__err(MPI_ERR_ARG, call, "NULL output argument");
+  *disp = fh->view.disp;
+  /* Derived types are returned as new handles the caller frees, as in MPI. */
+  if (keep_handle(fh->view.etype, etype) != MPI_SUCCESS ||
+      keep_handle(fh->view.filetype, filetype) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_TYPE, call, "cannot duplicate the view's datatypes");
+  strcpy(datarep, fh->view.datarep);
+  return MPI_SUCCESS;
+}
+
+int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset, MPI_Offset *disp) {
+  const char *call = "lmpio_file_get_byte_offset";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (!disp) return lmpio__err(MPI_ERR_ARG, call, "disp is NULL");
+  if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  *disp = lmpio__view_byte(&fh->view, offset * fh->view.esize);
+  return MPI_SUCCESS;
+}

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Runs every suite and prints, as its last line, "N passed, N failed" summed
+# over all of them.  C tests print "ok NAME" / "not ok NAME" per case (rank 0,
+# after agreement over all ranks); a program that crashes, exits non-zero or
+# times out counts as one more failure.  Usage: check.sh [core|lua|examples]...
+BUILD=${BUILD:-build}
+MPIRUN=${MPIRUN:-mpirun}
+LUA=${LUA:-lua5.4}
+TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
+suites=${*:-core lua examples}
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+is_openmpi() { "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; }
+
+# The launcher configurations every MPI suite runs under: 1, 2 and 4 ranks, and
+# once with shared memory off as a stand-in for ranks on different machines.
+configs() {
+  if is_openmpi; then
+    echo "-n 1 --mca io romio321"
+    echo "-n 2 --mca io romio321"
+    echo "--oversubscribe -n 4 --mca io romio321"
+    echo "-n 2 --mca btl self,tcp --mca io romio321"
+  else
+    echo "-n 1"; echo "-n 2"; echo "-n 4"
+  fi
+}
+
+# run LABEL COMMAND...: runs one program, counts its ok/not ok lines.
+run() {
+  label=$1; shift
+  timeout -k 10 "$TIMEOUT" "$@" >"$log" 2>&1
+  rc=$?
+  p=$(grep -c '^ok ' "$log")
+  f=$(grep -c '^not ok ' "$log")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+    echo "not ok $label (exit status $rc)" >>"$log"
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$f" -ne 0 ]; then
+    echo "FAIL $label: $p passed, $f failed"
+    sed 's/^/    /' "$log" | tail -n 60
+  else
+    echo "ok   $label: $p passed"
+  fi
+}
+
+for suite in $suites; do
+  case $suite in
+  core)
+    for t in "$BUILD"/test/*_test; do
+      [ -x "$t" ] || continue
+      configs | while read -r cfg; do echo "$cfg"; done > "$log.cfg"
+      while read -r cfg; do
+        # shellcheck disable=SC2086
+        run "$(basename "$t") [$cfg]" "$MPIRUN" $cfg "$t"
+      done < "$log.cfg"
+      rm -f "$log.cfg"
+    done ;;
+  lua)
+    [ -x spec/run.sh ] && . spec/run.sh ;;
+  examples)
+    # C examples verify their own data and exit non-zero when it is wrong.
+    for e in "$BUILD"/examples/*; do
+      [ -x "$e" ] || continue
+      run "$(basename "$e") example" sh -c '"$0" --oversubscribe -n 4 "$1" "$2" && echo "ok $(basename "$1")"' \
+        "$MPIRUN" "$e" "${TMPDIR:-/tmp}/lmpio-example-$$.dat"
+      rm -f "${TMPDIR:-/tmp}/lmpio-example-$$.dat"
+    done
+    [ -f examples/run.sh ] && . examples/run.sh ;;
+  esac
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
