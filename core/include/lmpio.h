@@ -79,6 +79,28 @@ LMPIO_API int lmpio_file_get_position(lmpio_file fh, MPI_Offset *offset);
 LMPIO_API int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset,
                                          MPI_Offset *disp);
 
+/* Data access with shared file pointers.  The pointer lives in a helper
+ * file beside the data file (".<name>.lmpio-shfp-<id>", removed at close),
+ * so it works across machines and needs no help from other ranks. */
+LMPIO_API int lmpio_file_read_shared(lmpio_file fh, void *buf, int count,
+                                     MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_shared(lmpio_file fh, const void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_ordered(lmpio_file fh, void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_ordered(lmpio_file fh, const void *buf, int count,
+                                       MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence);
+LMPIO_API int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset);
+
+/* Split collective data access */
+LMPIO_API int lmpio_file_read_ordered_begin(lmpio_file fh, void *buf, int count,
+                                            MPI_Datatype datatype);
+LMPIO_API int lmpio_file_read_ordered_end(lmpio_file fh, void *buf, MPI_Status *status);
+LMPIO_API int lmpio_file_write_ordered_begin(lmpio_file fh, const void *buf, int count,
+                                             MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_ordered_end(lmpio_file fh, const void *buf, MPI_Status *status);
+
 /* Consistency and semantics */
 LMPIO_API int lmpio_file_set_atomicity(lmpio_file fh, int flag);
 LMPIO_API int lmpio_file_get_atomicity(lmpio_file fh, int *flag);

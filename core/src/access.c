@@ -34,8 +34,8 @@ typedef struct {
 
 typedef struct { MPI_Aint off; MPI_Count len; } segment;
 
-int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir,
-                        int explicit_offset, const char *call) {
+int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir, int pointer,
+                        const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (count < 0) return lmpio__err(MPI_ERR_COUNT, call, "negative count %d", count);
   if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");
@@ -43,9 +43,24 @@ int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir,
     return lmpio__err(MPI_ERR_READ_ONLY, call, "file \"%s\" was opened MPI_MODE_RDONLY", fh->path);
   if (dir == LMPIO__READ && (fh->amode & MPI_MODE_WRONLY))
     return lmpio__err(MPI_ERR_ACCESS, call, "file \"%s\" was opened MPI_MODE_WRONLY", fh->path);
-  if (explicit_offset && (fh->amode & MPI_MODE_SEQUENTIAL))
+  if (pointer != LMPIO__SHARED && (fh->amode & MPI_MODE_SEQUENTIAL))
     return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
-                      "explicit offsets are not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
+                      "only shared file pointer access is allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL",
+                      fh->path);
+  return MPI_SUCCESS;
+}
+
+int lmpio__count_etypes(lmpio_file fh, int count, MPI_Datatype type, MPI_Offset *n,
+                        const char *call) {
+  const lmpio__tm_node *m;
+  int rc = lmpio__typemap_get(type, &m, call);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Count total = (MPI_Count)count * m->size;
+  lmpio__typemap_release(m);
+  if (total % fh->view.esize != 0)
+    return lmpio__err(MPI_ERR_TYPE, call, "%lld data bytes are not a whole number of etypes of %lld bytes",
+                      (long long)total, (long long)fh->view.esize);
+  *n = total / fh->view.esize;
   return MPI_SUCCESS;
 }
 
@@ -297,7 +312,7 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
 
 static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
                        MPI_Datatype type, int dir, MPI_Status *status, const char *call) {
-  int rc = lmpio__check_access(fh, count, type, dir, !use_fp, call);
+  int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Count bytes = 0;
   rc = lmpio__access(fh, use_fp ? fh->fp : offset, buf, count, type, dir, &bytes, call);

@@ -8,7 +8,7 @@
 static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
                       MPI_Datatype type, int dir, MPI_Status *status, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  int rc = lmpio__check_access(fh, count, type, dir, !use_fp, call);
+  int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc == MPI_SUCCESS && !use_fp && offset < 0)
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
   rc = lmpio__agree(fh->comm, rc, 0, call);

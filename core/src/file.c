@@ -126,7 +126,11 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   lmpio_file fh = NULL;
   if (rc == MPI_SUCCESS) {
     fh = calloc(1, sizeof *fh);
-    if (fh) fh->path = strdup(path);
+    if (fh) {
+      fh->comm = MPI_COMM_NULL;
+      fh->sh_fd = -1;
+      fh->path = strdup(path);
+    }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   }
   if (rc == MPI_SUCCESS) {
@@ -135,7 +139,6 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->fd_readable = readable;
     fh->rank = rank;
     fh->size = size;
-    fh->comm = MPI_COMM_NULL;
     fh->ind_rd_buffer_size = DEFAULT_IND_RD_BUFFER_SIZE;
     fh->ind_wr_buffer_size = DEFAULT_IND_WR_BUFFER_SIZE;
     fh->ds_read = fh->ds_write = 2;
@@ -150,9 +153,12 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
   if (rc != MPI_SUCCESS) {
     if (fd >= 0) close(fd);
     if (fh) {
+      if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
+      free(fh->sh_path);
       lmpio__view_free(&fh->view);
       free(fh->path);
       free(fh);
@@ -174,6 +180,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && unlink(fh->path) < 0 &&
       errno != ENOENT && rc == MPI_SUCCESS)
     rc = lmpio__err_errno(errno, call, "cannot delete", fh->path);
+  lmpio__shared_free(fh);
   lmpio__view_free(&fh->view);
   MPI_Comm_free(&fh->comm);
   free(fh->path);

@@ -142,7 +142,17 @@ struct lmpio_file_s {
   /* hints in effect */
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size;
   int ds_read, ds_write;    /* 0 disable, 1 enable, 2 automatic */
-  MPI_Info info;            /* the user's hints as given (for get_info) */
+  /* The shared file pointer (shared.c), in etypes of the current view.  With
+   * one rank it lives here; otherwise in a helper file beside the data file,
+   * updated under a byte-range lock, created on first use, removed at close. */
+  MPI_Offset sh_local;      /* the pointer when the communicator has one rank */
+  MPI_Offset sh_initial;    /* its value while the helper file is empty */
+  char *sh_path;
+  int sh_fd;
+  /* The split collective in progress (0: none). */
+  int split_kind;
+  int split_rc;
+  MPI_Count split_bytes;
 };
 
 /* ---- access: independent data access -------------------------------- */
@@ -158,9 +168,24 @@ void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
 /* A string hash for checking that ranks passed the same argument. */
 long long lmpio__hash(const char *s);
 
+/* Which file pointer a data access call uses. */
+enum { LMPIO__EXPLICIT, LMPIO__INDIVIDUAL, LMPIO__SHARED };
 /* Checks the arguments common to every data access call. */
-int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir,
-                        int explicit_offset, const char *call);
+int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir, int pointer,
+                        const char *call);
+/* Number of etypes that count items of type make in the view, or an error. */
+int lmpio__count_etypes(lmpio_file fh, int count, MPI_Datatype type, MPI_Offset *n,
+                        const char *call);
+
+/* ---- shared: the shared file pointer -------------------------------- */
+
+/* Called by open on every rank once the file is open (collective). */
+int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
+/* Called by close after every rank closed the file: removes the helper. */
+void lmpio__shared_free(lmpio_file fh);
+/* Sets the pointer to 0 for a new view (collective, inside set_view). */
+int lmpio__shared_reset(lmpio_file fh, const char *call);
+int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
 void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
 
 #endif

@@ -45,6 +45,17 @@ static int setlk(int fd, short type, MPI_Offset off, MPI_Offset len) {
   fl.l_start = (off_t)off;
   fl.l_len = (off_t)len;
   fl.l_pid = 0;
+#ifdef F_OFD_SETLKW
+  /* Open-file-description locks belong to this descriptor, not to the whole
+   * process: closing another descriptor of the same file keeps them, and
+   * threads exclude each other. */
+  for (;;) {
+    if (fcntl(fd, F_OFD_SETLKW, &fl) == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno != EINVAL) return -1;
+    break; /* kernel or file system without OFD locks */
+  }
+#endif
   while (fcntl(fd, F_SETLKW, &fl) < 0) {
     if (errno != EINTR) return -1;
   }

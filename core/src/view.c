@@ -162,11 +162,16 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
-  int rc;
-  if (disp == MPI_DISPLACEMENT_CURRENT)
-    rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid with MPI_MODE_SEQUENTIAL and a shared file pointer");
-  else
-    rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
+  int rc = MPI_SUCCESS;
+  if (disp == MPI_DISPLACEMENT_CURRENT) {
+    /* Sequential files: the new view starts where the shared pointer is. */
+    MPI_Offset sh = 0;
+    if (!(fh->amode & MPI_MODE_SEQUENTIAL))
+      rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
+    else if ((rc = lmpio__shared_get(fh, &sh, call)) == MPI_SUCCESS)
+      disp = lmpio__view_byte(&fh->view, sh * fh->view.esize);
+  }
+  if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
   /* The data representation and the etype extent must agree on every rank. */
   long long same = datarep ? lmpio__hash(datarep) * 31 + (rc == MPI_SUCCESS ? nv.eextent : 0) : 0;
   rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? same : 0, call);
@@ -178,7 +183,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view = nv;
   fh->fp = 0;
   if (info != MPI_INFO_NULL) lmpio__file_apply_hints(fh, info);
-  return MPI_SUCCESS;
+  return lmpio__shared_reset(fh, call);
 }
 
 int lmpio_file_get_view(lmpio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
