@@ -106,6 +106,16 @@ LMPIO_API int lmpio_file_set_atomicity(lmpio_file fh, int flag);
 LMPIO_API int lmpio_file_get_atomicity(lmpio_file fh, int *flag);
 LMPIO_API int lmpio_file_sync(lmpio_file fh);
 
+/* Data representations: "native", "internal" (lmpio uses the external32
+ * layout for it) and "external32" are predefined; others are registered
+ * with conversion functions and an extent function, as in MPI. */
+LMPIO_API int lmpio_register_datarep(const char *datarep,
+                                     MPI_Datarep_conversion_function *read_conversion_fn,
+                                     MPI_Datarep_conversion_function *write_conversion_fn,
+                                     MPI_Datarep_extent_function *dtype_file_extent_fn,
+                                     void *extra_state);
+LMPIO_API int lmpio_file_get_type_extent(lmpio_file fh, MPI_Datatype datatype, MPI_Aint *extent);
+
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
 LMPIO_API int lmpio_error_string(int errorcode, char *string, int *resultlen);

@@ -52,8 +52,8 @@ int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir, in
 
 int lmpio__count_etypes(lmpio_file fh, int count, MPI_Datatype type, MPI_Offset *n,
                         const char *call) {
-  const lmpio__tm_node *m;
-  int rc = lmpio__typemap_get(type, &m, call);
+  const lmpio__tm_node *m; /* sizes as in the file */
+  int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Count total = (MPI_Count)count * m->size;
   lmpio__typemap_release(m);
@@ -249,20 +249,28 @@ static int xfer_view(xfer *x, MPI_Offset pos, MPI_Count total) {
   return rc;
 }
 
-int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                  MPI_Datatype type, int dir, MPI_Count *bytes, const char *call) {
+int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype type,
+                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call) {
   *bytes = 0;
+  *etypes = 0;
   if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  if (fh->view.rep) return lmpio__datarep_access(fh, offset, buf, count, type, dir, bytes, etypes, call);
+  MPI_Offset n;
+  int rc = lmpio__count_etypes(fh, count, type, &n, call);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = lmpio__access_at(fh, offset * fh->view.esize, buf, count, type, dir, bytes, call);
+  *etypes = *bytes / fh->view.esize;
+  return rc;
+}
+
+int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
+                     MPI_Datatype type, int dir, MPI_Count *bytes, const char *call) {
+  *bytes = 0;
   const lmpio__tm_node *m;
   int rc = lmpio__typemap_get(type, &m, call);
   if (rc != MPI_SUCCESS) return rc;
   const lmpio__view *v = &fh->view;
   MPI_Count total = (MPI_Count)count * m->size;
-  if (total % v->esize != 0) {
-    lmpio__typemap_release(m);
-    return lmpio__err(MPI_ERR_TYPE, call, "%lld data bytes are not a whole number of etypes of %lld bytes",
-                      (long long)total, (long long)v->esize);
-  }
   if (total == 0) {
     lmpio__typemap_release(m);
     return MPI_SUCCESS;
@@ -280,7 +288,6 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
     lmpio__typemap_release(m);
     return lmpio__err(rc, call, "out of memory");
   }
-  MPI_Offset pos = offset * v->esize;
   /* Atomic mode locks the whole range once; otherwise writes lock what they
    * touch so that another rank's read-modify-write cannot undo them. */
   MPI_Offset lo = 0, hi = 0;
@@ -315,8 +322,9 @@ static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
   int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Count bytes = 0;
-  rc = lmpio__access(fh, use_fp ? fh->fp : offset, buf, count, type, dir, &bytes, call);
-  if (use_fp) fh->fp += bytes / fh->view.esize;
+  MPI_Offset etypes = 0;
+  rc = lmpio__access(fh, use_fp ? fh->fp : offset, buf, count, type, dir, &bytes, &etypes, call);
+  if (use_fp) fh->fp += etypes;
   lmpio__set_status(status, bytes);
   return rc;
 }

@@ -13,9 +13,10 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
   rc = lmpio__agree(fh->comm, rc, 0, call);
   MPI_Count bytes = 0;
+  MPI_Offset etypes = 0;
   if (rc == MPI_SUCCESS) {
-    rc = lmpio__access(fh, use_fp ? fh->fp : offset, buf, count, type, dir, &bytes, call);
-    if (use_fp) fh->fp += bytes / fh->view.esize;
+    rc = lmpio__access(fh, use_fp ? fh->fp : offset, buf, count, type, dir, &bytes, &etypes, call);
+    if (use_fp) fh->fp += etypes;
     rc = lmpio__agree(fh->comm, rc, 0, call);
   }
   lmpio__set_status(status, bytes);

@@ -12,6 +12,7 @@
 
 #define DEFAULT_IND_RD_BUFFER_SIZE 4194304
 #define DEFAULT_IND_WR_BUFFER_SIZE 524288
+#define DEFAULT_CONVERSION_BUFFER_SIZE 4194304
 
 long long lmpio__hash(const char *s) {
   unsigned long long h = 1469598103934665603ULL; /* FNV-1a */
@@ -66,6 +67,7 @@ void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info) {
   if (info == MPI_INFO_NULL) return;
   parse_size_hint(info, "ind_rd_buffer_size", &fh->ind_rd_buffer_size);
   parse_size_hint(info, "ind_wr_buffer_size", &fh->ind_wr_buffer_size);
+  parse_size_hint(info, "lmpio_conversion_buffer_size", &fh->conv_buffer_size);
   parse_ds_hint(info, "romio_ds_read", &fh->ds_read);
   parse_ds_hint(info, "romio_ds_write", &fh->ds_write);
 }
@@ -142,6 +144,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->ind_rd_buffer_size = DEFAULT_IND_RD_BUFFER_SIZE;
     fh->ind_wr_buffer_size = DEFAULT_IND_WR_BUFFER_SIZE;
     fh->ds_read = fh->ds_write = 2;
+    fh->conv_buffer_size = DEFAULT_CONVERSION_BUFFER_SIZE;
     lmpio__file_apply_hints(fh, info);
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", call);
   }
@@ -289,6 +292,8 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   MPI_Info_set(info, "ind_rd_buffer_size", v);
   snprintf(v, sizeof v, "%lld", (long long)fh->ind_wr_buffer_size);
   MPI_Info_set(info, "ind_wr_buffer_size", v);
+  snprintf(v, sizeof v, "%lld", (long long)fh->conv_buffer_size);
+  MPI_Info_set(info, "lmpio_conversion_buffer_size", v);
   MPI_Info_set(info, "romio_ds_read", ds[fh->ds_read]);
   MPI_Info_set(info, "romio_ds_write", ds[fh->ds_write]);
   *info_used = info;

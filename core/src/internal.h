@@ -61,6 +61,8 @@ struct lmpio__tm_node {
   int depth;                  /* frames a cursor needs */
   lmpio__tm_run *runs;        /* only runs with data */
   MPI_Count size;             /* data bytes */
+  MPI_Count nitems;           /* predefined items (typemap entries) */
+  int full_depth;             /* frames a leaf cursor needs */
   MPI_Aint lb, extent;        /* as MPI defines them (markers, resized) */
   MPI_Aint data_lb, data_ub;  /* bounds of the data bytes (0, 0 if none) */
   int monotone;               /* data in nondecreasing, non-overlapping order */
@@ -69,8 +71,15 @@ struct lmpio__tm_node {
   int nowned;
 };
 
+typedef struct lmpio__datarep lmpio__datarep;
+
 /* The flattened form of a datatype, cached on it; release when done. */
 int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const char *call);
+/* The same laid out in a file representation (rep NULL: native): predefined
+ * types take the representation's extents and portable types are rebuilt
+ * with them.  Not cached. */
+int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
+                           const lmpio__tm_node **node, const char *call);
 void lmpio__typemap_release(const lmpio__tm_node *node);
 /* Data bytes of one instance of a monotone node at offsets below x. */
 MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x);
@@ -92,7 +101,10 @@ typedef struct {
   lmpio__frame *st;
   lmpio__frame inline_st[16];
   MPI_Aint seg_off;
-  MPI_Count seg_left;
+  MPI_Count seg_left;         /* bytes, or items for a leaf cursor */
+  int leaves;                 /* walks predefined items, no coalescing */
+  MPI_Datatype leaf_basic;
+  MPI_Count leaf_esize;
 } lmpio__cursor;
 
 /* root must have size > 0.  Returns MPI_ERR_NO_MEM on allocation failure. */
@@ -105,6 +117,28 @@ void lmpio__cursor_seek(lmpio__cursor *c, MPI_Count pos);
 MPI_Count lmpio__cursor_next(lmpio__cursor *c, MPI_Count max, MPI_Aint *off);
 /* Offset of the next data byte without consuming it. */
 MPI_Aint lmpio__cursor_peek(lmpio__cursor *c);
+/* A leaf cursor walks the predefined items of the tiled node in typemap
+ * order: each step gives up to max items of one predefined type that lie
+ * back to back at *off.  Starts at item 0. */
+int lmpio__cursor_init_leaves(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent);
+MPI_Count lmpio__cursor_next_leaf(lmpio__cursor *c, MPI_Count max, MPI_Aint *off,
+                                  MPI_Datatype *basic, MPI_Count *esize);
+/* The predefined type of the next leaf item, without consuming it. */
+MPI_Datatype lmpio__cursor_peek_leaf(lmpio__cursor *c);
+
+/* ---- datarep: registry and conversion driver -------------------------- */
+
+/* Looks a representation up: *rep is NULL for "native".  Returns
+ * MPI_ERR_UNSUPPORTED_DATAREP (with a message) for an unknown name. */
+int lmpio__datarep_find(const char *name, const lmpio__datarep **rep, const char *call);
+/* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
+ * extent function fails, MPI_ERR_TYPE when rep has no such type). */
+int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
+/* Data access through the view's representation, converting through a
+ * bounded staging buffer.  *bytes receives native data bytes moved. */
+int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
+                          MPI_Datatype type, int dir, MPI_Count *bytes, MPI_Offset *etypes,
+                          const char *call);
 
 /* ---- view ----------------------------------------------------------- */
 
@@ -112,8 +146,9 @@ typedef struct {
   MPI_Offset disp;
   MPI_Datatype etype, filetype;  /* our own handles (dups of derived types) */
   char datarep[MPI_MAX_DATAREP_STRING + 1];
-  const lmpio__tm_node *ft;
-  MPI_Count esize;               /* etype size in bytes */
+  const lmpio__datarep *rep;     /* NULL for "native" */
+  const lmpio__tm_node *ft;      /* laid out in the file's representation */
+  MPI_Count esize;               /* etype size in bytes, in the file */
   MPI_Aint eextent;
   int contiguous;                /* data of the tiled filetype is one run */
 } lmpio__view;
@@ -141,6 +176,7 @@ struct lmpio_file_s {
   MPI_Offset fp;            /* individual file pointer, in etypes */
   /* hints in effect */
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size;
+  MPI_Offset conv_buffer_size;  /* staging buffer of data conversions */
   int ds_read, ds_write;    /* 0 disable, 1 enable, 2 automatic */
   /* The shared file pointer (shared.c), in etypes of the current view.  With
    * one rank it lives here; otherwise in a helper file beside the data file,
@@ -160,9 +196,14 @@ struct lmpio_file_s {
 enum { LMPIO__READ = 0, LMPIO__WRITE = 1 };
 
 /* Moves count items of type between buf and the view at data offset `offset`
- * (in etypes).  *bytes receives the data bytes moved (short at end of file). */
-int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                  MPI_Datatype type, int dir, MPI_Count *bytes, const char *call);
+ * (in etypes), converting when the view's representation is not native.
+ * *bytes receives the (native) data bytes moved (short at end of file),
+ * *etypes the whole etypes of the view they filled (for the pointers). */
+int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype type,
+                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
+/* The same without conversion, at data byte pos of the view. */
+int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
+                     MPI_Datatype type, int dir, MPI_Count *bytes, const char *call);
 /* Sets the hints in effect from an info object (unknown keys are ignored). */
 void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
 /* A string hash for checking that ranks passed the same argument. */

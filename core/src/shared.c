@@ -1,141 +1,317 @@
 /* The shared file pointer and the ordered collectives.
  *
- * The pointer lives in a small helper file beside the data file (same file
- * system, so it works when ranks are on different machines), read and
- * written under a byte-range lock: any rank updates it without the help of
- * any other rank, so a rank busy outside MPI stalls nobody.  The helper file
- * is created by whichever rank needs it first and removed at close; while it
- * is empty the pointer has its initial value.  With a one-rank communicator
- * nobody else can see the pointer, so it simply lives in the handle.
+ * The pointer, in etypes of the current view, is split in two:
  *
- * Ordered collectives take one prefix sum of the requested sizes, move the
- * pointer once (the last rank, which knows the total, does it), broadcast
- * the base, and then every rank transfers its part in parallel. */
+ *     pointer = base + delta
+ *
+ * `base` lives in every rank's handle and only collective calls change it,
+ * by amounts every rank knows, so it is the same on every rank.  `delta` is
+ * what independent calls (write_shared, read_shared) added since the helper
+ * was last reset; it lives in a helper file beside the data file (same file
+ * system, so it works when ranks are on different machines) and any rank
+ * updates it alone, without the help of any other rank, so a rank busy
+ * outside MPI stalls nobody:
+ *
+ *  - LOCK mode: read and written under an fcntl byte-range lock;
+ *  - MMAP mode (every rank runs under the same kernel and sees the same data
+ *    file, so the helper's page is one page of one page cache): an atomic
+ *    fetch-and-add on the mapped helper, no system call at all;
+ *  - LOCAL mode (one rank): delta lives in the handle, no helper at all.
+ *
+ * A fresh helper holds zero.  It is created by whichever rank needs it first
+ * and removed at close.  LMPIO_SHARED_FP=lock in the environment of any rank
+ * at open forces LOCK mode (to test the multi-machine path on one machine).
+ *
+ * Every rank also caches delta as of the last collective, and remembers
+ * whether it moved the pointer independently since then (`dirty`).  A
+ * collective that learns that nobody is dirty knows the pointer without
+ * touching the helper; otherwise every rank reads the helper, which is safe
+ * because every rank is then inside the collective (nobody writes it) and no
+ * rank leaves before all have read (a later synchronisation).
+ *
+ * Ordered collectives: one MPI_Allgather of each rank's {etypes requested,
+ * failed, dirty} gives every rank its position (a prefix sum), the total and
+ * the outcome of the argument checks; every rank moves its copy of base by
+ * the total (the pointer moves once, nobody writes the helper), transfers its
+ * part in parallel, and the ranks agree on the outcome (the design's rule
+ * for collective calls).  Above ORDERED_GATHER_MAX ranks the Allgather is
+ * replaced by an MPI_Exscan and an MPI_Allreduce (log(ranks) each).
+ *
+ * The state lives in the same allocation as the helper's name (fh->sh_path
+ * points to its beginning, so freeing sh_path frees it all). */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { SPLIT_NONE, SPLIT_READ_ORDERED, SPLIT_WRITE_ORDERED };
+enum { MODE_LOCAL, MODE_LOCK, MODE_MMAP };
+
+#define ORDERED_GATHER_MAX 64
+#define HELPER_SIZE 4096
+
+typedef struct {
+  int mode;
+  int dirty;              /* this rank moved delta since the last collective */
+  int view_ok;            /* every rank has the same view (shared access allowed) */
+  MPI_Offset base;        /* same on every rank */
+  MPI_Offset delta;       /* LOCAL: the delta; otherwise delta as of the last collective */
+  int64_t *map;           /* MMAP: the helper's first page */
+  long long *gather;      /* ordered: one entry per rank */
+} shstate;
+
+/* The block: the helper's name, then (aligned) the state. */
+static shstate *st_of(lmpio_file fh) {
+  size_t n = strlen(fh->sh_path) + 1;
+  n = (n + 15) & ~(size_t)15;
+  return (shstate *)(void *)(fh->sh_path + n);
+}
+
+/* A key that is the same on two ranks only when they run under the same
+ * kernel (boot id, or host name where there is none) and see the same file. */
+static long long kernel_file_key(int fd) {
+  char id[128] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(id, sizeof id, f)) id[0] = '\0';
+    fclose(f);
+  }
+  if (!id[0]) gethostname(id, sizeof id - 1);
+  struct stat sb;
+  unsigned long long dev = 0, ino = 0;
+  if (fstat(fd, &sb) == 0) {
+    dev = (unsigned long long)sb.st_dev;
+    ino = (unsigned long long)sb.st_ino;
+  }
+  unsigned long long h = (unsigned long long)lmpio__hash(id);
+  h = (h ^ dev) * 1099511628211ULL;
+  h = (h ^ ino) * 1099511628211ULL;
+  return (long long)(h >> 2);
+}
+
+/* Signature of the view as far as shared-pointer access cares. */
+static long long view_sig(const lmpio__view *v) {
+  unsigned long long h = (unsigned long long)lmpio__hash(v->datarep);
+  unsigned long long parts[4] = {(unsigned long long)v->disp, (unsigned long long)v->esize,
+                                 (unsigned long long)v->ft->extent, (unsigned long long)v->ft->size};
+  for (int i = 0; i < 4; i++) h = (h ^ parts[i]) * 1099511628211ULL;
+  return (long long)(h >> 2);
+}
 
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   fh->sh_fd = -1;
-  fh->sh_local = fh->sh_initial = initial;
-  if (fh->size == 1) return MPI_SUCCESS;
-  /* Rank 0 names the helper: unique per open, agreed by every rank. */
-  struct { long long id; MPI_Offset initial; } msg = {0, initial};
+  fh->sh_local = fh->sh_initial = 0;
+  /* Rank 0 names the helper (unique per open) and gives the initial value;
+   * every rank says which kernel and file it sees and whether LOCK is forced. */
+  long long key = fh->size > 1 ? kernel_file_key(fh->fd) : 0;
+  const char *force = getenv("LMPIO_SHARED_FP");
+  long long in[5] = {0, -1, key, -key, force && strcmp(force, "lock") == 0}, out[5];
   if (fh->rank == 0) {
     static unsigned serial;
     char host[64] = "";
     gethostname(host, sizeof host - 1);
-    msg.id = (lmpio__hash(host) ^ ((long long)getpid() << 20) ^ (long long)__atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED)) & 0xffffffffffffLL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long id = (unsigned long long)lmpio__hash(host) ^ ((unsigned long long)getpid() << 24) ^
+                            ((unsigned long long)ts.tv_nsec << 8) ^ (unsigned long long)ts.tv_sec ^
+                            __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED);
+    in[0] = (long long)(id & 0xffffffffffffULL);
+    in[1] = initial;
   }
-  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, fh->comm);
-  fh->sh_initial = msg.initial;
+  if (fh->size > 1) {
+    if (MPI_Allreduce(in, out, 5, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS)
+      return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allreduce failed");
+  } else {
+    memcpy(out, in, sizeof out);
+  }
   const char *slash = strrchr(fh->path, '/');
   int dirlen = slash ? (int)(slash - fh->path + 1) : 0;
   const char *base = slash ? slash + 1 : fh->path;
   size_t n = strlen(fh->path) + 64;
-  fh->sh_path = malloc(n);
-  if (!fh->sh_path) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  snprintf(fh->sh_path, n, "%.*s.%s.lmpio-shfp-%llx", dirlen, fh->path, base, msg.id);
+  size_t off = (n + 15) & ~(size_t)15;
+  char *block = calloc(1, off + sizeof(shstate));
+  if (!block) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+  snprintf(block, n, "%.*s.%s.lmpio-shfp-%llx", dirlen, fh->path, base, (unsigned long long)out[0]);
+  fh->sh_path = block;
+  shstate *st = st_of(fh);
+  st->mode = fh->size == 1 ? MODE_LOCAL : (out[2] == -out[3] && !out[4]) ? MODE_MMAP : MODE_LOCK;
+  st->base = out[1];
+  st->view_ok = 1; /* everyone starts with the default view */
   return MPI_SUCCESS;
 }
 
 void lmpio__shared_free(lmpio_file fh) {
+  if (!fh->sh_path) return;
+  shstate *st = st_of(fh);
+  if (st->map) munmap(st->map, HELPER_SIZE);
+  free(st->gather);
   if (fh->sh_fd >= 0) close(fh->sh_fd);
   fh->sh_fd = -1;
-  if (fh->sh_path && fh->rank == 0) unlink(fh->sh_path); /* every rank closed it */
+  if (st->mode != MODE_LOCAL && fh->rank == 0) unlink(fh->sh_path); /* every rank closed the file */
   free(fh->sh_path);
   fh->sh_path = NULL;
 }
 
-static int helper_open(lmpio_file fh, int create, const char *call) {
+/* ---- the helper ---------------------------------------------------------- */
+
+static int helper_open(lmpio_file fh, shstate *st, const char *call) {
   if (fh->sh_fd >= 0) return MPI_SUCCESS;
   int fd;
-  do fd = open(fh->sh_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+  do fd = open(fh->sh_path, O_RDWR | O_CLOEXEC | O_CREAT, 0600);
   while (fd < 0 && errno == EINTR);
   if (fd < 0) return lmpio__err_errno(errno, call, "cannot open the shared file pointer", fh->sh_path);
+  if (st->mode == MODE_MMAP) {
+    /* Grow to one page (never shrink: another rank may have used it already). */
+    struct stat sb;
+    int e = 0;
+    if (fstat(fd, &sb) < 0) e = errno;
+    else if (sb.st_size < HELPER_SIZE && ftruncate(fd, HELPER_SIZE) < 0) e = errno;
+    void *p = e ? MAP_FAILED : mmap(NULL, HELPER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!e && p == MAP_FAILED) e = errno;
+    if (e) {
+      close(fd);
+      return lmpio__err_errno(e, call, "cannot map the shared file pointer", fh->sh_path);
+    }
+    st->map = p;
+  }
   fh->sh_fd = fd;
   return MPI_SUCCESS;
 }
 
-enum { SH_ADD, SH_SET };
-
-/* Atomically reads the pointer into *old and replaces it by old + arg (ADD)
- * or arg (SET); a result below zero is refused. */
-static int modify(lmpio_file fh, int op, MPI_Offset arg, MPI_Offset *old, const char *call) {
-  if (fh->size == 1) {
-    MPI_Offset v = op == SH_ADD ? fh->sh_local + arg : arg;
-    if (v < 0) return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)v);
-    *old = fh->sh_local;
-    fh->sh_local = v;
+/* Reads delta (add == 0 and set == NULL), adds to it (add != 0) or sets it
+ * (set != NULL), atomically; *old receives the value before. */
+static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offset *set,
+                      MPI_Offset *old, const char *call) {
+  if (st->mode == MODE_LOCAL) {
+    *old = st->delta;
+    st->delta = set ? *set : st->delta + add;
     return MPI_SUCCESS;
   }
-  int rc = helper_open(fh, 1, call);
+  int rc = helper_open(fh, st, call);
   if (rc != MPI_SUCCESS) return rc;
-  if (lmpio__posix_lock(fh->sh_fd, 1, 0, sizeof(long long)) < 0)
+  if (st->mode == MODE_MMAP) {
+    if (set) *old = __atomic_exchange_n(st->map, (int64_t)*set, __ATOMIC_SEQ_CST);
+    else if (add) *old = __atomic_fetch_add(st->map, (int64_t)add, __ATOMIC_SEQ_CST);
+    else *old = __atomic_load_n(st->map, __ATOMIC_SEQ_CST);
+    return MPI_SUCCESS;
+  }
+  int write = set || add;
+  if (lmpio__posix_lock(fh->sh_fd, write, 0, sizeof(int64_t)) < 0)
     return lmpio__err_errno(errno, call, "cannot lock the shared file pointer", fh->sh_path);
-  long long cur = fh->sh_initial;
+  int64_t cur = 0;
   long long got = lmpio__posix_pread_all(fh->sh_fd, &cur, sizeof cur, 0);
   if (got < 0) rc = lmpio__err_errno(errno, call, "cannot read the shared file pointer", fh->sh_path);
-  else if (got < (long long)sizeof cur) cur = fh->sh_initial;
-  long long v = op == SH_ADD ? cur + arg : arg;
-  if (rc == MPI_SUCCESS && v < 0)
-    rc = lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", v);
-  if (rc == MPI_SUCCESS && lmpio__posix_pwrite_all(fh->sh_fd, &v, sizeof v, 0) < 0)
-    rc = lmpio__err_errno(errno, call, "cannot write the shared file pointer", fh->sh_path);
-  lmpio__posix_unlock(fh->sh_fd, 0, sizeof(long long));
+  else if (got < (long long)sizeof cur) cur = 0; /* fresh helper */
+  if (rc == MPI_SUCCESS && write) {
+    int64_t v = set ? (int64_t)*set : cur + (int64_t)add;
+    if (lmpio__posix_pwrite_all(fh->sh_fd, &v, sizeof v, 0) < 0)
+      rc = lmpio__err_errno(errno, call, "cannot write the shared file pointer", fh->sh_path);
+  }
+  lmpio__posix_unlock(fh->sh_fd, 0, sizeof(int64_t));
   *old = cur;
   return rc;
 }
 
-int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
-  if (fh->size == 1) {
-    *value = fh->sh_local;
-    return MPI_SUCCESS;
+/* Inside a collective, once every rank has entered it: the current delta,
+ * from the helper if any rank moved it (anydirty), else from the cache. */
+static int collective_delta(lmpio_file fh, shstate *st, int anydirty, const char *call) {
+  int rc = MPI_SUCCESS;
+  if (anydirty && st->mode != MODE_LOCAL) {
+    MPI_Offset d = 0;
+    rc = helper_rmw(fh, st, 0, NULL, &d, call);
+    if (rc == MPI_SUCCESS) st->delta = d;
   }
-  int rc = helper_open(fh, 1, call);
-  if (rc != MPI_SUCCESS) return rc;
-  if (lmpio__posix_lock(fh->sh_fd, 0, 0, sizeof(long long)) < 0)
-    return lmpio__err_errno(errno, call, "cannot lock the shared file pointer", fh->sh_path);
-  long long cur = fh->sh_initial;
-  long long got = lmpio__posix_pread_all(fh->sh_fd, &cur, sizeof cur, 0);
-  lmpio__posix_unlock(fh->sh_fd, 0, sizeof(long long));
-  if (got < 0) return lmpio__err_errno(errno, call, "cannot read the shared file pointer", fh->sh_path);
-  *value = got < (long long)sizeof cur ? fh->sh_initial : cur;
+  /* A rank that could not read stays dirty: the next collective reads again. */
+  st->dirty = rc != MPI_SUCCESS;
+  return rc;
+}
+
+int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
+  shstate *st = st_of(fh);
+  MPI_Offset d = st->delta;
+  int rc = MPI_SUCCESS;
+  if (st->mode != MODE_LOCAL) rc = helper_rmw(fh, st, 0, NULL, &d, call);
+  if (rc == MPI_SUCCESS) *value = st->base + d;
+  return rc;
+}
+
+/* Every rank: an Allreduce of {failed, same, -same, dirty, sig, -sig};
+ * failures and mismatches of `same` are agreed with their message. */
+static int sync_state(lmpio_file fh, int rc, long long same, long long sig, int *anydirty,
+                      int *sig_same, const char *call) {
+  shstate *st = st_of(fh);
+  long long in[6] = {rc != MPI_SUCCESS, same, -same, st->dirty, sig, -sig}, out[6];
+  if (fh->size == 1) {
+    memcpy(out, in, sizeof out);
+  } else if (MPI_Allreduce(in, out, 6, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS) {
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allreduce failed");
+  }
+  if (out[0] || out[1] != -out[2]) return lmpio__agree(fh->comm, rc, same, call);
+  *anydirty = (int)out[3];
+  if (sig_same) *sig_same = out[4] == -out[5];
   return MPI_SUCCESS;
 }
 
-int lmpio__shared_reset(lmpio_file fh, const char *call) {
-  fh->sh_local = 0;
-  if (fh->size == 1) return MPI_SUCCESS;
+/* Collective: the pointer becomes `value` (every rank passes the same).  The
+ * helper is zeroed by rank 0 when it may hold something; then the ranks
+ * synchronise so that nobody moves it before that. */
+static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset value, const char *call) {
   int rc = MPI_SUCCESS;
-  /* Every rank is inside set_view, so no update is in flight.  If nobody
-   * has created the helper yet, the new initial value is all it takes. */
-  if (fh->rank == 0 && (fh->sh_fd >= 0 || helper_open(fh, 0, call) == MPI_SUCCESS)) {
-    MPI_Offset old;
-    rc = modify(fh, SH_SET, 0, &old, call);
+  int must_zero = st->mode != MODE_LOCAL && (anydirty || st->delta != 0);
+  if (must_zero && fh->rank == 0) {
+    MPI_Offset zero = 0, old;
+    rc = helper_rmw(fh, st, 0, &zero, &old, call);
   }
-  fh->sh_initial = 0;
-  return lmpio__agree(fh->comm, rc, 0, call);
+  st->base = value;
+  st->delta = 0;
+  st->dirty = 0;
+  if (must_zero) rc = lmpio__agree(fh->comm, rc, 0, call);
+  return rc;
+}
+
+int lmpio__shared_reset(lmpio_file fh, const char *call) {
+  shstate *st = st_of(fh);
+  int anydirty = 0, sig_same = 1;
+  int rc = sync_state(fh, MPI_SUCCESS, 0, view_sig(&fh->view), &anydirty, &sig_same, call);
+  if (rc != MPI_SUCCESS) return rc;
+  st->view_ok = sig_same;
+  return collective_set(fh, st, anydirty, 0, call);
 }
 
 /* ---- independent shared-pointer access -------------------------------- */
 
+static int check_view(lmpio_file fh, const char *call) {
+  if (!st_of(fh)->view_ok)
+    return lmpio__err(MPI_ERR_NOT_SAME, call,
+                      "shared file pointer access needs the same view on every rank of file \"%s\"", fh->path);
+  return MPI_SUCCESS;
+}
+
 static int shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call) {
   int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
-  MPI_Offset n = 0, at = 0;
+  MPI_Offset n = 0, d = 0;
   MPI_Count bytes = 0;
+  if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
-  /* Reserve the range first: concurrent calls then never overlap. */
-  if (rc == MPI_SUCCESS && n > 0) rc = modify(fh, SH_ADD, n, &at, call);
-  if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, &bytes, call);
+  if (rc == MPI_SUCCESS && n > 0) {
+    /* Reserve the range first: concurrent calls then never overlap. */
+    shstate *st = st_of(fh);
+    rc = helper_rmw(fh, st, n, NULL, &d, call);
+    if (rc == MPI_SUCCESS) {
+      st->dirty = st->mode != MODE_LOCAL;
+      MPI_Offset moved;
+      rc = lmpio__access(fh, st->base + d, buf, count, type, dir, &bytes, &moved, call);
+    }
+  }
   lmpio__set_status(status, bytes);
   return rc;
 }
@@ -155,52 +331,123 @@ int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset) {
   const char *call = "lmpio_file_get_position_shared";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (!offset) return lmpio__err(MPI_ERR_ARG, call, "offset is NULL");
+  if (fh->amode & MPI_MODE_SEQUENTIAL) /* the standard: no file pointer in a stream */
+    return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                      "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
   return lmpio__shared_get(fh, offset, call);
 }
 
 int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   const char *call = "lmpio_file_seek_shared";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  shstate *st = st_of(fh);
   int rc = MPI_SUCCESS;
   if (whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
     rc = lmpio__err(MPI_ERR_ARG, call, "whence %d is not MPI_SEEK_SET, MPI_SEEK_CUR or MPI_SEEK_END", whence);
-  rc = lmpio__agree(fh->comm, rc, (long long)offset * 4 + whence, call);
+  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                    "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
+  else if (fh->split_kind != SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  else rc = check_view(fh, call);
+  int anydirty = 0;
+  rc = sync_state(fh, rc, (long long)offset * 4 + whence, 0, &anydirty, NULL, call);
+  if (rc == MPI_ERR_NOT_SAME)
+    lmpio__err(rc, call, "ranks passed different offsets or whence values for file \"%s\"", fh->path);
   if (rc != MPI_SUCCESS) return rc;
-  if (fh->rank == 0) {
-    MPI_Offset old, base = 0;
-    if (whence == MPI_SEEK_END) {
-      MPI_Offset size;
-      rc = lmpio_file_get_size(fh, &size);
-      base = (lmpio__view_data_before(&fh->view, size) + fh->view.esize - 1) / fh->view.esize;
-    }
-    if (rc == MPI_SUCCESS)
-      rc = whence == MPI_SEEK_CUR ? modify(fh, SH_ADD, offset, &old, call)
-                                  : modify(fh, SH_SET, base + offset, &old, call);
+  MPI_Offset target = 0;
+  if (whence == MPI_SEEK_END) {
+    /* Every rank is inside the call: nobody writes; the largest size seen wins
+     * (ranks on different machines may see a size a little late). */
+    struct stat sb;
+    long long size = 0, maxsize;
+    if (fstat(fh->fd, &sb) < 0) rc = lmpio__err_errno(errno, call, "cannot stat", fh->path);
+    else size = sb.st_size;
+    rc = lmpio__agree(fh->comm, rc, 0, call);
+    if (rc != MPI_SUCCESS) return rc;
+    if (fh->size > 1) MPI_Allreduce(&size, &maxsize, 1, MPI_LONG_LONG, MPI_MAX, fh->comm);
+    else maxsize = size;
+    /* End of file in this view: the etypes that start before it, rounded up. */
+    target = (lmpio__view_data_before(&fh->view, maxsize) + fh->view.esize - 1) / fh->view.esize + offset;
+  } else if (whence == MPI_SEEK_CUR) {
+    rc = collective_delta(fh, st, anydirty, call);
+    if (anydirty && st->mode != MODE_LOCAL) rc = lmpio__agree(fh->comm, rc, 0, call);
+    if (rc != MPI_SUCCESS) return rc;
+    target = st->base + st->delta + offset;
+  } else {
+    target = offset;
   }
-  return lmpio__agree(fh->comm, rc, 0, call);
+  if (target < 0)
+    return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)target);
+  if (whence == MPI_SEEK_CUR) { /* move base only: delta stays in the helper */
+    st->base += offset;
+    return MPI_SUCCESS;
+  }
+  return collective_set(fh, st, anydirty, target, call);
 }
 
 /* ---- ordered collectives ------------------------------------------------ */
 
-static int ordered(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
-                   MPI_Count *bytes, const char *call) {
-  *bytes = 0;
-  int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
-  MPI_Offset n = 0;
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
-  /* One prefix sum of {failed, etypes}: each rank's end position, the total
-   * and the number of failures at the last rank. */
-  long long mine[2] = {rc != MPI_SUCCESS, rc == MPI_SUCCESS ? n : 0}, incl[2];
-  if (MPI_Scan(mine, incl, 2, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS)
-    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Scan failed");
-  long long base[2] = {0, 0}; /* {somebody failed, pointer before this call} */
-  if (fh->rank == fh->size - 1) {
-    if (incl[0] > 0) base[0] = 1;
-    else if (incl[1] > 0 && (rc = modify(fh, SH_ADD, incl[1], &base[1], call)) != MPI_SUCCESS) base[0] = 1;
+/* Every rank's position and the total, from one collective prefix sum of the
+ * requested etypes; failures of the argument checks and dirtiness ride along. */
+static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, MPI_Offset *before,
+                             MPI_Offset *total, int *anyfail, int *anydirty, const char *call) {
+  long long mine = rc != MPI_SUCCESS ? -1 : ((long long)n << 1 | st->dirty);
+  if (fh->size <= ORDERED_GATHER_MAX) {
+    if (!st->gather && !(st->gather = malloc(sizeof(long long) * (size_t)fh->size)))
+      return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* every rank fails alike */
+    if (MPI_Allgather(&mine, 1, MPI_LONG_LONG, st->gather, 1, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS)
+      return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allgather failed");
+    long long sum = 0;
+    *anyfail = *anydirty = 0;
+    for (int r = 0; r < fh->size; r++) {
+      long long v = st->gather[r];
+      if (r == fh->rank) *before = sum;
+      if (v < 0) *anyfail = 1;
+      else {
+        sum += v >> 1;
+        *anydirty |= (int)(v & 1);
+      }
+    }
+    *total = sum;
+    return MPI_SUCCESS;
   }
-  MPI_Bcast(base, 2, MPI_LONG_LONG, fh->size - 1, fh->comm);
-  if (base[0]) return lmpio__agree(fh->comm, rc, 0, call); /* somebody failed: who and why */
-  if (n > 0) rc = lmpio__access(fh, base[1] + incl[1] - n, buf, count, type, dir, bytes, call);
+  long long ex = 0, in[3] = {rc != MPI_SUCCESS, rc == MPI_SUCCESS ? n : 0, st->dirty}, out[3];
+  long long nn = in[1];
+  if (MPI_Exscan(&nn, &ex, 1, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS ||
+      MPI_Allreduce(in, out, 3, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Exscan or MPI_Allreduce failed");
+  *before = fh->rank == 0 ? 0 : ex;
+  *total = out[1];
+  *anyfail = out[0] != 0;
+  *anydirty = out[2] != 0;
+  return MPI_SUCCESS;
+}
+
+static int ordered(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+                   MPI_Count *bytes, int pre_rc, const char *call) {
+  *bytes = 0;
+  shstate *st = st_of(fh);
+  int rc = pre_rc;
+  MPI_Offset n = 0;
+  if (rc == MPI_SUCCESS) rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
+  if (rc == MPI_SUCCESS) rc = check_view(fh, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
+  MPI_Offset moved, before = 0, total = n;
+  if (fh->size == 1) {
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Offset at = st->base + st->delta;
+    st->base += n;
+    return n > 0 ? lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call) : MPI_SUCCESS;
+  }
+  int anyfail = 0, anydirty = 0;
+  int grc = ordered_positions(fh, st, rc, n, &before, &total, &anyfail, &anydirty, call);
+  if (grc != MPI_SUCCESS) return lmpio__agree(fh->comm, grc, 0, call);
+  if (anyfail) return lmpio__agree(fh->comm, rc, 0, call); /* who failed and why */
+  rc = collective_delta(fh, st, anydirty, call);
+  MPI_Offset at = st->base + st->delta + before;
+  st->base += total; /* the pointer moves once, by everything requested */
+  if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
@@ -208,7 +455,10 @@ static int ordered_call(lmpio_file fh, void *buf, int count, MPI_Datatype type, 
                         MPI_Status *status, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   MPI_Count bytes;
-  int rc = ordered(fh, buf, count, type, dir, &bytes, call);
+  int rc = MPI_SUCCESS;
+  if (fh->split_kind != SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  rc = ordered(fh, buf, count, type, dir, &bytes, rc, call);
   lmpio__set_status(status, bytes);
   return rc;
 }
@@ -225,18 +475,20 @@ int lmpio_file_write_ordered(lmpio_file fh, const void *buf, int count, MPI_Data
 }
 
 /* Split collectives: _begin does the whole transfer, _end hands over the
- * outcome; one split collective may be active per file handle. */
+ * status; one split collective may be active per file handle, and a
+ * failed _begin (same error on every rank) leaves none active. */
 static int split_begin(lmpio_file fh, void *buf, int count, MPI_Datatype type, int kind,
                        const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   int rc = MPI_SUCCESS;
   if (fh->split_kind != SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path);
-  rc = lmpio__agree(fh->comm, rc, 0, call);
-  if (rc != MPI_SUCCESS) return rc;
+  MPI_Count bytes = 0;
+  rc = ordered(fh, buf, count, type, kind == SPLIT_READ_ORDERED ? LMPIO__READ : LMPIO__WRITE, &bytes, rc, call);
+  if (rc != MPI_SUCCESS) return rc; /* agreed by every rank; nothing becomes active */
   fh->split_kind = kind;
-  fh->split_rc = ordered(fh, buf, count, type, kind == SPLIT_READ_ORDERED ? LMPIO__READ : LMPIO__WRITE,
-                         &fh->split_bytes, call);
+  fh->split_rc = MPI_SUCCESS;
+  fh->split_bytes = bytes;
   return MPI_SUCCESS;
 }
 

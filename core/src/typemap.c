@@ -78,9 +78,9 @@ static int add_run(lmpio__tm_node *n, MPI_Aint disp, MPI_Count count, MPI_Aint s
 
 /* Computes the derived fields once all runs are in. */
 static void node_finish(lmpio__tm_node *n) {
-  MPI_Count size = 0;
+  MPI_Count size = 0, nitems = 0;
   MPI_Aint prev_hi = 0;
-  int depth = 0;
+  int depth = 0, full_depth = 0;
   n->monotone = 1;
   n->data_lb = n->data_ub = 0;
   for (int i = 0; i < n->nruns; i++) {
@@ -88,6 +88,8 @@ static void node_finish(lmpio__tm_node *n) {
     const lmpio__tm_node *c = r->child;
     r->size_before = size;
     size += r->count * r->esize;
+    nitems += r->count * (c ? c->nitems : 1);
+    if (c && c->full_depth > full_depth) full_depth = c->full_depth;
     r->lo = c ? c->data_lb : 0;
     MPI_Aint span = c ? c->data_ub - c->data_lb : (MPI_Aint)r->esize;
     if (!c) r->kind = r->stride == (MPI_Aint)r->esize ? LMPIO__RUN_FLAT : LMPIO__RUN_ELEMS;
@@ -105,7 +107,9 @@ static void node_finish(lmpio__tm_node *n) {
     prev_hi = hi;
   }
   n->size = size;
+  n->nitems = nitems;
   n->depth = depth + 1;
+  n->full_depth = full_depth + 1;
   n->contiguous = n->monotone && size == (MPI_Count)(n->data_ub - n->data_lb);
 }
 
@@ -128,7 +132,7 @@ static int make_repeat(const lmpio__tm_node *child, MPI_Count count, MPI_Aint st
 
 /* ---- decoding ---------------------------------------------------------- */
 
-static int decode(MPI_Datatype t, lmpio__tm_node **out);
+static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **out);
 
 /* The predefined types that MPI lays out as a C struct of two items. */
 struct float_int { float a; int b; };
@@ -137,7 +141,7 @@ struct long_int { long a; int b; };
 struct short_int { short a; int b; };
 struct long_double_int { long double a; int b; };
 
-static int pair_node(MPI_Datatype t, lmpio__tm_node *n, int *is_pair) {
+static int pair_node(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node *n, int *is_pair) {
   MPI_Datatype a;
   MPI_Aint boff;
   *is_pair = 1;
@@ -148,10 +152,19 @@ static int pair_node(MPI_Datatype t, lmpio__tm_node *n, int *is_pair) {
   else if (t == MPI_LONG_DOUBLE_INT) { a = MPI_LONG_DOUBLE; boff = offsetof(struct long_double_int, b); }
   else if (t == MPI_2INT) { a = MPI_INT; boff = sizeof(int); }
   else { *is_pair = 0; return MPI_SUCCESS; }
-  int asize;
-  MPI_Type_size(a, &asize);
+  MPI_Aint asize, isize = sizeof(int);
+  if (rep) { /* file representations are byte aligned: the int follows */
+    int rc = lmpio__datarep_type_extent(rep, a, &asize);
+    if (rc == MPI_SUCCESS) rc = lmpio__datarep_type_extent(rep, MPI_INT, &isize);
+    if (rc != MPI_SUCCESS) return rc;
+    boff = asize;
+  } else {
+    int sz;
+    MPI_Type_size(a, &sz);
+    asize = sz;
+  }
   int rc = add_run(n, 0, 1, asize, NULL, a, asize);
-  if (rc == MPI_SUCCESS) rc = add_run(n, boff, 1, sizeof(int), NULL, MPI_INT, sizeof(int));
+  if (rc == MPI_SUCCESS) rc = add_run(n, boff, 1, isize, NULL, MPI_INT, isize);
   return rc;
 }
 
@@ -274,7 +287,23 @@ static int is_named(MPI_Datatype t) {
   return comb == MPI_COMBINER_NAMED;
 }
 
-static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpio__tm_node *n) {
+/* Widens [*lo, *hi) by blen elements of a child (lb, extent) from disp. */
+static void block_bounds(MPI_Aint *lo, MPI_Aint *hi, int *any, MPI_Aint disp, MPI_Count blen,
+                         MPI_Aint lb, MPI_Aint ext) {
+  if (blen <= 0) return;
+  MPI_Aint a = disp + lb, b = disp + lb + (MPI_Aint)(blen - 1) * ext;
+  MPI_Aint l = a < b ? a : b, h = (a < b ? b : a) + ext;
+  if (!*any || l < *lo) *lo = l;
+  if (!*any || h > *hi) *hi = h;
+  *any = 1;
+}
+
+/* Decodes a derived type.  With a file representation (rep), the extents of
+ * the children are their file extents, so portable types are rebuilt with
+ * them, and the type's own bounds (*lb, *ub) are computed the way MPI
+ * defines them, without alignment padding. */
+static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, int ni, int na,
+                          int nd, lmpio__tm_node *n, MPI_Aint *lbp, MPI_Aint *ubp) {
   int *ints = malloc(sizeof(int) * (size_t)(ni + 1));
   MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
   MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
@@ -288,8 +317,11 @@ static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpi
   }
   rc = MPI_SUCCESS;
   for (int i = 0; i < nd && rc == MPI_SUCCESS; i++) {
-    rc = decode(types[i], &kids[i]);
-    if (rc == MPI_SUCCESS) rc = type_extent(types[i], &exts[i]);
+    rc = decode(types[i], rep, &kids[i]);
+    if (rc == MPI_SUCCESS) {
+      if (rep) exts[i] = kids[i]->extent;
+      else rc = type_extent(types[i], &exts[i]);
+    }
   }
   for (int i = 0; i < nd; i++)
     if (!is_named(types[i])) MPI_Type_free(&types[i]);
@@ -297,13 +329,22 @@ static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpi
 
   const lmpio__tm_node *old = kids[0];
   MPI_Aint ext = exts[0];
+  MPI_Aint lo = 0, hi = 0;
+  int any = 0;
   switch (comb) {
   case MPI_COMBINER_DUP:
-  case MPI_COMBINER_RESIZED: /* lb and extent come from MPI for the new type */
     rc = add_run(n, 0, 1, ext, old, MPI_DATATYPE_NULL, 0);
+    block_bounds(&lo, &hi, &any, 0, 1, old->lb, ext);
+    break;
+  case MPI_COMBINER_RESIZED: /* explicit bounds, in bytes, in every representation */
+    rc = add_run(n, 0, 1, ext, old, MPI_DATATYPE_NULL, 0);
+    lo = addrs[0];
+    hi = addrs[0] + addrs[1];
+    any = 1;
     break;
   case MPI_COMBINER_CONTIGUOUS:
     rc = add_run(n, 0, ints[0], ext, old, MPI_DATATYPE_NULL, 0);
+    block_bounds(&lo, &hi, &any, 0, ints[0], old->lb, ext);
     break;
   case MPI_COMBINER_VECTOR:
   case MPI_COMBINER_HVECTOR: {
@@ -314,6 +355,10 @@ static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpi
       rc = add_run(n, 0, ints[0], stride, block, MPI_DATATYPE_NULL, 0);
       lmpio__typemap_release(block);
     }
+    if (ints[0] > 0) {
+      block_bounds(&lo, &hi, &any, 0, ints[1], old->lb, ext);
+      block_bounds(&lo, &hi, &any, (MPI_Aint)(ints[0] - 1) * stride, ints[1], old->lb, ext);
+    }
     break;
   }
   case MPI_COMBINER_INDEXED:
@@ -321,6 +366,7 @@ static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpi
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       MPI_Aint d = comb == MPI_COMBINER_INDEXED ? (MPI_Aint)ints[1 + ints[0] + i] * ext : addrs[i];
       rc = add_run(n, d, ints[1 + i], ext, old, MPI_DATATYPE_NULL, 0);
+      block_bounds(&lo, &hi, &any, d, ints[1 + i], old->lb, ext);
     }
     break;
   case MPI_COMBINER_INDEXED_BLOCK:
@@ -328,21 +374,32 @@ static int decode_derived(MPI_Datatype t, int comb, int ni, int na, int nd, lmpi
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       MPI_Aint d = comb == MPI_COMBINER_INDEXED_BLOCK ? (MPI_Aint)ints[2 + i] * ext : addrs[i];
       rc = add_run(n, d, ints[1], ext, old, MPI_DATATYPE_NULL, 0);
+      block_bounds(&lo, &hi, &any, d, ints[1], old->lb, ext);
     }
     break;
   case MPI_COMBINER_STRUCT:
-    for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++)
+    for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       rc = add_run(n, addrs[i], ints[1 + i], exts[i], kids[i], MPI_DATATYPE_NULL, 0);
+      block_bounds(&lo, &hi, &any, addrs[i], ints[1 + i], kids[i]->lb, exts[i]);
+    }
     break;
   case MPI_COMBINER_SUBARRAY:
-    rc = decode_subarray(ints, old, ext, n);
+  case MPI_COMBINER_DARRAY: { /* lb 0, extent: the whole array */
+    int nd_ = comb == MPI_COMBINER_SUBARRAY ? ints[0] : ints[2];
+    const int *g = comb == MPI_COMBINER_SUBARRAY ? ints + 1 : ints + 3;
+    rc = comb == MPI_COMBINER_SUBARRAY ? decode_subarray(ints, old, ext, n) : decode_darray(ints, old, ext, n);
+    MPI_Aint all = ext;
+    for (int d = 0; d < nd_; d++) all *= g[d];
+    lo = 0;
+    hi = all;
+    any = 1;
     break;
-  case MPI_COMBINER_DARRAY:
-    rc = decode_darray(ints, old, ext, n);
-    break;
+  }
   default:
     rc = MPI_ERR_TYPE;
   }
+  *lbp = lo;
+  *ubp = hi;
 out:
   if (kids)
     for (int i = 0; i < nd; i++) lmpio__typemap_release(kids[i]);
@@ -355,33 +412,43 @@ out:
 }
 
 /* Decodes t into a new node (one reference for the caller). */
-static int decode_uncached(MPI_Datatype t, lmpio__tm_node **out) {
+static int decode_uncached(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **out) {
   int ni, na, nd, comb;
   if (MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return MPI_ERR_TYPE;
   lmpio__tm_node *n = node_new();
   if (!n) return MPI_ERR_NO_MEM;
-  int rc = MPI_SUCCESS;
+  int rc = MPI_SUCCESS, named = 0;
+  MPI_Aint rlb = 0, rub = 0;
   if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
       comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
     int is_pair;
-    rc = pair_node(t, n, &is_pair);
+    named = 1;
+    rc = pair_node(t, rep, n, &is_pair);
     if (rc == MPI_SUCCESS && !is_pair) {
-      int size;
-      MPI_Type_size(t, &size);
-      rc = add_run(n, 0, 1, size, NULL, t, size);
+      MPI_Aint size;
+      if (rep) {
+        rc = lmpio__datarep_type_extent(rep, t, &size);
+      } else {
+        int sz;
+        MPI_Type_size(t, &sz);
+        size = sz;
+      }
+      if (rc == MPI_SUCCESS) rc = add_run(n, 0, 1, size, NULL, t, size);
     }
   } else {
-    rc = decode_derived(t, comb, ni, na, nd, n);
+    rc = decode_derived(t, rep, comb, ni, na, nd, n, &rlb, &rub);
   }
-  MPI_Count lb, extent, size;
-  if (rc == MPI_SUCCESS && (MPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS ||
-                            MPI_Type_size_x(t, &size) != MPI_SUCCESS))
-    rc = MPI_ERR_TYPE;
-  if (rc == MPI_SUCCESS) {
-    node_finish(n);
+  if (rc == MPI_SUCCESS) node_finish(n);
+  if (rc == MPI_SUCCESS && rep) {
+    n->lb = named ? 0 : rlb;
+    n->extent = named ? (MPI_Aint)n->size : rub - rlb;
+  } else if (rc == MPI_SUCCESS) {
+    MPI_Count lb, extent, size;
+    if (MPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS || MPI_Type_size_x(t, &size) != MPI_SUCCESS)
+      rc = MPI_ERR_TYPE;
     n->lb = (MPI_Aint)lb;
     n->extent = (MPI_Aint)extent;
-    if (n->size != size) rc = MPI_ERR_INTERN; /* our flattening disagrees with MPI */
+    if (rc == MPI_SUCCESS && n->size != size) rc = MPI_ERR_INTERN; /* our flattening disagrees with MPI */
   }
   if (rc != MPI_SUCCESS) {
     lmpio__typemap_release(n);
@@ -414,8 +481,8 @@ static void create_keyval(void) {
   MPI_Type_create_keyval(copy_attr, delete_attr, &keyval, NULL);
 }
 
-static int decode(MPI_Datatype t, lmpio__tm_node **out) {
-  if (is_named(t)) return decode_uncached(t, out);
+static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **out) {
+  if (rep || is_named(t)) return decode_uncached(t, rep, out);
   pthread_once(&keyval_once, create_keyval);
   void *val;
   int flag = 0;
@@ -424,7 +491,7 @@ static int decode(MPI_Datatype t, lmpio__tm_node **out) {
     *out = val;
     return MPI_SUCCESS;
   }
-  int rc = decode_uncached(t, out);
+  int rc = decode_uncached(t, NULL, out);
   if (rc == MPI_SUCCESS && keyval != MPI_KEYVAL_INVALID) {
     node_retain(*out);
     if (MPI_Type_set_attr(t, keyval, *out) != MPI_SUCCESS) lmpio__typemap_release(*out);
@@ -433,9 +500,16 @@ static int decode(MPI_Datatype t, lmpio__tm_node **out) {
 }
 
 int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const char *call) {
+  return lmpio__typemap_get_rep(type, NULL, node, call);
+}
+
+int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
+                           const lmpio__tm_node **node, const char *call) {
   if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");
   lmpio__tm_node *n;
-  int rc = decode(type, &n);
+  int rc = decode(type, rep, &n);
+  if (rc == MPI_ERR_CONVERSION || rc == MPI_ERR_UNSUPPORTED_DATAREP)
+    return lmpio__err(rc, call, "the data representation gives no file extent for a type");
   if (rc == MPI_ERR_NO_MEM) return lmpio__err(rc, call, "out of memory while flattening a datatype");
   if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "cannot decode the datatype");
   *node = n;
@@ -473,15 +547,32 @@ MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x) {
 
 /* ---- cursor -------------------------------------------------------------- */
 
-int lmpio__cursor_init(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent) {
+static int cursor_alloc(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent, int depth) {
   c->root = root;
   c->extent = extent;
+  c->leaves = 0;
   c->st = c->inline_st;
-  if (root->depth > (int)(sizeof c->inline_st / sizeof c->inline_st[0])) {
-    c->st = malloc(sizeof *c->st * (size_t)root->depth);
+  if (depth > (int)(sizeof c->inline_st / sizeof c->inline_st[0])) {
+    c->st = malloc(sizeof *c->st * (size_t)depth);
     if (!c->st) return MPI_ERR_NO_MEM;
   }
-  lmpio__cursor_seek(c, 0);
+  return MPI_SUCCESS;
+}
+
+int lmpio__cursor_init(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent) {
+  int rc = cursor_alloc(c, root, extent, root->depth);
+  if (rc == MPI_SUCCESS) lmpio__cursor_seek(c, 0);
+  return rc;
+}
+
+int lmpio__cursor_init_leaves(lmpio__cursor *c, const lmpio__tm_node *root, MPI_Aint extent) {
+  int rc = cursor_alloc(c, root, extent, root->full_depth);
+  if (rc != MPI_SUCCESS) return rc;
+  c->leaves = 1;
+  c->tile = 0;
+  c->sp = 0;
+  c->st[0] = (lmpio__frame){root, 0, 0, 0};
+  c->seg_left = 0;
   return MPI_SUCCESS;
 }
 
@@ -514,7 +605,22 @@ static void fill(lmpio__cursor *c) {
       continue;
     }
     const lmpio__tm_run *r = &f->node->runs[f->run];
-    switch (r->kind) {
+    if (c->leaves && !r->child) { /* predefined items: a run or one item */
+      c->leaf_basic = r->basic;
+      c->leaf_esize = r->esize;
+      if (r->stride == (MPI_Aint)r->esize) {
+        c->seg_off = f->base + r->disp;
+        c->seg_left = r->count;
+        f->run++;
+        f->elem = 0;
+      } else {
+        c->seg_off = f->base + r->disp + (MPI_Aint)f->elem * r->stride;
+        c->seg_left = 1;
+        next_elem(f);
+      }
+      return;
+    }
+    switch (c->leaves ? LMPIO__RUN_NEST : r->kind) {
     case LMPIO__RUN_FLAT:
       c->seg_off = f->base + r->disp + r->lo;
       c->seg_left = r->count * r->esize;
@@ -598,4 +704,21 @@ MPI_Count lmpio__cursor_next(lmpio__cursor *c, MPI_Count max, MPI_Aint *off) {
 MPI_Aint lmpio__cursor_peek(lmpio__cursor *c) {
   if (c->seg_left == 0) fill(c);
   return c->seg_off;
+}
+
+MPI_Count lmpio__cursor_next_leaf(lmpio__cursor *c, MPI_Count max, MPI_Aint *off,
+                                  MPI_Datatype *basic, MPI_Count *esize) {
+  if (c->seg_left == 0) fill(c);
+  MPI_Count n = min_count(c->seg_left, max);
+  *off = c->seg_off;
+  *basic = c->leaf_basic;
+  *esize = c->leaf_esize;
+  c->seg_off += (MPI_Aint)(n * c->leaf_esize);
+  c->seg_left -= n;
+  return n;
+}
+
+MPI_Datatype lmpio__cursor_peek_leaf(lmpio__cursor *c) {
+  if (c->seg_left == 0) fill(c);
+  return c->leaf_basic;
 }

@@ -30,6 +30,7 @@ static int keep_handle(MPI_Datatype t, MPI_Datatype *out) {
 }
 
 void lmpio__view_free(lmpio__view *v) {
+  if (!v->ft) return; /* nothing was built */
   free_handle(&v->etype);
   free_handle(&v->filetype);
   if (v->ft) lmpio__typemap_release(v->ft);
@@ -55,15 +56,20 @@ static int segments_are_whole_etypes(const lmpio__tm_node *ft, MPI_Aint eext) {
   return ok;
 }
 
-/* Structural test: all run displacements, strides and element sizes are
- * multiples of the etype size, recursively. */
+/* Structural test: every segment a run can produce starts on a whole etype
+ * from base and is a whole number of etypes long, recursively.  Sufficient,
+ * not necessary (coalescing may join partial pieces into whole etypes). */
 static int runs_are_whole_etypes(const lmpio__tm_node *n, MPI_Aint base, MPI_Aint eext) {
   for (int i = 0; i < n->nruns; i++) {
     const lmpio__tm_run *r = &n->runs[i];
+    if (r->kind == LMPIO__RUN_FLAT) { /* one segment */
+      if ((r->disp + r->lo - base) % eext != 0 || (r->count * r->esize) % eext != 0) return 0;
+      continue;
+    }
     if ((r->disp - base) % eext != 0 || (r->count > 1 && r->stride % eext != 0)) return 0;
-    if (r->child) {
-      if (!runs_are_whole_etypes(r->child, 0, eext)) return 0;
-    } else if (r->esize % eext != 0 && !(r->kind == LMPIO__RUN_FLAT && (r->count * r->esize) % eext == 0)) {
+    if (r->kind == LMPIO__RUN_ELEMS) { /* one segment per element */
+      if (r->lo % eext != 0 || r->esize % eext != 0) return 0;
+    } else if (!runs_are_whole_etypes(r->child, 0, eext)) {
       return 0;
     }
   }
@@ -75,17 +81,18 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   if (!datarep) return lmpio__err(MPI_ERR_ARG, call, "datarep is NULL");
   if (strlen(datarep) > MPI_MAX_DATAREP_STRING)
     return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call, "data representation name too long");
-  if (strcmp(datarep, "native") != 0)
-    return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call,
-                      "unknown data representation \"%s\"", datarep);
+  const lmpio__datarep *rep;
+  int rc = lmpio__datarep_find(datarep, &rep, call);
+  if (rc != MPI_SUCCESS) return rc;
   if (disp < 0) return lmpio__err(MPI_ERR_ARG, call, "negative displacement %lld", (long long)disp);
   if (etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL)
     return lmpio__err(MPI_ERR_TYPE, call, "etype or filetype is MPI_DATATYPE_NULL");
 
+  /* Both types as laid out in the file's representation. */
   const lmpio__tm_node *et = NULL, *ft = NULL;
-  int rc = lmpio__typemap_get(etype, &et, call);
+  rc = lmpio__typemap_get_rep(etype, rep, &et, call);
   if (rc != MPI_SUCCESS) return rc;
-  rc = lmpio__typemap_get(filetype, &ft, call);
+  rc = lmpio__typemap_get_rep(filetype, rep, &ft, call);
   if (rc != MPI_SUCCESS) {
     lmpio__typemap_release(et);
     return rc;
@@ -106,9 +113,12 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a nonpositive extent");
   else if (ft->size > 0 && ft->data_ub - ft->data_lb > ft->extent)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype data spans more than its extent, so its tiles would overlap");
-  else if (ft->size > 0 && econtig && !runs_are_whole_etypes(ft, 0, eext) &&
+  else if (ft->size > 0 && econtig && !runs_are_whole_etypes(ft, ft->data_lb, eext) &&
            !segments_are_whole_etypes(ft, eext))
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype is not made of whole etypes (a hole or block is not a multiple of the etype extent)");
+  else if (ft->size > 0 && econtig && (ft->extent - (ft->data_ub - ft->data_lb)) % eext != 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "the hole between two tiles of the filetype (%lld bytes) is not a multiple of the etype extent %lld",
+                    (long long)(ft->extent - (ft->data_ub - ft->data_lb)), (long long)eext);
   else if (ft->size == 0)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has size 0");
   if (rc != MPI_SUCCESS) {
@@ -122,6 +132,7 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   nv.esize = esize;
   nv.eextent = eext;
   nv.ft = ft;
+  nv.rep = rep;
   nv.contiguous = ft->contiguous && ft->size == ft->extent;
   strcpy(nv.datarep, datarep);
   nv.etype = nv.filetype = MPI_DATATYPE_NULL;
@@ -173,7 +184,9 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
   /* The data representation and the etype extent must agree on every rank. */
-  long long same = datarep ? lmpio__hash(datarep) * 31 + (rc == MPI_SUCCESS ? nv.eextent : 0) : 0;
+  unsigned long long h = datarep ? (unsigned long long)lmpio__hash(datarep) : 0;
+  h = h * 31u + (unsigned long long)(rc == MPI_SUCCESS ? nv.eextent : 0);
+  long long same = (long long)(h >> 2); /* nonnegative: agree negates it */
   rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? same : 0, call);
   if (rc != MPI_SUCCESS) {
     lmpio__view_free(&nv);

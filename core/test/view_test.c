@@ -1,0 +1,414 @@
+/* File views: the default view, set_view/get_view, pointer reset, validation
+ * (whole etypes, holes, displacements, datarep, agreement between ranks),
+ * tiling with explicit bounds, the standard's partitioning example, offsets
+ * and end of file counted in the view, get_byte_offset. */
+#include "testlib.h"
+
+static lmpio_file open_world(const char *path) {
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  return fh;
+}
+
+/* A filetype with one int at byte `at` of a tile `extent` bytes long. */
+static MPI_Datatype one_int_at(MPI_Aint at, MPI_Aint lb, MPI_Aint extent) {
+  MPI_Datatype h, t;
+  int one = 1;
+  MPI_Type_create_hindexed(1, &one, &at, MPI_INT, &h);
+  MPI_Type_create_resized(h, lb, extent, &t);
+  MPI_Type_commit(&t);
+  MPI_Type_free(&h);
+  return t;
+}
+
+static void test_default_view(void) {
+  char *path = tl_path("default");
+  lmpio_file fh = open_world(path);
+  MPI_Offset disp = -1;
+  MPI_Datatype et, ft;
+  char rep[MPI_MAX_DATAREP_STRING + 1];
+  TL_OK(lmpio_file_get_view(fh, &disp, &et, &ft, rep));
+  TL_EQ(disp, 0);
+  TL_CHECK(et == MPI_BYTE);
+  TL_CHECK(ft == MPI_BYTE);
+  TL_CHECK(strcmp(rep, "native") == 0);
+  MPI_Offset b = -1;
+  TL_OK(lmpio_file_get_byte_offset(fh, 12345, &b));
+  TL_EQ(b, 12345);
+  TL_RC(lmpio_file_get_byte_offset(fh, -1, &b), MPI_ERR_ARG);
+  MPI_Offset p = -1;
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void test_set_get_view_resets_pointers(void) {
+  char *path = tl_path("reset");
+  lmpio_file fh = open_world(path);
+  int data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at_all(fh, (MPI_Offset)tl_rank * 32, data, 8, MPI_INT, &st));
+  TL_OK(lmpio_file_seek(fh, 10, MPI_SEEK_SET));
+  MPI_Datatype v;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+  MPI_Type_commit(&v);
+  TL_OK(lmpio_file_set_view(fh, 4, MPI_INT, v, "native", MPI_INFO_NULL));
+  MPI_Type_free(&v); /* the view keeps its own handle */
+  MPI_Offset p = -1;
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 0);
+  MPI_Offset disp;
+  MPI_Datatype et, ft;
+  char rep[MPI_MAX_DATAREP_STRING + 1];
+  TL_OK(lmpio_file_get_view(fh, &disp, &et, &ft, rep));
+  TL_EQ(disp, 4);
+  TL_CHECK(et == MPI_INT);
+  int ni, na, nd, comb = -1;
+  MPI_Type_get_envelope(ft, &ni, &na, &nd, &comb);
+  TL_CHECK(comb != MPI_COMBINER_NAMED);
+  int size = 0;
+  MPI_Aint lb, ext;
+  MPI_Type_size(ft, &size);
+  MPI_Type_get_extent(ft, &lb, &ext);
+  TL_EQ(size, 8);
+  TL_EQ(ext, 12);
+  MPI_Type_free(&ft);
+  /* the view still works after the user freed the filetype */
+  int r[2] = {0, 0};
+  TL_OK(lmpio_file_read(fh, r, 2, MPI_INT, &st));
+  TL_EQ(r[0], 2); /* ints at bytes 4 and 12 */
+  TL_EQ(r[1], 4);
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 2);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void test_validation(void) {
+  char *path = tl_path("valid");
+  lmpio_file fh = open_world(path);
+  MPI_Datatype t;
+  /* filetype size not a multiple of the etype size */
+  MPI_Type_contiguous(6, MPI_BYTE, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* blocks of whole etypes but a 2-byte hole */
+  MPI_Type_vector(2, 4, 6, MPI_BYTE, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* a hole of one double in a view of double pairs */
+  MPI_Datatype pair;
+  MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
+  MPI_Type_commit(&pair);
+  MPI_Type_vector(4, 2, 3, MPI_DOUBLE, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, pair, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* a block of one and a half etypes */
+  MPI_Type_vector(2, 12, 16, MPI_BYTE, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_DOUBLE, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* a hole between tiles that is not a whole etype */
+  t = one_int_at(0, 0, 6);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* negative displacement */
+  t = one_int_at(-8, -8, 16);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* decreasing displacements */
+  int bl[] = {1, 1}, dis[] = {2, 0};
+  MPI_Type_indexed(2, bl, dis, MPI_INT, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  /* tiles that overlap: extent smaller than the data */
+  MPI_Datatype c;
+  MPI_Type_contiguous(4, MPI_INT, &c);
+  MPI_Type_create_resized(c, 0, 8, &t);
+  MPI_Type_commit(&t);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  /* unknown data representation, bad displacement, null types */
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "no-such-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP);
+  TL_RC(lmpio_file_set_view(fh, -4, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_ARG);
+  TL_RC(lmpio_file_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_ARG);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_DATATYPE_NULL, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_DATATYPE_NULL, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  TL_RC(lmpio_file_set_view(LMPIO_FILE_NULL, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_FILE);
+  /* valid: holes and blocks of whole etypes, a filetype equal to the etype */
+  MPI_Type_vector(3, 8, 12, MPI_BYTE, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL));
+  MPI_Type_free(&t);
+  TL_OK(lmpio_file_set_view(fh, 8, MPI_DOUBLE, MPI_DOUBLE, "native", MPI_INFO_NULL));
+  /* a failed set_view keeps the view in effect */
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "no-such-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP);
+  MPI_Offset disp = -1;
+  MPI_Datatype et, ft;
+  char rep[MPI_MAX_DATAREP_STRING + 1];
+  TL_OK(lmpio_file_get_view(fh, &disp, &et, &ft, rep));
+  TL_EQ(disp, 8);
+  TL_CHECK(et == MPI_DOUBLE && ft == MPI_DOUBLE);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* One rank's bad arguments fail set_view on every rank with the same class. */
+static void test_validation_agreed(void) {
+  char *path = tl_path("agree");
+  lmpio_file fh = open_world(path);
+  MPI_Datatype bad;
+  int bl[] = {1, 1}, dis[] = {2, 0};
+  MPI_Type_indexed(2, bl, dis, MPI_INT, &bad);
+  MPI_Type_commit(&bad);
+  int last = tl_size - 1;
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, tl_rank == last ? bad : MPI_INT, "native", MPI_INFO_NULL),
+        MPI_ERR_TYPE);
+  TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_file_set_view") != NULL);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, tl_rank == last ? "nope" : "native", MPI_INFO_NULL),
+        MPI_ERR_UNSUPPORTED_DATAREP);
+  /* etype extents must match */
+  if (tl_size > 1)
+    TL_RC(lmpio_file_set_view(fh, 0, tl_rank == last ? MPI_DOUBLE : MPI_INT,
+                              tl_rank == last ? MPI_DOUBLE : MPI_INT, "native", MPI_INFO_NULL),
+          MPI_ERR_NOT_SAME);
+  /* the old view is still in effect everywhere */
+  MPI_Offset b = -1;
+  TL_OK(lmpio_file_get_byte_offset(fh, 7, &b));
+  TL_EQ(b, 7);
+  /* filetypes may differ between ranks */
+  MPI_Datatype mine = one_int_at(4 * (tl_rank % 3), 0, 12);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, mine, "native", MPI_INFO_NULL));
+  MPI_Type_free(&mine);
+  MPI_Type_free(&bad);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* MPI-3.1 section 13.3, figure 13.2: three processes with complementary
+ * filetypes partition the file; offset 2 of process 1 is the 8th etype. */
+static void test_standard_partition_example(void) {
+  char *path = tl_path("partition");
+  lmpio_file fh = open_world(path);
+  const MPI_Offset disp = 100;
+  int p = tl_rank % 3;
+  MPI_Datatype ft = one_int_at(4 * p, 0, 12);
+  TL_OK(lmpio_file_set_view(fh, disp, MPI_INT, ft, "native", MPI_INFO_NULL));
+  MPI_Offset b = -1;
+  TL_OK(lmpio_file_get_byte_offset(fh, 2, &b));
+  TL_EQ(b, disp + 4 * (3 * 2 + p));
+  if (p == 1) TL_EQ(b, disp + 7 * 4); /* the 8th etype after the displacement */
+  int w[10];
+  for (int i = 0; i < 10; i++) w[i] = 1000 * p + i;
+  MPI_Status st;
+  /* ranks beyond the first three write the same bytes as rank % 3 */
+  TL_OK(lmpio_file_write_all(fh, w, 10, MPI_INT, &st));
+  MPI_Offset pos = -1;
+  TL_OK(lmpio_file_get_position(fh, &pos));
+  TL_EQ(pos, 10);
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  int r[10];
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, 10, MPI_INT, &st));
+  for (int i = 0; i < 10; i++) TL_EQ(r[i], 1000 * p + i);
+  /* the whole file as ints through the default view */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  int all[30];
+  int nproc = tl_size < 3 ? tl_size : 3;
+  TL_OK(lmpio_file_read_at(fh, disp, all, 30, MPI_INT, &st));
+  int got = -1;
+  MPI_Get_count(&st, MPI_INT, &got);
+  /* the file ends after the last etype of the highest partition written */
+  TL_EQ(got, 27 + nproc);
+  for (int j = 0; j < got; j++)
+    if (j % 3 < nproc) TL_EQ(all[j], 1000 * (j % 3) + j / 3);
+  /* the same example from one process, for each of the three filetypes */
+  for (int q = 0; q < 3; q++) {
+    MPI_Datatype f = one_int_at(4 * q, 0, 12);
+    TL_OK(lmpio_file_set_view(fh, disp, MPI_INT, f, "native", MPI_INFO_NULL));
+    for (int k = 0; k < 5; k++) {
+      TL_OK(lmpio_file_get_byte_offset(fh, k, &b));
+      TL_EQ(b, disp + 4 * (3 * k + q));
+    }
+    MPI_Type_free(&f);
+  }
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* The filetype tiles as MPI_Type_contiguous(ft, infinity): explicit lower
+ * and upper bounds place the tiles, whatever the data inside. */
+static void test_tiling_with_bounds(void) {
+  char *path = tl_path("bounds");
+  lmpio_file fh = open_world(path);
+  struct { MPI_Aint at, lb, ext; } cases[] = {{8, 4, 12}, {8, 0, 12}, {0, 0, 4}, {4, -4, 8}, {12, 12, 4}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    MPI_Datatype t = one_int_at(cases[c].at, cases[c].lb, cases[c].ext);
+    TL_OK(lmpio_file_set_view(fh, 20, MPI_INT, t, "native", MPI_INFO_NULL));
+    for (int k = 0; k < 6; k++) {
+      MPI_Offset b = -1;
+      TL_OK(lmpio_file_get_byte_offset(fh, k, &b));
+      TL_EQ(b, 20 + cases[c].at + k * cases[c].ext);
+    }
+    MPI_Type_free(&t);
+  }
+  /* data written through such a view lands there */
+  MPI_Datatype t = one_int_at(8, 4, 12);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, t, "native", MPI_INFO_NULL));
+  if (tl_rank == 0) {
+    int w[3] = {11, 22, 33};
+    MPI_Status st;
+    TL_OK(lmpio_file_write_at(fh, 0, w, 3, MPI_INT, &st));
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  } else {
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  int all[9] = {0};
+  MPI_Status st;
+  TL_OK(lmpio_file_read_at(fh, 0, all, 9, MPI_INT, &st));
+  TL_EQ(all[2], 11);
+  TL_EQ(all[5], 22);
+  TL_EQ(all[8], 33);
+  TL_EQ(all[3], 0);
+  MPI_Type_free(&t);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* End of file is counted in the view: etypes that start before the last
+ * byte; reads stop there; SEEK_END goes there. */
+static void test_eof_per_view(void) {
+  char *path = tl_path("eof");
+  lmpio_file fh = open_world(path);
+  MPI_Status st;
+  TL_OK(lmpio_file_set_size(fh, 40));
+  /* ints at 0, 8 | 12, 20 | 24, 32 | 36, 44 ... */
+  MPI_Datatype v;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+  MPI_Type_commit(&v);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, v, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_END));
+  MPI_Offset p = -1;
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 7);
+  TL_OK(lmpio_file_seek(fh, -2, MPI_SEEK_END));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 5);
+  TL_OK(lmpio_file_seek(fh, 1, MPI_SEEK_CUR));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 6);
+  TL_RC(lmpio_file_seek(fh, -8, MPI_SEEK_END), MPI_ERR_ARG);
+  TL_RC(lmpio_file_seek(fh, 0, 12345), MPI_ERR_ARG);
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 6); /* failed seeks leave the pointer */
+  int r[10];
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, 10, MPI_INT, &st));
+  int n = -1;
+  MPI_Get_count(&st, MPI_INT, &n);
+  TL_EQ(n, 7);
+  /* read with the individual pointer: stops at EOF, the pointer advances by what was read */
+  TL_OK(lmpio_file_seek(fh, 5, MPI_SEEK_SET));
+  TL_OK(lmpio_file_read_all(fh, r, 10, MPI_INT, &st));
+  MPI_Get_count(&st, MPI_INT, &n);
+  TL_EQ(n, 2);
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 7);
+  TL_OK(lmpio_file_read_all(fh, r, 10, MPI_INT, &st));
+  MPI_Get_count(&st, MPI_INT, &n);
+  TL_EQ(n, 0);
+  /* a partial etype at the end counts as an etype for SEEK_END, and a read
+   * returns its bytes only */
+  TL_OK(lmpio_file_set_size(fh, 38));
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_END));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 7);
+  TL_OK(lmpio_file_read_at_all(fh, 4, r, 10, MPI_INT, &st));
+  MPI_Get_count(&st, MPI_INT, &n);
+  TL_EQ(n, MPI_UNDEFINED);
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  TL_EQ(n, 10);
+  MPI_Count el = -1;
+  MPI_Get_elements_x(&st, MPI_BYTE, &el);
+  TL_EQ(el, 10);
+  /* with a displacement, in the hole after the data */
+  TL_OK(lmpio_file_set_size(fh, 30));
+  TL_OK(lmpio_file_set_view(fh, 6, MPI_INT, v, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_END)); /* ints at 6, 14, 18, 26 | 30 */
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 4);
+  /* the byte view's end of file is the size */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_END));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 30);
+  /* an empty file */
+  TL_OK(lmpio_file_set_size(fh, 0));
+  TL_OK(lmpio_file_set_view(fh, 16, MPI_INT, v, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_END));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 0);
+  MPI_Type_free(&v);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Offsets count etypes, also when the etype is derived. */
+static void test_derived_etype(void) {
+  char *path = tl_path("etype");
+  lmpio_file fh = open_world(path);
+  MPI_Datatype e3, ft;
+  MPI_Type_contiguous(3, MPI_INT, &e3);
+  MPI_Type_commit(&e3);
+  MPI_Type_vector(2, 1, 3, e3, &ft); /* etypes at bytes 0 and 36, extent 48 */
+  MPI_Type_commit(&ft);
+  TL_OK(lmpio_file_set_view(fh, 0, e3, ft, "native", MPI_INFO_NULL));
+  MPI_Offset b = -1;
+  TL_OK(lmpio_file_get_byte_offset(fh, 1, &b));
+  TL_EQ(b, 36);
+  TL_OK(lmpio_file_get_byte_offset(fh, 3, &b));
+  TL_EQ(b, 48 + 36);
+  MPI_Status st;
+  if (tl_rank == 0) {
+    int w[12];
+    for (int i = 0; i < 12; i++) w[i] = i;
+    TL_OK(lmpio_file_write_at(fh, 0, w, 12, MPI_INT, &st));
+    /* not a whole number of etypes */
+    TL_RC(lmpio_file_write_at(fh, 0, w, 4, MPI_INT, &st), MPI_ERR_TYPE);
+    int r[3];
+    TL_OK(lmpio_file_read_at(fh, 2, r, 1, e3, &st));
+    TL_EQ(r[0], 6);
+    TL_EQ(r[2], 8);
+    MPI_Offset size;
+    TL_OK(lmpio_file_get_size(fh, &size));
+    TL_EQ(size, 48 + 48);
+  }
+  MPI_Type_free(&ft);
+  MPI_Type_free(&e3);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  tl_run("default view is a byte stream", test_default_view);
+  tl_run("set_view/get_view, pointers reset, view keeps its types", test_set_get_view_resets_pointers);
+  tl_run("set_view validation", test_validation);
+  tl_run("set_view errors agree across ranks, old view kept", test_validation_agreed);
+  tl_run("standard example: complementary filetypes partition the file", test_standard_partition_example);
+  tl_run("filetype tiles with explicit lower and upper bounds", test_tiling_with_bounds);
+  tl_run("end of file per view, short reads, SEEK_END", test_eof_per_view);
+  tl_run("offsets count derived etypes", test_derived_etype);
+  return tl_finish();
+}
