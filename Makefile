@@ -96,7 +96,8 @@ lint:
 
 demo: deps
 	$(MAKE) all
-	timeout 120 $(MPIRUN) --oversubscribe -n 4 $(BUILD)/examples/quickstart $${LMPIO_DEMO_FILE:-/tmp/lmpio-demo.dat}
+	LUA_CPATH_5_4="$(CURDIR)/$(BUILD)/lua/?.so;;" timeout 120 $(MPIRUN) --oversubscribe -n 4 \
+	  $(LUA) examples/quickstart.lua $${LMPIO_DEMO_FILE:-/tmp/lmpio-demo.dat}
 
 bench: deps
 	$(MAKE) all

@@ -78,6 +78,12 @@ for suite in $suites; do
     run "README C tour" sh -c '${MPICC:-mpicc} -std=c11 -Icore/include "$0" -o "$1" "$2" -lm &&
       "$3" --oversubscribe -n 4 "$1" && echo "ok README C tour"' \
       "$BUILD/readme/tour.c" "$BUILD/readme/tour" "$BUILD/lib/liblmpio.a" "$MPIRUN"
+    # And the Lua tour.
+    awk '/^```lua$/{on=1;next} /^```$/{on=0} on' README.md > "$BUILD/readme/tour.lua"
+    run "README Lua tour" sh -c 'LUA_CPATH_5_4="$PWD/$0/lua/?.so;;" "$1" --oversubscribe -n 4 "$2" "$3" "$4" &&
+      echo "ok README Lua tour"' \
+      "$BUILD" "$MPIRUN" "$LUA" "$BUILD/readme/tour.lua" "$BUILD/readme/tour-lua.dat"
+    rm -f "$BUILD/readme/tour-lua.dat"
     [ -f examples/run.sh ] && . examples/run.sh ;;
   esac
 done

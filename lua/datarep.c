@@ -1,0 +1,819 @@
+/* User-defined data representations written in Lua.
+ *
+ *   lmpio.register_datarep(name, { read = f, write = g, extent = h })
+ *     f(userbuf, datatype, count, filebuf, position)   file -> memory
+ *     g(userbuf, datatype, count, filebuf, position)   memory -> file
+ *     h(datatype) -> file extent of a predefined type (or a table
+ *                    { DOUBLE = 8, ... } of extents by type name)
+ *   Either converter may be omitted: that direction moves native bytes
+ *   (MPI_CONVERSION_FN_NULL).  position and count count predefined items of
+ *   datatype tiled over the user's buffer (0-based position, as in MPI).
+ *   userbuf: a borrowed array over the user's buffer (an array of datatype's
+ *   elements when it is predefined, so items position+1 .. position+count are
+ *   this call's; bytes otherwise); filebuf: borrowed bytes, exactly this
+ *   chunk's items in file representation.  Both, and a derived datatype, are
+ *   invalid once the converter returns.  A converter returns nothing (or
+ *   true) on success; an error, false, or nil plus a message fails the access
+ *   with MPI_ERR_CONVERSION carrying the message.
+ *
+ *   lmpio.register_datarep(name, { encode = e, decode = d, extent = h })
+ *     e(type_name, value) -> string of the type's file extent
+ *     d(type_name, bytes) -> value
+ *   lmpio.register_datarep(name, { formats = { DOUBLE = ">d", INT = ">i4" } })
+ *     each predefined item through string.pack / string.unpack; extents
+ *     default to string.packsize of the formats.
+ *
+ *   lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize)
+ *     reverses the bytes of nitems items of itemsize bytes from src (buffer or
+ *     string) into dst; offsets are in bytes from 0; dst may be src.
+ *
+ * Converters run on the thread (coroutine) of the Lua call that entered the
+ * core (lmpio_lua_caller), under lua_pcall, so an error never jumps over the
+ * core's frames and yielding is an error.  Registrations are permanent, as in
+ * MPI: the functions stay in the registry of the registering lua_State; once
+ * that state is closed, the representation fails every conversion.
+ *
+ * The predefined items of a derived datatype are walked with the core's
+ * typemap leaf cursor (core/src/internal.h), the one walker of the project. */
+#include "lmpio_lua.h"
+#include "internal.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REPS_KEY "lmpio.datareps"       /* registry: lightuserdata(rep) -> spec table */
+
+enum { FORM_FULL, FORM_CODEC, FORM_FORMATS };
+enum { DIR_READ, DIR_WRITE };
+
+#define NEXT 32
+typedef struct rep {
+  char name[MPI_MAX_DATAREP_STRING + 1];
+  void *owner;   /* lmpio_lua_owner of the registering state */
+  int alive;     /* 0 once that state is closed */
+  int form;
+  struct { MPI_Datatype t; MPI_Aint e; } ext[NEXT]; /* extents seen so far */
+  int next;
+  struct rep *link;
+} rep;
+
+static rep *reps; /* every registration, never freed (permanent, as in MPI) */
+
+/* ---- the message of the last converter that failed ------------------------ */
+
+static const char closer_key = 0; /* registry: the to-be-closed message carrier */
+static _Thread_local char conv_msg[768];
+static _Thread_local int conv_msg_set;
+
+/* The memory of the data access call in progress on this thread (set by
+ * file.c around its core calls when it does; NULL otherwise). */
+_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+
+/* The text of the last converter failure on this thread, once (NULL when
+ * none is pending).  For lmpio_lua_pusherror: append it to MPI_ERR_CONVERSION
+ * messages. */
+const char *lmpio_lua_datarep_message(void) {
+  if (!conv_msg_set) return NULL;
+  conv_msg_set = 0;
+  return conv_msg;
+}
+
+static void set_msg(const rep *r, const char *what, const char *text) {
+  snprintf(conv_msg, sizeof conv_msg, "%s of representation \"%s\": %s", what, r ? r->name : "?", text);
+  conv_msg_set = 1;
+}
+
+/* Until the error object of the module carries the converter's message by
+ * itself (lmpio_lua_pusherror calling lmpio_lua_datarep_message), a failed
+ * conversion leaves a to-be-closed value in the frame of the module function
+ * that entered the core: that function raises the error object right after
+ * the core returns, and the value's __close appends the message to it. */
+static int closer_close(lua_State *L) {
+  if (!conv_msg_set || lua_type(L, 2) != LUA_TTABLE) return 0;
+  if (!lua_getmetatable(L, 2)) return 0;
+  luaL_getmetatable(L, LMPIO_LUA_ERROR);
+  int is_error = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  if (!is_error) return 0;
+  const char *m = lmpio_lua_datarep_message();
+  lua_getfield(L, 2, "message");
+  lua_pushfstring(L, "%s: %s", luaL_optstring(L, -1, ""), m);
+  lua_setfield(L, 2, "message");
+  return 0;
+}
+
+static void leave_closer(lua_State *L) {
+  if (!L || !lua_checkstack(L, 2)) return;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &closer_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_toclose(L, -1);
+}
+
+/* ---- extents ---------------------------------------------------------------- */
+
+static void push_spec(lua_State *L, rep *r) {
+  lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+  lua_rawgetp(L, -1, r);
+  lua_remove(L, -2);
+}
+
+static int cached_extent(const rep *r, MPI_Datatype t, MPI_Aint *e) {
+  for (int i = 0; i < NEXT && i < r->next; i++)
+    if (r->ext[i].t == t) {
+      *e = r->ext[i].e;
+      return 1;
+    }
+  return 0;
+}
+
+/* The file extent of predefined type t, from the cache or the Lua extent
+ * function or table (raises on failure: call in protected mode). */
+static MPI_Aint lua_extent(lua_State *L, rep *r, MPI_Datatype t) {
+  MPI_Aint e;
+  if (cached_extent(r, t, &e)) return e;
+  const char *tname = lmpio_lua_typename(t);
+  push_spec(L, r);
+  int kind = lua_getfield(L, -1, "extent");
+  if (kind == LUA_TFUNCTION) {
+    lmpio_lua_pushtype(L, t, 0);
+    lua_call(L, 1, 1);
+  } else if (kind == LUA_TTABLE) {
+    if (tname) lua_getfield(L, -1, tname);
+    else lua_pushnil(L);
+  } else {
+    lua_pushnil(L);
+  }
+  int isint = 0;
+  lua_Integer v = lua_tointegerx(L, -1, &isint);
+  if (!isint || v <= 0 || v > INT_MAX) {
+    if (kind == LUA_TTABLE && lua_isnil(L, -1))
+      luaL_error(L, "no file extent for type %s", tname ? tname : "?");
+    luaL_error(L, "the extent of type %s must be a positive integer, got %s", tname ? tname : "?",
+               luaL_tolstring(L, -1, NULL));
+  }
+  lua_pop(L, kind == LUA_TTABLE ? 3 : 2);
+  e = (MPI_Aint)v;
+  if (r->next < NEXT) {
+    r->ext[r->next].t = t;
+    r->ext[r->next].e = e;
+    r->next++;
+  }
+  return e;
+}
+
+/* ---- calling into Lua from the core ------------------------------------------- */
+
+/* What the protected functions below work on; everything that needs freeing
+ * lives here so the caller frees it whatever happened in Lua. */
+typedef struct {
+  rep *r;
+  int dir;
+  void *userbuf;
+  MPI_Datatype dt;
+  int count;
+  void *filebuf;
+  MPI_Offset position;
+  MPI_Datatype ext_type;   /* extent function: the type asked */
+  MPI_Aint ext;            /* ... and its answer */
+  const lmpio__tm_node *node;
+  lmpio__cursor cur;
+  int have_cursor;
+  MPI_Aint base;           /* memory offset of the instance the walk started in */
+  const char *what;        /* "read conversion", ... for messages */
+} call_ctx;
+
+static void ctx_free(call_ctx *c) {
+  if (c->have_cursor) lmpio__cursor_free(&c->cur);
+  if (c->node) lmpio__typemap_release(c->node);
+  c->have_cursor = 0;
+  c->node = NULL;
+}
+
+/* Starts a walk of the predefined items of the tiled datatype at item
+ * c->position (raises on failure). */
+static void walk_start(lua_State *L, call_ctx *c) {
+  if (lmpio__typemap_get(c->dt, &c->node, "lmpio datarep") != MPI_SUCCESS)
+    luaL_error(L, "%s", lmpio_last_error_message());
+  if (c->node->nitems <= 0) luaL_error(L, "the datatype has no data");
+  if (lmpio__cursor_init_leaves(&c->cur, c->node, c->node->extent) != MPI_SUCCESS)
+    luaL_error(L, "out of memory");
+  c->have_cursor = 1;
+  MPI_Count skip = c->position % c->node->nitems;
+  c->base = (MPI_Aint)(c->position / c->node->nitems) * c->node->extent;
+  while (skip > 0) {
+    MPI_Aint off;
+    MPI_Datatype b;
+    MPI_Count es;
+    skip -= lmpio__cursor_next_leaf(&c->cur, skip, &off, &b, &es);
+  }
+}
+
+/* Up to max items of one predefined type back to back in memory at *off. */
+static MPI_Count walk_next(call_ctx *c, MPI_Count max, MPI_Aint *off, MPI_Datatype *basic, MPI_Count *esize) {
+  MPI_Count n = lmpio__cursor_next_leaf(&c->cur, max, off, basic, esize);
+  *off += c->base;
+  return n;
+}
+
+/* Bytes from the start of the user's buffer that n instances of t span. */
+static int span(MPI_Datatype t, MPI_Count n, size_t *bytes) {
+  MPI_Count lb, ext, tlb, text;
+  if (MPI_Type_get_extent_x(t, &lb, &ext) != MPI_SUCCESS ||
+      MPI_Type_get_true_extent_x(t, &tlb, &text) != MPI_SUCCESS)
+    return 0;
+  if (n == 0 || text == 0) {
+    *bytes = 0;
+    return 1;
+  }
+  long long first = tlb, last = (long long)(n - 1) * ext + tlb;
+  long long lo = first < last ? first : last, hi = (first > last ? first : last) + text;
+  if (lo < 0) return 0;
+  *bytes = (size_t)hi;
+  return 1;
+}
+
+/* The extent of the user's buffer that Lua may see. */
+static void user_bytes(lua_State *L, call_ctx *c, size_t *bytes) {
+  const lmpio_lua_mem *m = lmpio_lua_caller_mem;
+  if (m && m->ptr == c->userbuf && m->type == c->dt) {
+    if (m->buf) {
+      *bytes = m->buf->nbytes;
+      return;
+    }
+    if (span(c->dt, m->count, bytes)) return;
+  }
+  /* Unknown: up to the end of the instance that holds this chunk's last item. */
+  MPI_Count nitems;
+  if (lmpio_lua_isnamed(c->dt)) {
+    nitems = 1;
+  } else {
+    if (!c->node && lmpio__typemap_get(c->dt, &c->node, "lmpio datarep") != MPI_SUCCESS)
+      luaL_error(L, "%s", lmpio_last_error_message());
+    nitems = c->node->nitems;
+  }
+  if (nitems <= 0) luaL_error(L, "the datatype has no data");
+  MPI_Count inst = (c->position + c->count + nitems - 1) / nitems;
+  if (!span(c->dt, inst, bytes)) luaL_error(L, "the datatype reaches before the start of the buffer");
+}
+
+/* Bytes of this chunk in the file representation. */
+static size_t file_bytes(lua_State *L, call_ctx *c) {
+  /* Predefined types with Lua elements are one item each; others (derived
+   * types, pairs such as DOUBLE_INT) are walked item by item. */
+  if (lmpio_lua_isnamed(c->dt) && lmpio_lua_typekind(c->dt) != LMPIO_LUA_K_NONE)
+    return (size_t)c->count * (size_t)lua_extent(L, c->r, c->dt);
+  walk_start(L, c);
+  size_t total = 0;
+  MPI_Count left = c->count;
+  while (left > 0) {
+    MPI_Aint off;
+    MPI_Datatype b;
+    MPI_Count es;
+    MPI_Count n = walk_next(c, left, &off, &b, &es);
+    total += (size_t)n * (size_t)lua_extent(L, c->r, b);
+    left -= n;
+  }
+  ctx_free(c);
+  return total;
+}
+
+/* Protected: pushes userbuf, datatype, filebuf for a full-form converter. */
+static int prepare_full(lua_State *L) {
+  call_ctx *c = lua_touserdata(L, 1);
+  size_t ub = 0;
+  size_t fb = file_bytes(L, c);
+  user_bytes(L, c, &ub);
+  int named = lmpio_lua_isnamed(c->dt) && lmpio_lua_typekind(c->dt) != LMPIO_LUA_K_NONE;
+  MPI_Count es = 1;
+  if (named && (MPI_Type_size_x(c->dt, &es) != MPI_SUCCESS || es <= 0)) es = 1;
+  if (named && es > 0 && ub % (size_t)es == 0)
+    lmpio_lua_pushborrowed(L, c->userbuf, ub / (size_t)es, c->dt, c->dir == DIR_WRITE);
+  else
+    lmpio_lua_pushborrowed(L, c->userbuf, ub, MPI_BYTE, c->dir == DIR_WRITE);
+  lmpio_lua_pushtype(L, c->dt, 0);
+  lmpio_lua_pushborrowed(L, c->filebuf, fb, MPI_BYTE, c->dir == DIR_READ);
+  push_spec(L, c->r);
+  lua_getfield(L, -1, c->dir == DIR_READ ? "read" : "write");
+  lua_remove(L, -2);
+  return 4;
+}
+
+/* The failure text of a Lua error value at idx (never raises: strings and
+ * objects with a message field; others by type). */
+static void error_text(lua_State *L, int idx, char *out, size_t n) {
+  const char *s = NULL;
+  if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+    s = lua_tostring(L, idx);
+  } else if (lua_type(L, idx) == LUA_TTABLE) {
+    lua_pushliteral(L, "message");
+    if (lua_rawget(L, idx < 0 ? idx - 1 : idx) == LUA_TSTRING) s = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    if (!s) s = "(an error object without a message)";
+  } else if (lua_isnil(L, idx)) {
+    s = "(error object is nil)";
+  }
+  if (s) snprintf(out, n, "%s", s);
+  else snprintf(out, n, "(error object is a %s value)", luaL_typename(L, idx));
+}
+
+/* Checks the results of a converter from idx to the top: nothing, nil or
+ * true is success; false or nil, message is failure; anything else is a
+ * wrong return value.  Returns 0 on success, with the message set otherwise. */
+static int check_results(lua_State *L, call_ctx *c, int idx) {
+  int n = lua_gettop(L) - idx + 1;
+  if (n <= 0) return 0;
+  if (lua_isnil(L, idx) && n == 1) return 0;
+  if (lua_isboolean(L, idx) && lua_toboolean(L, idx)) return 0;
+  char text[512];
+  if (lua_isnil(L, idx) || (lua_isboolean(L, idx) && !lua_toboolean(L, idx))) {
+    if (n >= 2 && lua_type(L, idx + 1) == LUA_TSTRING) snprintf(text, sizeof text, "%s", lua_tostring(L, idx + 1));
+    else if (n >= 2) error_text(L, idx + 1, text, sizeof text);
+    else snprintf(text, sizeof text, "the converter returned false");
+  } else {
+    snprintf(text, sizeof text, "wrong return value (a %s; a converter returns nothing, true, or nil and a message)",
+             luaL_typename(L, idx));
+  }
+  set_msg(c->r, c->what, text);
+  return 1;
+}
+
+/* Sets up a converter call on the caller's thread: which lua_State, and
+ * whether it may run there.  Returns NULL with the message set. */
+static lua_State *enter(rep *r, const char *what) {
+  lua_State *L = lmpio_lua_caller;
+  if (!L) {
+    set_msg(r, what, "called outside a data access made from Lua (no Lua state to run the converter)");
+    return NULL;
+  }
+  if (!r->alive) {
+    set_msg(r, what, "the Lua state that registered the representation is closed");
+    return NULL;
+  }
+  if (!lua_checkstack(L, 16)) {
+    set_msg(r, what, "no room on the Lua stack");
+    return NULL;
+  }
+  if (lmpio_lua_owner(L) != r->owner) {
+    set_msg(r, what, "the representation was registered in another Lua state");
+    return NULL;
+  }
+  return L;
+}
+
+static int fail(lua_State *L, call_ctx *c, int top) {
+  char text[512];
+  error_text(L, -1, text, sizeof text);
+  set_msg(c->r, c->what, text);
+  lua_settop(L, top);
+  ctx_free(c);
+  leave_closer(L);
+  return MPI_ERR_CONVERSION;
+}
+
+/* The full form: prepare the objects (protected), call the converter
+ * (protected), invalidate the objects, check what it returned. */
+static int run_full(lua_State *L, call_ctx *c) {
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, prepare_full);
+  lua_pushlightuserdata(L, c);
+  if (lua_pcall(L, 1, 4, 0) != LUA_OK) return fail(L, c, top);
+  /* top+1 userbuf, top+2 datatype, top+3 filebuf, top+4 the function */
+  lmpio_lua_buffer *ub = lmpio_lua_tobuffer(L, top + 1);
+  lmpio_lua_buffer *fb = lmpio_lua_tobuffer(L, top + 3);
+  lmpio_lua_datatype *dt = luaL_testudata(L, top + 2, LMPIO_LUA_DATATYPE);
+  lua_pushvalue(L, top + 4);
+  lua_pushvalue(L, top + 1);
+  lua_pushvalue(L, top + 2);
+  lua_pushinteger(L, c->count);
+  lua_pushvalue(L, top + 3);
+  lua_pushinteger(L, (lua_Integer)c->position);
+  int st = lua_pcall(L, 5, LUA_MULTRET, 0);
+  lmpio_lua_invalidate(ub);
+  lmpio_lua_invalidate(fb);
+  if (dt && !lmpio_lua_isnamed(c->dt)) dt->valid = 0;
+  if (st != LUA_OK) return fail(L, c, top);
+  int bad = check_results(L, c, top + 5);
+  lua_settop(L, top);
+  ctx_free(c);
+  if (bad) {
+    leave_closer(L);
+    return MPI_ERR_CONVERSION;
+  }
+  return MPI_SUCCESS;
+}
+
+/* Protected: the encode/decode and formats forms, item by item. */
+static int codec_items(lua_State *L) {
+  call_ctx *c = lua_touserdata(L, 1);
+  push_spec(L, c->r);
+  int spec = lua_gettop(L);
+  int formats = c->r->form == FORM_FORMATS;
+  if (formats) {
+    lua_getfield(L, spec, "formats");
+    lua_getfield(L, spec, c->dir == DIR_READ ? "unpack" : "pack");
+  } else {
+    lua_pushnil(L);
+    lua_getfield(L, spec, c->dir == DIR_READ ? "decode" : "encode");
+  }
+  int fmts = spec + 1, fn = spec + 2;
+  walk_start(L, c);
+  unsigned char *file = c->filebuf;
+  unsigned char *user = c->userbuf;
+  MPI_Count left = c->count, item = c->position;
+  while (left > 0) {
+    MPI_Aint off;
+    MPI_Datatype b;
+    MPI_Count es;
+    MPI_Count n = walk_next(c, left, &off, &b, &es);
+    MPI_Aint fext = lua_extent(L, c->r, b);
+    const char *tname = lmpio_lua_typename(b);
+    if (!tname) tname = "?";
+    int kind = lmpio_lua_typekind(b);
+    int arr = 0;
+    if (kind != LMPIO_LUA_K_NONE) {
+      lmpio_lua_pushborrowed(L, user + off, (size_t)n, b, c->dir == DIR_WRITE);
+      arr = lua_gettop(L);
+    }
+    if (formats) {
+      lua_getfield(L, fmts, tname);
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "no format for type %s", tname);
+    } else {
+      lua_pushstring(L, tname);
+    }
+    int key = lua_gettop(L);
+    for (MPI_Count k = 0; k < n; k++, item++, file += fext) {
+      lua_pushvalue(L, fn);
+      lua_pushvalue(L, key);
+      if (c->dir == DIR_WRITE) {
+        if (arr) lua_geti(L, arr, (lua_Integer)k + 1);
+        else lua_pushlstring(L, (const char *)user + off + k * es, (size_t)es);
+        lua_call(L, 2, 1);
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        if (!s) luaL_error(L, "%s for item %I (%s) returned %s, not a string", formats ? "string.pack" : "encode",
+                           (lua_Integer)item, tname, luaL_typename(L, -1));
+        if (len != (size_t)fext)
+          luaL_error(L, "%s for item %I (%s) returned %d bytes, the file extent is %d",
+                     formats ? "string.pack" : "encode", (lua_Integer)item, tname, (int)len, (int)fext);
+        memcpy(file, s, len);
+      } else {
+        lua_pushlstring(L, (const char *)file, (size_t)fext);
+        lua_call(L, 2, 1);
+        if (lua_isnil(L, -1))
+          luaL_error(L, "decode for item %I (%s) returned nil", (lua_Integer)item, tname);
+        if (arr) {
+          lua_seti(L, arr, (lua_Integer)k + 1);
+          continue;
+        }
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        if (!s || len != (size_t)es)
+          luaL_error(L, "decode for item %I (%s) must return the %d native bytes of the item as a string",
+                     (lua_Integer)item, tname, (int)es);
+        memcpy(user + off + k * es, s, len);
+      }
+      lua_pop(L, 1);
+    }
+    if (arr) lmpio_lua_invalidate(lmpio_lua_tobuffer(L, arr));
+    lua_settop(L, fn);
+    left -= n;
+  }
+  return 0;
+}
+
+static int run_codec(lua_State *L, call_ctx *c) {
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, codec_items);
+  lua_pushlightuserdata(L, c);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) return fail(L, c, top);
+  lua_settop(L, top);
+  ctx_free(c);
+  return MPI_SUCCESS;
+}
+
+static int convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, int count, void *filebuf,
+                   MPI_Offset position) {
+  const char *what = dir == DIR_READ ? "the read converter" : "the write converter";
+  conv_msg_set = 0; /* a message left by an earlier call is stale now */
+  lua_State *L = enter(r, what);
+  if (!L) return MPI_ERR_CONVERSION;
+  call_ctx c;
+  memset(&c, 0, sizeof c);
+  c.r = r;
+  c.dir = dir;
+  c.userbuf = userbuf;
+  c.dt = dt;
+  c.count = count;
+  c.filebuf = filebuf;
+  c.position = position;
+  c.what = what;
+  if (count <= 0) return MPI_SUCCESS;
+  return r->form == FORM_FULL ? run_full(L, &c) : run_codec(L, &c);
+}
+
+static int read_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
+                   MPI_Offset position, void *extra_state) {
+  return convert(extra_state, DIR_READ, userbuf, datatype, count, filebuf, position);
+}
+
+static int write_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
+                    MPI_Offset position, void *extra_state) {
+  return convert(extra_state, DIR_WRITE, userbuf, datatype, count, filebuf, position);
+}
+
+static int extent_call(lua_State *L) {
+  call_ctx *c = lua_touserdata(L, 1);
+  c->ext = lua_extent(L, c->r, c->ext_type);
+  return 0;
+}
+
+static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_state) {
+  rep *r = extra_state;
+  if (cached_extent(r, datatype, file_extent)) return MPI_SUCCESS;
+  lua_State *L = enter(r, "the extent function");
+  if (!L) return MPI_ERR_CONVERSION;
+  call_ctx c;
+  memset(&c, 0, sizeof c);
+  c.r = r;
+  c.ext_type = datatype;
+  c.what = "the extent function";
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, extent_call);
+  lua_pushlightuserdata(L, &c);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) return fail(L, &c, top);
+  lua_settop(L, top);
+  *file_extent = c.ext;
+  return MPI_SUCCESS;
+}
+
+/* ---- lmpio.register_datarep ---------------------------------------------------- */
+
+static void checkfields(lua_State *L, int idx) {
+  static const char *const names[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; names[i]; i++)
+        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static int optfunction(lua_State *L, int spec, const char *field) {
+  int t = lua_getfield(L, spec, field);
+  if (t != LUA_TNIL && t != LUA_TFUNCTION)
+    luaL_argerror(L, 2, lua_pushfstring(L, "field '%s' must be a function", field));
+  return t == LUA_TFUNCTION;
+}
+
+/* lmpio.register_datarep(name, spec) */
+static int l_register_datarep(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  checkfields(L, 2);
+  lua_createtable(L, 0, 8); /* 3: our own copy of the spec */
+  int have_read = optfunction(L, 2, "read");
+  lua_setfield(L, 3, "read");
+  int have_write = optfunction(L, 2, "write");
+  lua_setfield(L, 3, "write");
+  int have_enc = optfunction(L, 2, "encode");
+  lua_setfield(L, 3, "encode");
+  int have_dec = optfunction(L, 2, "decode");
+  lua_setfield(L, 3, "decode");
+  int tf = lua_getfield(L, 2, "formats");
+  int form = FORM_FULL;
+  if (tf != LUA_TNIL) {
+    if (tf != LUA_TTABLE) return luaL_argerror(L, 2, "field 'formats' must be a table");
+    form = FORM_FORMATS;
+  } else if (have_enc || have_dec) {
+    form = FORM_CODEC;
+  }
+  if (form != FORM_FULL && (have_read || have_write))
+    return luaL_argerror(L, 2, "give either read/write converters or encode/decode (or formats), not both");
+  if (form == FORM_FORMATS && (have_enc || have_dec))
+    return luaL_argerror(L, 2, "give either encode/decode or formats, not both");
+  lua_pop(L, 1);
+
+  /* Extents: a function, a table by type name, or from the formats. */
+  int te = lua_getfield(L, 2, "extent"); /* 4 */
+  if (te != LUA_TNIL && te != LUA_TFUNCTION && te != LUA_TTABLE)
+    return luaL_argerror(L, 2, "field 'extent' must be a function or a table of extents by type name");
+  if (te == LUA_TTABLE) { /* copy and check */
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, 4)) {
+      if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
+        return luaL_argerror(L, 2, "field 'extent' must map type names to positive integers");
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -4);
+    }
+    lua_replace(L, 4);
+  }
+  if (form == FORM_FORMATS) {
+    lua_newtable(L); /* 5: formats */
+    if (te == LUA_TNIL) {
+      lua_newtable(L);
+      lua_replace(L, 4); /* extents from the formats */
+    }
+    lua_getglobal(L, "string");
+    if (!lua_istable(L, -1)) return luaL_error(L, "the string library is not loaded");
+    int strlib = lua_gettop(L);
+    lua_getfield(L, 2, "formats");
+    int src = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, src)) {
+      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+        return luaL_argerror(L, 2, "field 'formats' must map type names to string.pack formats");
+      lua_getfield(L, lua_upvalueindex(1), lua_tostring(L, -2));
+      if (!lmpio_lua_istype(L, -1) || !lmpio_lua_typename(lmpio_lua_checktype(L, -1)))
+        return luaL_argerror(L, 2, lua_pushfstring(L, "formats: '%s' is not a predefined type name", lua_tostring(L, -3)));
+      lua_pop(L, 1);
+      lua_getfield(L, strlib, "packsize");
+      lua_pushvalue(L, -2);
+      lua_call(L, 1, 1); /* raises for a bad or variable-size format */
+      if (te == LUA_TNIL) {
+        lua_pushvalue(L, -3);
+        lua_insert(L, -2);
+        lua_rawset(L, 4);
+      } else {
+        lua_pop(L, 1);
+      }
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, 5);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, strlib, "pack");
+    lua_setfield(L, 3, "pack");
+    lua_getfield(L, strlib, "unpack");
+    lua_setfield(L, 3, "unpack");
+    lua_pop(L, 1);
+    lua_setfield(L, 3, "formats");
+  } else if (te == LUA_TNIL) {
+    return luaL_argerror(L, 2, "field 'extent' (a function or a table of extents by type name) is required");
+  }
+  lua_setfield(L, 3, "extent");
+
+  rep *r = calloc(1, sizeof *r);
+  if (!r) return luaL_error(L, "out of memory");
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->owner = lmpio_lua_owner(L);
+  r->alive = 1;
+  r->form = form;
+  lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+  lua_pushvalue(L, 3);
+  lua_rawsetp(L, -2, r); /* may raise: r is not yet registered anywhere */
+  lua_pop(L, 1);
+
+  MPI_Datarep_conversion_function *rd = MPI_CONVERSION_FN_NULL, *wr = MPI_CONVERSION_FN_NULL;
+  if (form == FORM_FULL) {
+    if (have_read) rd = read_fn;
+    if (have_write) wr = write_fn;
+  } else if (form == FORM_CODEC) {
+    if (have_dec) rd = read_fn;
+    if (have_enc) wr = write_fn;
+  } else {
+    rd = read_fn;
+    wr = write_fn;
+  }
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_register_datarep(name, rd, wr, extent_fn, r));
+  if (rc != MPI_SUCCESS) {
+    lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+    lua_pushnil(L);
+    lua_rawsetp(L, -2, r);
+    lua_pop(L, 1);
+    free(r);
+    lmpio_lua_check(L, rc);
+  }
+  r->link = reps;
+  reps = r;
+  return 0;
+}
+
+/* ---- lmpio.byteswap ------------------------------------------------------------- */
+
+static void swap_items(unsigned char *d, const unsigned char *s, size_t n, size_t size) {
+  switch (size) {
+  case 1:
+    if (d != s) memmove(d, s, n);
+    return;
+  case 2:
+    for (size_t i = 0; i < n; i++) {
+      uint16_t v;
+      memcpy(&v, s + 2 * i, 2);
+      v = __builtin_bswap16(v);
+      memcpy(d + 2 * i, &v, 2);
+    }
+    return;
+  case 4:
+    for (size_t i = 0; i < n; i++) {
+      uint32_t v;
+      memcpy(&v, s + 4 * i, 4);
+      v = __builtin_bswap32(v);
+      memcpy(d + 4 * i, &v, 4);
+    }
+    return;
+  case 8:
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v;
+      memcpy(&v, s + 8 * i, 8);
+      v = __builtin_bswap64(v);
+      memcpy(d + 8 * i, &v, 8);
+    }
+    return;
+  default:
+    for (size_t i = 0; i < n; i++) {
+      unsigned char *di = d + size * i;
+      const unsigned char *si = s + size * i;
+      for (size_t a = 0, b = size - 1; a <= b && b != (size_t)-1; a++, b--) {
+        unsigned char x = si[a], y = si[b];
+        di[a] = y;
+        di[b] = x;
+      }
+    }
+  }
+}
+
+/* lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize) -> dst */
+static int l_byteswap(lua_State *L) {
+  lmpio_lua_buffer *d = lmpio_lua_checkbuffer(L, 1);
+  lua_Integer doff = luaL_checkinteger(L, 2);
+  const unsigned char *s;
+  size_t slen;
+  if (lua_type(L, 3) == LUA_TSTRING) {
+    s = (const unsigned char *)lua_tolstring(L, 3, &slen);
+  } else {
+    lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 3);
+    s = b->data;
+    slen = b->nbytes;
+  }
+  lua_Integer soff = luaL_checkinteger(L, 4);
+  lua_Integer n = luaL_checkinteger(L, 5);
+  lua_Integer size = luaL_checkinteger(L, 6);
+  if (d->readonly) return luaL_argerror(L, 1, "attempt to write to a read-only buffer");
+  if (size < 1 || size > 1024) return luaL_argerror(L, 6, "item size must be 1..1024");
+  if (n < 0) return luaL_argerror(L, 5, "must not be negative");
+  if ((lua_Unsigned)n > (size_t)-1 / 2 / (size_t)size) return luaL_argerror(L, 5, "too many items");
+  size_t bytes = (size_t)n * (size_t)size;
+  if (doff < 0 || (lua_Unsigned)doff > d->nbytes || bytes > d->nbytes - (size_t)doff)
+    return luaL_argerror(L, 2, lua_pushfstring(L, "%I bytes at offset %I do not fit the destination (%I bytes)",
+                                               (lua_Integer)bytes, doff, (lua_Integer)d->nbytes));
+  if (soff < 0 || (lua_Unsigned)soff > slen || bytes > slen - (size_t)soff)
+    return luaL_argerror(L, 4, lua_pushfstring(L, "%I bytes at offset %I do not fit the source (%I bytes)",
+                                               (lua_Integer)bytes, soff, (lua_Integer)slen));
+  unsigned char *dp = d->data + doff;
+  const unsigned char *sp = s + soff;
+  if (bytes && dp != sp && dp < sp + bytes && sp < dp + bytes)
+    return luaL_argerror(L, 3, "source and destination overlap (only the same range may be swapped in place)");
+  if (bytes) swap_items(dp, sp, (size_t)n, (size_t)size);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* ---- module --------------------------------------------------------------------- */
+
+static void exit_hook(void *owner) {
+  for (rep *r = reps; r; r = r->link)
+    if (!owner || r->owner == owner) r->alive = 0;
+}
+
+int lmpio_lua_datarep_open(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY) != LUA_TTABLE) {
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+  }
+  lua_pop(L, 1);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &closer_key) != LUA_TTABLE) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, closer_close);
+    lua_setfield(L, -2, "__close");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &closer_key);
+  }
+  lua_pop(L, 1);
+  static int hooked;
+  if (!hooked) {
+    hooked = 1;
+    lmpio_lua_atexit(exit_hook);
+  }
+  lua_pushvalue(L, -1); /* the module table: type names for formats */
+  lua_pushcclosure(L, l_register_datarep, 1);
+  lua_setfield(L, -2, "register_datarep");
+  lua_pushcfunction(L, l_byteswap);
+  lua_setfield(L, -2, "byteswap");
+  return 0;
+}

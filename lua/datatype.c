@@ -1,0 +1,554 @@
+/* Datatypes: every predefined type as lmpio.INT, lmpio.DOUBLE, ...; the
+ * constructors under lmpio.type (committed for the user); queries; freed
+ * when collected. */
+#include "lmpio_lua.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TYPES_KEY "lmpio.types" /* registry: handle (integer) -> datatype object */
+
+static const struct predef {
+  const char *name;
+  MPI_Datatype type;
+  int kind;
+} predefs[] = {
+  /* C */
+  {"CHAR", MPI_CHAR, LMPIO_LUA_K_INT},
+  {"SHORT", MPI_SHORT, LMPIO_LUA_K_INT},
+  {"INT", MPI_INT, LMPIO_LUA_K_INT},
+  {"LONG", MPI_LONG, LMPIO_LUA_K_INT},
+  {"LONG_LONG_INT", MPI_LONG_LONG_INT, LMPIO_LUA_K_INT},
+  {"LONG_LONG", MPI_LONG_LONG, LMPIO_LUA_K_INT},
+  {"SIGNED_CHAR", MPI_SIGNED_CHAR, LMPIO_LUA_K_INT},
+  {"UNSIGNED_CHAR", MPI_UNSIGNED_CHAR, LMPIO_LUA_K_UINT},
+  {"UNSIGNED_SHORT", MPI_UNSIGNED_SHORT, LMPIO_LUA_K_UINT},
+  {"UNSIGNED", MPI_UNSIGNED, LMPIO_LUA_K_UINT},
+  {"UNSIGNED_LONG", MPI_UNSIGNED_LONG, LMPIO_LUA_K_UINT},
+  {"UNSIGNED_LONG_LONG", MPI_UNSIGNED_LONG_LONG, LMPIO_LUA_K_UINT},
+  {"FLOAT", MPI_FLOAT, LMPIO_LUA_K_F32},
+  {"DOUBLE", MPI_DOUBLE, LMPIO_LUA_K_F64},
+  {"LONG_DOUBLE", MPI_LONG_DOUBLE, LMPIO_LUA_K_LDOUBLE},
+  {"WCHAR", MPI_WCHAR, LMPIO_LUA_K_INT},
+  {"C_BOOL", MPI_C_BOOL, LMPIO_LUA_K_BOOL},
+  {"INT8_T", MPI_INT8_T, LMPIO_LUA_K_INT},
+  {"INT16_T", MPI_INT16_T, LMPIO_LUA_K_INT},
+  {"INT32_T", MPI_INT32_T, LMPIO_LUA_K_INT},
+  {"INT64_T", MPI_INT64_T, LMPIO_LUA_K_INT},
+  {"UINT8_T", MPI_UINT8_T, LMPIO_LUA_K_UINT},
+  {"UINT16_T", MPI_UINT16_T, LMPIO_LUA_K_UINT},
+  {"UINT32_T", MPI_UINT32_T, LMPIO_LUA_K_UINT},
+  {"UINT64_T", MPI_UINT64_T, LMPIO_LUA_K_UINT},
+  {"AINT", MPI_AINT, LMPIO_LUA_K_INT},
+  {"COUNT", MPI_COUNT, LMPIO_LUA_K_INT},
+  {"OFFSET", MPI_OFFSET, LMPIO_LUA_K_INT},
+  {"C_COMPLEX", MPI_C_COMPLEX, LMPIO_LUA_K_NONE},
+  {"C_FLOAT_COMPLEX", MPI_C_FLOAT_COMPLEX, LMPIO_LUA_K_NONE},
+  {"C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX, LMPIO_LUA_K_NONE},
+  {"C_LONG_DOUBLE_COMPLEX", MPI_C_LONG_DOUBLE_COMPLEX, LMPIO_LUA_K_NONE},
+  {"BYTE", MPI_BYTE, LMPIO_LUA_K_UINT},
+  {"PACKED", MPI_PACKED, LMPIO_LUA_K_UINT},
+  /* Fortran */
+  {"CHARACTER", MPI_CHARACTER, LMPIO_LUA_K_UINT},
+  {"LOGICAL", MPI_LOGICAL, LMPIO_LUA_K_BOOL},
+  {"INTEGER", MPI_INTEGER, LMPIO_LUA_K_INT},
+  {"REAL", MPI_REAL, LMPIO_LUA_K_F32},
+  {"DOUBLE_PRECISION", MPI_DOUBLE_PRECISION, LMPIO_LUA_K_F64},
+  {"COMPLEX", MPI_COMPLEX, LMPIO_LUA_K_NONE},
+  {"DOUBLE_COMPLEX", MPI_DOUBLE_COMPLEX, LMPIO_LUA_K_NONE},
+  {"INTEGER1", MPI_INTEGER1, LMPIO_LUA_K_INT},
+  {"INTEGER2", MPI_INTEGER2, LMPIO_LUA_K_INT},
+  {"INTEGER4", MPI_INTEGER4, LMPIO_LUA_K_INT},
+  {"INTEGER8", MPI_INTEGER8, LMPIO_LUA_K_INT},
+#ifdef MPI_INTEGER16
+  {"INTEGER16", MPI_INTEGER16, LMPIO_LUA_K_NONE},
+#endif
+#ifdef MPI_REAL2
+  {"REAL2", MPI_REAL2, LMPIO_LUA_K_NONE},
+#endif
+  {"REAL4", MPI_REAL4, LMPIO_LUA_K_F32},
+  {"REAL8", MPI_REAL8, LMPIO_LUA_K_F64},
+#ifdef MPI_REAL16
+  {"REAL16", MPI_REAL16, LMPIO_LUA_K_NONE},
+#endif
+#ifdef MPI_COMPLEX4
+  {"COMPLEX4", MPI_COMPLEX4, LMPIO_LUA_K_NONE},
+#endif
+  {"COMPLEX8", MPI_COMPLEX8, LMPIO_LUA_K_NONE},
+  {"COMPLEX16", MPI_COMPLEX16, LMPIO_LUA_K_NONE},
+#ifdef MPI_COMPLEX32
+  {"COMPLEX32", MPI_COMPLEX32, LMPIO_LUA_K_NONE},
+#endif
+#ifdef MPI_LOGICAL1
+  {"LOGICAL1", MPI_LOGICAL1, LMPIO_LUA_K_BOOL},
+  {"LOGICAL2", MPI_LOGICAL2, LMPIO_LUA_K_BOOL},
+  {"LOGICAL4", MPI_LOGICAL4, LMPIO_LUA_K_BOOL},
+  {"LOGICAL8", MPI_LOGICAL8, LMPIO_LUA_K_BOOL},
+#endif
+  /* C++ */
+  {"CXX_BOOL", MPI_CXX_BOOL, LMPIO_LUA_K_BOOL},
+  {"CXX_FLOAT_COMPLEX", MPI_CXX_FLOAT_COMPLEX, LMPIO_LUA_K_NONE},
+  {"CXX_DOUBLE_COMPLEX", MPI_CXX_DOUBLE_COMPLEX, LMPIO_LUA_K_NONE},
+  {"CXX_LONG_DOUBLE_COMPLEX", MPI_CXX_LONG_DOUBLE_COMPLEX, LMPIO_LUA_K_NONE},
+  /* pairs (MINLOC / MAXLOC) */
+  {"FLOAT_INT", MPI_FLOAT_INT, LMPIO_LUA_K_NONE},
+  {"DOUBLE_INT", MPI_DOUBLE_INT, LMPIO_LUA_K_NONE},
+  {"LONG_INT", MPI_LONG_INT, LMPIO_LUA_K_NONE},
+  {"2INT", MPI_2INT, LMPIO_LUA_K_NONE},
+  {"SHORT_INT", MPI_SHORT_INT, LMPIO_LUA_K_NONE},
+  {"LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, LMPIO_LUA_K_NONE},
+  {"2REAL", MPI_2REAL, LMPIO_LUA_K_NONE},
+  {"2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, LMPIO_LUA_K_NONE},
+  {"2INTEGER", MPI_2INTEGER, LMPIO_LUA_K_NONE},
+};
+#define NPREDEFS (sizeof predefs / sizeof predefs[0])
+
+static const struct predef *find_predef(MPI_Datatype t) {
+  for (size_t i = 0; i < NPREDEFS; i++)
+    if (predefs[i].type == t) return &predefs[i];
+  return NULL;
+}
+
+const char *lmpio_lua_typename(MPI_Datatype t) {
+  const struct predef *p = find_predef(t);
+  return p ? p->name : NULL;
+}
+
+int lmpio_lua_typekind(MPI_Datatype t) {
+  const struct predef *p = find_predef(t);
+  return p ? p->kind : LMPIO_LUA_K_NONE;
+}
+
+int lmpio_lua_isnamed(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  if (t == MPI_DATATYPE_NULL) return 0;
+  if (MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 0;
+  return comb == MPI_COMBINER_NAMED;
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+static lmpio_lua_datatype *checkud(lua_State *L, int idx) {
+  lmpio_lua_datatype *d = luaL_checkudata(L, idx, LMPIO_LUA_DATATYPE);
+  if (!d->valid) luaL_error(L, "datatype used after the converter returned");
+  if (d->type == MPI_DATATYPE_NULL) luaL_error(L, "attempt to use a freed datatype");
+  return d;
+}
+
+MPI_Datatype lmpio_lua_checktype(lua_State *L, int idx) { return checkud(L, idx)->type; }
+
+MPI_Datatype lmpio_lua_opttype(lua_State *L, int idx, MPI_Datatype def) {
+  return lua_isnoneornil(L, idx) ? def : lmpio_lua_checktype(L, idx);
+}
+
+int lmpio_lua_istype(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, LMPIO_LUA_DATATYPE) != NULL;
+}
+
+static lmpio_lua_datatype *newud(lua_State *L, MPI_Datatype t, int owned) {
+  lmpio_lua_datatype *d = lua_newuserdatauv(L, sizeof *d, 0);
+  d->type = t;
+  d->owned = owned;
+  d->valid = 1;
+  luaL_setmetatable(L, LMPIO_LUA_DATATYPE);
+  return d;
+}
+
+static void key(lua_State *L, MPI_Datatype t) {
+  lua_pushinteger(L, (lua_Integer)(intptr_t)t);
+}
+
+lmpio_lua_datatype *lmpio_lua_pushtype(lua_State *L, MPI_Datatype t, int owned) {
+  if (!owned && lua_getfield(L, LUA_REGISTRYINDEX, TYPES_KEY) == LUA_TTABLE) {
+    key(L, t);
+    if (lua_rawget(L, -2) != LUA_TNIL) {
+      lua_remove(L, -2);
+      return lua_touserdata(L, -1);
+    }
+    lua_pop(L, 1);
+  }
+  if (!owned) lua_pop(L, 1);
+  return newud(L, t, owned);
+}
+
+static int t_gc(lua_State *L) {
+  lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  int fin = 1;
+  MPI_Finalized(&fin);
+  if (d->owned && d->type != MPI_DATATYPE_NULL && !fin) MPI_Type_free(&d->type);
+  d->type = MPI_DATATYPE_NULL;
+  return 0;
+}
+
+/* t:free(): frees the type now (it is also freed when collected). */
+static int t_free(lua_State *L) {
+  lmpio_lua_datatype *d = checkud(L, 1);
+  if (!d->owned) return luaL_error(L, "cannot free a predefined or borrowed datatype");
+  return t_gc(L);
+}
+
+static int t_tostring(lua_State *L) {
+  lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  const char *name = d->valid && d->type != MPI_DATATYPE_NULL ? lmpio_lua_typename(d->type) : NULL;
+  if (!d->valid) lua_pushliteral(L, "lmpio.datatype (invalid)");
+  else if (d->type == MPI_DATATYPE_NULL) lua_pushliteral(L, "lmpio.datatype (freed)");
+  else if (name) lua_pushfstring(L, "lmpio.%s", name);
+  else {
+    MPI_Count size = 0;
+    MPI_Type_size_x(d->type, &size);
+    lua_pushfstring(L, "lmpio.datatype (%I bytes of data, %p)", (lua_Integer)size, (void *)d);
+  }
+  return 1;
+}
+
+static int t_eq(lua_State *L) {
+  lmpio_lua_datatype *a = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *b = luaL_checkudata(L, 2, LMPIO_LUA_DATATYPE);
+  lua_pushboolean(L, a->type == b->type);
+  return 1;
+}
+
+static int t_size(lua_State *L) {
+  MPI_Count n = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_size_x(lmpio_lua_checktype(L, 1), &n), "MPI_Type_size_x");
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
+/* t:extent() -> extent, lb */
+static int t_extent(lua_State *L) {
+  MPI_Count lb = 0, ext = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
+  lua_pushinteger(L, (lua_Integer)ext);
+  lua_pushinteger(L, (lua_Integer)lb);
+  return 2;
+}
+
+static int t_lb(lua_State *L) {
+  MPI_Count lb = 0, ext = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
+  lua_pushinteger(L, (lua_Integer)lb);
+  return 1;
+}
+
+static int t_ub(lua_State *L) {
+  MPI_Count lb = 0, ext = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
+  lua_pushinteger(L, (lua_Integer)(lb + ext));
+  return 1;
+}
+
+/* t:true_extent() -> true_extent, true_lb */
+static int t_true_extent(lua_State *L) {
+  MPI_Count lb = 0, ext = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext),
+                     "MPI_Type_get_true_extent_x");
+  lua_pushinteger(L, (lua_Integer)ext);
+  lua_pushinteger(L, (lua_Integer)lb);
+  return 2;
+}
+
+static int t_true_lb(lua_State *L) {
+  MPI_Count lb = 0, ext = 0;
+  lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext),
+                     "MPI_Type_get_true_extent_x");
+  lua_pushinteger(L, (lua_Integer)lb);
+  return 1;
+}
+
+/* t:name(): "DOUBLE" for predefined types, nil otherwise */
+static int t_name(lua_State *L) {
+  const char *name = lmpio_lua_typename(lmpio_lua_checktype(L, 1));
+  if (name) lua_pushstring(L, name);
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int t_is_predefined(lua_State *L) {
+  lua_pushboolean(L, lmpio_lua_isnamed(lmpio_lua_checktype(L, 1)));
+  return 1;
+}
+
+/* ---- constructors ------------------------------------------------------ */
+
+static int checkint(lua_State *L, int idx, int min) {
+  lua_Integer v = luaL_checkinteger(L, idx);
+  if (v < min || v > INT_MAX) luaL_argerror(L, idx, min > 0 ? "must be positive" : min == 0 ? "must not be negative" : "out of range");
+  return (int)v;
+}
+
+static int checkcount(lua_State *L, int idx) { return checkint(L, idx, 0); }
+
+static MPI_Aint checkaint(lua_State *L, int idx) { return (MPI_Aint)luaL_checkinteger(L, idx); }
+
+/* Length of the sequence at idx (a table), checked. */
+static int seqlen(lua_State *L, int idx) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, idx);
+  if (n > INT_MAX) luaL_argerror(L, idx, "too many elements");
+  return (int)n;
+}
+
+/* A scratch array owned by the collector (pushed on the stack). */
+static void *scratch(lua_State *L, size_t n, size_t esize) {
+  return lua_newuserdatauv(L, n ? n * esize : 1, 0);
+}
+
+static int *checkints(lua_State *L, int idx, int n, int min) {
+  if (seqlen(L, idx) != n) luaL_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
+  int *a = scratch(L, (size_t)n, sizeof *a);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < min || v > INT_MAX)
+      luaL_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer >= %d", i + 1, min));
+    a[i] = (int)v;
+    lua_pop(L, 1);
+  }
+  return a;
+}
+
+static MPI_Aint *checkaints(lua_State *L, int idx, int n) {
+  if (seqlen(L, idx) != n) luaL_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
+  MPI_Aint *a = scratch(L, (size_t)n, sizeof *a);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum) luaL_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer", i + 1));
+    a[i] = (MPI_Aint)v;
+    lua_pop(L, 1);
+  }
+  return a;
+}
+
+/* Makes the result object first, then lets fn fill its handle, commits. */
+#define NEWTYPE(L, what, call)                                                 \
+  do {                                                                         \
+    lmpio_lua_datatype *d_ = newud((L), MPI_DATATYPE_NULL, 1);                 \
+    lmpio_lua_checkmpi((L), (call), what);                                     \
+    lmpio_lua_checkmpi((L), MPI_Type_commit(&d_->type), "MPI_Type_commit");    \
+    return 1;                                                                  \
+  } while (0)
+#define OUT (&d_->type)
+
+static int c_contiguous(lua_State *L) {
+  int count = checkcount(L, 1);
+  MPI_Datatype old = lmpio_lua_checktype(L, 2);
+  NEWTYPE(L, "MPI_Type_contiguous", MPI_Type_contiguous(count, old, OUT));
+}
+
+static int c_vector(lua_State *L) {
+  int count = checkcount(L, 1), bl = checkcount(L, 2);
+  lua_Integer stride = luaL_checkinteger(L, 3);
+  if (stride < INT_MIN || stride > INT_MAX) luaL_argerror(L, 3, "out of range");
+  MPI_Datatype old = lmpio_lua_checktype(L, 4);
+  NEWTYPE(L, "MPI_Type_vector", MPI_Type_vector(count, bl, (int)stride, old, OUT));
+}
+
+static int c_hvector(lua_State *L) {
+  int count = checkcount(L, 1), bl = checkcount(L, 2);
+  MPI_Aint stride = checkaint(L, 3);
+  MPI_Datatype old = lmpio_lua_checktype(L, 4);
+  NEWTYPE(L, "MPI_Type_create_hvector", MPI_Type_create_hvector(count, bl, stride, old, OUT));
+}
+
+static int c_indexed(lua_State *L) {
+  lua_settop(L, 3); /* scratch arrays go above the arguments */
+  int n = seqlen(L, 1);
+  int *bl = checkints(L, 1, n, 0);
+  int *disp = checkints(L, 2, n, INT_MIN);
+  MPI_Datatype old = lmpio_lua_checktype(L, 3);
+  NEWTYPE(L, "MPI_Type_indexed", MPI_Type_indexed(n, bl, disp, old, OUT));
+}
+
+static int c_hindexed(lua_State *L) {
+  lua_settop(L, 3); /* scratch arrays go above the arguments */
+  int n = seqlen(L, 1);
+  int *bl = checkints(L, 1, n, 0);
+  MPI_Aint *disp = checkaints(L, 2, n);
+  MPI_Datatype old = lmpio_lua_checktype(L, 3);
+  NEWTYPE(L, "MPI_Type_create_hindexed", MPI_Type_create_hindexed(n, bl, disp, old, OUT));
+}
+
+static int c_indexed_block(lua_State *L) {
+  lua_settop(L, 3); /* scratch arrays go above the arguments */
+  int bl = checkcount(L, 1);
+  int n = seqlen(L, 2);
+  int *disp = checkints(L, 2, n, INT_MIN);
+  MPI_Datatype old = lmpio_lua_checktype(L, 3);
+  NEWTYPE(L, "MPI_Type_create_indexed_block", MPI_Type_create_indexed_block(n, bl, disp, old, OUT));
+}
+
+static int c_hindexed_block(lua_State *L) {
+  lua_settop(L, 3); /* scratch arrays go above the arguments */
+  int bl = checkcount(L, 1);
+  int n = seqlen(L, 2);
+  MPI_Aint *disp = checkaints(L, 2, n);
+  MPI_Datatype old = lmpio_lua_checktype(L, 3);
+  NEWTYPE(L, "MPI_Type_create_hindexed_block", MPI_Type_create_hindexed_block(n, bl, disp, old, OUT));
+}
+
+static int c_struct(lua_State *L) {
+  lua_settop(L, 3); /* scratch arrays go above the arguments */
+  int n = seqlen(L, 1);
+  int *bl = checkints(L, 1, n, 0);
+  MPI_Aint *disp = checkaints(L, 2, n);
+  if (seqlen(L, 3) != n) luaL_argerror(L, 3, lua_pushfstring(L, "expected %d datatypes", n));
+  MPI_Datatype *types = scratch(L, (size_t)n, sizeof *types);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, 3, i + 1);
+    lmpio_lua_datatype *d = luaL_testudata(L, -1, LMPIO_LUA_DATATYPE);
+    if (!d || !d->valid || d->type == MPI_DATATYPE_NULL)
+      luaL_argerror(L, 3, lua_pushfstring(L, "element %d is not a datatype", i + 1));
+    types[i] = d->type;
+    lua_pop(L, 1);
+  }
+  NEWTYPE(L, "MPI_Type_create_struct", MPI_Type_create_struct(n, bl, disp, types, OUT));
+}
+
+static int checkorder(lua_State *L, int idx) {
+  static const char *const names[] = {"c", "fortran", NULL};
+  static const int orders[] = {MPI_ORDER_C, MPI_ORDER_FORTRAN};
+  return orders[luaL_checkoption(L, idx, "c", names)];
+}
+
+/* subarray(sizes, subsizes, starts, oldtype [, order "c"|"fortran"]);
+ * starts count from 0, as in MPI. */
+static int c_subarray(lua_State *L) {
+  lua_settop(L, 5); /* scratch arrays go above the arguments */
+  int n = seqlen(L, 1);
+  if (n < 1) luaL_argerror(L, 1, "needs at least one dimension");
+  int *sizes = checkints(L, 1, n, 1);
+  int *sub = checkints(L, 2, n, 1);
+  int *starts = checkints(L, 3, n, 0);
+  MPI_Datatype old = lmpio_lua_checktype(L, 4);
+  int order = checkorder(L, 5);
+  for (int i = 0; i < n; i++)
+    if (starts[i] + (long long)sub[i] > sizes[i])
+      luaL_argerror(L, 3, lua_pushfstring(L, "dimension %d: start %d + subsize %d exceeds size %d",
+                                          i + 1, starts[i], sub[i], sizes[i]));
+  NEWTYPE(L, "MPI_Type_create_subarray", MPI_Type_create_subarray(n, sizes, sub, starts, order, old, OUT));
+}
+
+/* darray(size, rank, gsizes, distribs, dargs, psizes, oldtype [, order]);
+ * distribs: "block" | "cyclic" | "none"; dargs: integers or "default" (or nil). */
+static int c_darray(lua_State *L) {
+  lua_settop(L, 8); /* scratch arrays go above the arguments */
+  int size = checkint(L, 1, 1), rank = checkcount(L, 2);
+  if (rank >= size) luaL_argerror(L, 2, "rank must be less than size");
+  int n = seqlen(L, 3);
+  if (n < 1) luaL_argerror(L, 3, "needs at least one dimension");
+  int *gsizes = checkints(L, 3, n, 1);
+  if (seqlen(L, 4) != n) luaL_argerror(L, 4, lua_pushfstring(L, "expected %d elements", n));
+  int *distribs = scratch(L, (size_t)n, sizeof *distribs);
+  static const char *const dnames[] = {"block", "cyclic", "none", NULL};
+  static const int dvals[] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_NONE};
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, 4, i + 1);
+    const char *s = lua_tostring(L, -1);
+    int k = -1;
+    for (int j = 0; s && dnames[j]; j++)
+      if (strcmp(s, dnames[j]) == 0) k = j;
+    if (k < 0) luaL_argerror(L, 4, lua_pushfstring(L, "element %d must be \"block\", \"cyclic\" or \"none\"", i + 1));
+    distribs[i] = dvals[k];
+    lua_pop(L, 1);
+  }
+  int *dargs = scratch(L, (size_t)n, sizeof *dargs);
+  for (int i = 0; i < n; i++) {
+    int t = lua_isnoneornil(L, 5) ? LUA_TNIL : (luaL_checktype(L, 5, LUA_TTABLE), lua_geti(L, 5, i + 1));
+    int isnum = 0;
+    lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isnum);
+    if (t == LUA_TNIL || (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "default") == 0))
+      dargs[i] = MPI_DISTRIBUTE_DFLT_DARG;
+    else if (isnum && v >= 1 && v <= INT_MAX)
+      dargs[i] = (int)v;
+    else
+      luaL_argerror(L, 5, lua_pushfstring(L, "element %d must be a positive integer or \"default\"", i + 1));
+    if (!lua_isnoneornil(L, 5)) lua_pop(L, 1);
+  }
+  int *psizes = checkints(L, 6, n, 1);
+  long long prod = 1;
+  for (int i = 0; i < n; i++) prod *= psizes[i];
+  if (prod != size) luaL_argerror(L, 6, "the product of psizes must equal size");
+  MPI_Datatype old = lmpio_lua_checktype(L, 7);
+  int order = checkorder(L, 8);
+  NEWTYPE(L, "MPI_Type_create_darray",
+          MPI_Type_create_darray(size, rank, n, gsizes, distribs, dargs, psizes, order, old, OUT));
+}
+
+/* resized(oldtype, lb, extent) */
+static int c_resized(lua_State *L) {
+  MPI_Datatype old = lmpio_lua_checktype(L, 1);
+  MPI_Aint lb = checkaint(L, 2), ext = checkaint(L, 3);
+  NEWTYPE(L, "MPI_Type_create_resized", MPI_Type_create_resized(old, lb, ext, OUT));
+}
+
+static int c_dup(lua_State *L) {
+  MPI_Datatype old = lmpio_lua_checktype(L, 1);
+  NEWTYPE(L, "MPI_Type_dup", MPI_Type_dup(old, OUT));
+}
+
+int lmpio_lua_datatype_open(lua_State *L) {
+  if (luaL_newmetatable(L, LMPIO_LUA_DATATYPE)) {
+    static const luaL_Reg meta[] = {
+      {"__gc", t_gc}, {"__tostring", t_tostring}, {"__eq", t_eq}, {NULL, NULL},
+    };
+    static const luaL_Reg methods[] = {
+      {"size", t_size}, {"extent", t_extent}, {"lb", t_lb}, {"ub", t_ub},
+      {"true_extent", t_true_extent}, {"true_lb", t_true_lb}, {"name", t_name},
+      {"is_predefined", t_is_predefined}, {"free", t_free}, {"dup", c_dup},
+      {NULL, NULL},
+    };
+    luaL_setfuncs(L, meta, 0);
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+
+  /* One object per predefined type for the whole lua_State. */
+  if (lua_getfield(L, LUA_REGISTRYINDEX, TYPES_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    for (size_t i = 0; i < NPREDEFS; i++) {
+      MPI_Count size = 0;
+      if (predefs[i].type == MPI_DATATYPE_NULL ||
+          MPI_Type_size_x(predefs[i].type, &size) != MPI_SUCCESS || size <= 0)
+        continue; /* e.g. Fortran types of an MPI built without Fortran */
+      key(L, predefs[i].type);
+      if (lua_rawget(L, -2) == LUA_TNIL) { /* aliases share one object */
+        lua_pop(L, 1);
+        key(L, predefs[i].type);
+        newud(L, predefs[i].type, 0);
+        lua_rawset(L, -3);
+      } else {
+        lua_pop(L, 1);
+      }
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, TYPES_KEY);
+  }
+  for (size_t i = 0; i < NPREDEFS; i++) {
+    key(L, predefs[i].type);
+    if (lua_rawget(L, -2) == LUA_TNIL) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_setfield(L, -3, predefs[i].name);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, -1, "2INT");
+  lua_setfield(L, -2, "TWO_INT");
+
+  static const luaL_Reg ctors[] = {
+    {"contiguous", c_contiguous}, {"vector", c_vector}, {"hvector", c_hvector},
+    {"indexed", c_indexed}, {"hindexed", c_hindexed}, {"indexed_block", c_indexed_block},
+    {"hindexed_block", c_hindexed_block}, {"struct", c_struct}, {"subarray", c_subarray},
+    {"darray", c_darray}, {"resized", c_resized}, {"dup", c_dup}, {NULL, NULL},
+  };
+  luaL_newlib(L, ctors);
+  lua_setfield(L, -2, "type");
+  return 0;
+}

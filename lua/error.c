@@ -1,0 +1,117 @@
+/* MPI-IO failures as Lua error objects: {class = n, name = "MPI_ERR_...",
+ * message = "..."} with a __tostring that prints all three. */
+#include "lmpio_lua.h"
+
+#include <string.h>
+
+_Thread_local lua_State *lmpio_lua_caller;
+
+static int error_tostring(lua_State *L) {
+  lua_getfield(L, 1, "name");
+  lua_getfield(L, 1, "class");
+  lua_getfield(L, 1, "message");
+  lua_pushfstring(L, "%s (error class %d): %s", luaL_optstring(L, 2, "?"),
+                  (int)luaL_optinteger(L, 3, -1), luaL_optstring(L, 4, ""));
+  return 1;
+}
+
+void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
+  if (!msg) msg = lmpio_last_error_message();
+  if (!msg || !*msg) {
+    char s[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (lmpio_error_string(cls, s, &n) != MPI_SUCCESS) n = 0;
+    lua_pushlstring(L, s, (size_t)n);
+  } else {
+    lua_pushstring(L, msg);
+  }
+  lua_createtable(L, 0, 3);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "message");
+  lua_pushinteger(L, cls);
+  lua_setfield(L, -2, "class");
+  lua_pushstring(L, lmpio_error_class_name(cls));
+  lua_setfield(L, -2, "name");
+  luaL_setmetatable(L, LMPIO_LUA_ERROR);
+}
+
+int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
+  lmpio_lua_pusherror(L, cls, msg);
+  return lua_error(L);
+}
+
+/* lmpio.error_string(class): the class's text, as MPI_Error_string. */
+static int l_error_string(lua_State *L) {
+  char s[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  if (lmpio_error_string((int)luaL_checkinteger(L, 1), s, &n) != MPI_SUCCESS) return 0;
+  lua_pushlstring(L, s, (size_t)n);
+  return 1;
+}
+
+/* lmpio.error_class_name(class) */
+static int l_error_class_name(lua_State *L) {
+  lua_pushstring(L, lmpio_error_class_name((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+/* lmpio.iserror(v): whether v is an lmpio error object. */
+static int l_iserror(lua_State *L) {
+  int yes = 0;
+  if (lua_getmetatable(L, 1)) {
+    luaL_getmetatable(L, LMPIO_LUA_ERROR);
+    yes = lua_rawequal(L, -1, -2);
+  }
+  lua_pushboolean(L, yes);
+  return 1;
+}
+
+static const struct { const char *name; int cls; } classes[] = {
+  {"SUCCESS", MPI_SUCCESS}, {"ERR_ARG", MPI_ERR_ARG}, {"ERR_COUNT", MPI_ERR_COUNT},
+  {"ERR_TYPE", MPI_ERR_TYPE}, {"ERR_COMM", MPI_ERR_COMM}, {"ERR_INFO", MPI_ERR_INFO},
+  {"ERR_INFO_VALUE", MPI_ERR_INFO_VALUE}, {"ERR_BUFFER", MPI_ERR_BUFFER},
+  {"ERR_NO_MEM", MPI_ERR_NO_MEM}, {"ERR_FILE", MPI_ERR_FILE}, {"ERR_NOT_SAME", MPI_ERR_NOT_SAME},
+  {"ERR_AMODE", MPI_ERR_AMODE}, {"ERR_UNSUPPORTED_DATAREP", MPI_ERR_UNSUPPORTED_DATAREP},
+  {"ERR_UNSUPPORTED_OPERATION", MPI_ERR_UNSUPPORTED_OPERATION},
+  {"ERR_NO_SUCH_FILE", MPI_ERR_NO_SUCH_FILE}, {"ERR_FILE_EXISTS", MPI_ERR_FILE_EXISTS},
+  {"ERR_BAD_FILE", MPI_ERR_BAD_FILE}, {"ERR_ACCESS", MPI_ERR_ACCESS},
+  {"ERR_NO_SPACE", MPI_ERR_NO_SPACE}, {"ERR_QUOTA", MPI_ERR_QUOTA},
+  {"ERR_READ_ONLY", MPI_ERR_READ_ONLY}, {"ERR_FILE_IN_USE", MPI_ERR_FILE_IN_USE},
+  {"ERR_DUP_DATAREP", MPI_ERR_DUP_DATAREP}, {"ERR_CONVERSION", MPI_ERR_CONVERSION},
+  {"ERR_IO", MPI_ERR_IO}, {"ERR_REQUEST", MPI_ERR_REQUEST}, {"ERR_OTHER", MPI_ERR_OTHER},
+  {"ERR_INTERN", MPI_ERR_INTERN},
+};
+
+int lmpio_lua_error_open(lua_State *L) {
+  if (luaL_newmetatable(L, LMPIO_LUA_ERROR)) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushliteral(L, LMPIO_LUA_ERROR);
+    lua_setfield(L, -2, "__name");
+  }
+  lua_pop(L, 1);
+  static const luaL_Reg funcs[] = {
+    {"error_string", l_error_string},
+    {"error_class_name", l_error_class_name},
+    {"iserror", l_iserror},
+    {NULL, NULL},
+  };
+  lmpio_lua_setfuncs(L, funcs);
+  for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+    lua_pushinteger(L, classes[i].cls);
+    lua_setfield(L, -2, classes[i].name);
+  }
+  return 0;
+}
+
+void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what) {
+  if (rc == MPI_SUCCESS) return;
+  int cls = MPI_ERR_OTHER, n = 0;
+  char s[MPI_MAX_ERROR_STRING];
+  if (MPI_Error_class(rc, &cls) != MPI_SUCCESS) cls = MPI_ERR_OTHER;
+  if (MPI_Error_string(rc, s, &n) != MPI_SUCCESS) n = 0;
+  s[n < MPI_MAX_ERROR_STRING ? n : MPI_MAX_ERROR_STRING - 1] = '\0';
+  lua_pushfstring(L, "%s: %s", what, s);
+  lmpio_lua_pusherror(L, cls, lua_tostring(L, -1));
+  lua_error(L);
+}

@@ -1,0 +1,769 @@
+/* Files: lmpio.open, lmpio.delete and every method of the core under its MPI
+ * name (fh:set_view, fh:read_at_all, fh:write_ordered, ...).
+ *
+ * A file handle is a userdata whose closed state is fh == NULL.  Open files
+ * stay referenced from the registry (so __gc never closes an open file, which
+ * would be a collective call) until fh:close() or __close; files still open at
+ * exit are closed by every rank in the order they were opened. */
+#include "lmpio_lua.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define OPEN_KEY "lmpio.open_files" /* registry: lightuserdata -> file object */
+
+typedef struct lfile {
+  lmpio_file fh;           /* LMPIO_FILE_NULL once closed */
+  void *owner;             /* lmpio_lua_owner of the lua_State that opened it */
+  struct lfile *prev, *next; /* open files, in the order they were opened */
+} lfile;
+/* User values of a file object: 1 the path, 2 the buffer of the split
+ * collective in progress (kept alive until its _end). */
+enum { UV_PATH = 1, UV_SPLIT = 2, NUV = 2 };
+
+static lfile *open_head, *open_tail;
+
+static void unlink_open(lfile *f) {
+  if (f->prev) f->prev->next = f->next;
+  else if (open_head == f) open_head = f->next;
+  if (f->next) f->next->prev = f->prev;
+  else if (open_tail == f) open_tail = f->prev;
+  f->prev = f->next = NULL;
+}
+
+/* Closes, in opening order, every file still open (of owner, or all). */
+static void close_open_files(void *owner) {
+  int fin = 1;
+  MPI_Finalized(&fin);
+  lfile *f = open_head;
+  while (f) {
+    lfile *next = f->next;
+    if (!owner || f->owner == owner) {
+      unlink_open(f);
+      if (f->fh != LMPIO_FILE_NULL && !fin) {
+        int rc = lmpio_file_close(&f->fh);
+        if (rc != MPI_SUCCESS)
+          fprintf(stderr, "lmpio: closing a file left open at exit: %s\n", lmpio_last_error_message());
+      }
+      f->fh = LMPIO_FILE_NULL;
+    }
+    f = next;
+  }
+}
+
+static lfile *tofile(lua_State *L) { return luaL_checkudata(L, 1, LMPIO_LUA_FILE); }
+
+static lmpio_file checkfile(lua_State *L) {
+  lfile *f = tofile(L);
+  if (f->fh == LMPIO_FILE_NULL) luaL_error(L, "attempt to use a closed file");
+  return f->fh;
+}
+
+/* ---- access modes ------------------------------------------------------------ */
+
+static const struct { const char *name; int bit; } modes[] = {
+  {"rdonly", MPI_MODE_RDONLY}, {"rdwr", MPI_MODE_RDWR}, {"wronly", MPI_MODE_WRONLY},
+  {"create", MPI_MODE_CREATE}, {"excl", MPI_MODE_EXCL},
+  {"delete_on_close", MPI_MODE_DELETE_ON_CLOSE}, {"unique_open", MPI_MODE_UNIQUE_OPEN},
+  {"sequential", MPI_MODE_SEQUENTIAL}, {"append", MPI_MODE_APPEND},
+};
+#define NMODES (sizeof modes / sizeof modes[0])
+
+static const struct { const char *name; int amode; } short_modes[] = {
+  {"r", MPI_MODE_RDONLY},
+  {"r+", MPI_MODE_RDWR},
+  {"rw", MPI_MODE_RDWR},
+  {"w", MPI_MODE_WRONLY | MPI_MODE_CREATE},
+  {"w+", MPI_MODE_RDWR | MPI_MODE_CREATE},
+  {"a", MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_APPEND},
+  {"a+", MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_APPEND},
+};
+
+/* One flag name: "rdwr", "RDWR", "MODE_RDWR", "MPI_MODE_RDWR". */
+static int mode_bit(lua_State *L, int arg, const char *s, size_t len) {
+  char w[32];
+  if (len >= sizeof w) len = sizeof w - 1;
+  for (size_t i = 0; i < len; i++) w[i] = (char)tolower((unsigned char)s[i]);
+  w[len] = '\0';
+  const char *n = w;
+  for (size_t i = 0; i < sizeof short_modes / sizeof short_modes[0]; i++)
+    if (strcmp(n, short_modes[i].name) == 0) return short_modes[i].amode;
+  if (strncmp(n, "mpi_", 4) == 0) n += 4;
+  if (strncmp(n, "mode_", 5) == 0) n += 5;
+  for (size_t i = 0; i < NMODES; i++)
+    if (strcmp(n, modes[i].name) == 0) return modes[i].bit;
+  return luaL_argerror(L, arg, lua_pushfstring(L, "unknown access mode '%s' (expected rdonly, rdwr, wronly, "
+                                               "create, excl, delete_on_close, unique_open, sequential, "
+                                               "append, or one of r r+ w w+ a a+)", w));
+}
+
+/* amode: an integer of OR-ed lmpio.MODE_*; a string ("r", "w+", "rdwr create",
+ * "wronly|create|excl"); or a table ({"rdwr", "create"} or {rdwr = true}). */
+static int checkamode(lua_State *L, int arg) {
+  switch (lua_type(L, arg)) {
+  case LUA_TNUMBER: {
+    lua_Integer v = luaL_checkinteger(L, arg);
+    if (v < 0 || v > INT_MAX) luaL_argerror(L, arg, "invalid access mode");
+    return (int)v;
+  }
+  case LUA_TSTRING: {
+    const char *s = lua_tostring(L, arg);
+    for (size_t i = 0; i < sizeof short_modes / sizeof short_modes[0]; i++)
+      if (strcmp(s, short_modes[i].name) == 0) return short_modes[i].amode;
+    int amode = 0, any = 0;
+    while (*s) {
+      size_t n = strcspn(s, " \t,|");
+      if (n) {
+        amode |= mode_bit(L, arg, s, n);
+        any = 1;
+      }
+      s += n;
+      if (*s) s++;
+    }
+    if (!any) luaL_argerror(L, arg, "empty access mode");
+    return amode;
+  }
+  case LUA_TTABLE: {
+    int amode = 0;
+    lua_pushnil(L);
+    while (lua_next(L, arg)) {
+      if (lua_type(L, -2) == LUA_TNUMBER && lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        amode |= mode_bit(L, arg, s, n);
+      } else if (lua_type(L, -2) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -2, &n);
+        int bit = mode_bit(L, arg, s, n);
+        if (lua_toboolean(L, -1)) amode |= bit;
+      } else {
+        luaL_argerror(L, arg, "access mode tables hold flag names");
+      }
+      lua_pop(L, 1);
+    }
+    return amode;
+  }
+  default:
+    return luaL_typeerror(L, arg, "access mode (integer, string or table)");
+  }
+}
+
+static void pushamode_string(lua_State *L, int amode) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  int first = 1;
+  for (size_t i = 0; i < NMODES; i++)
+    if (amode & modes[i].bit) {
+      if (!first) luaL_addchar(&b, ',');
+      luaL_addstring(&b, modes[i].name);
+      first = 0;
+    }
+  luaL_pushresult(&b);
+}
+
+/* ---- open / close / delete ----------------------------------------------- */
+
+/* lmpio.open([comm,] path, amode [, info]) */
+static int l_open(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TSTRING) { /* the communicator defaults to world */
+    lua_getfield(L, lua_upvalueindex(1), "world");
+    lua_insert(L, 1);
+  }
+  lua_settop(L, 4);
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  const char *path = luaL_checkstring(L, 2);
+  int amode = checkamode(L, 3);
+  /* Every Lua object first, then the info (freed on every path below). */
+  lfile *f = lua_newuserdatauv(L, sizeof *f, NUV);
+  memset(f, 0, sizeof *f);
+  f->owner = lmpio_lua_owner(L);
+  luaL_setmetatable(L, LMPIO_LUA_FILE);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, -2, UV_PATH);
+  lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
+  int fidx = lua_absindex(L, -2);
+  MPI_Info info = lmpio_lua_checkinfo(L, 4);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_open(comm, path, amode, info, &f->fh));
+  lmpio_lua_freeinfo(&info);
+  lmpio_lua_check(L, rc);
+  /* Keep it referenced until closed (no allocation failure can leave it open:
+   * the registry table slot is set with the table already existing). */
+  f->prev = open_tail;
+  if (open_tail) open_tail->next = f;
+  else open_head = f;
+  open_tail = f;
+  lua_pushlightuserdata(L, f);
+  lua_pushvalue(L, fidx);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int dropfile(lua_State *L, lfile *f) {
+  unlink_open(f);
+  lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
+  lua_pushlightuserdata(L, f);
+  lua_pushnil(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, UV_SPLIT);
+  return 0;
+}
+
+/* fh:close(): collective; closing a closed file does nothing. */
+static int f_close(lua_State *L) {
+  lfile *f = tofile(L);
+  if (f->fh == LMPIO_FILE_NULL) return 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
+  f->fh = LMPIO_FILE_NULL; /* the core frees the handle even when it fails */
+  dropfile(L, f);
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* __close: as fh:close() (every rank leaves the scope the same way). */
+static int f_close_meta(lua_State *L) {
+  lua_settop(L, 1);
+  return f_close(L);
+}
+
+/* __gc: an open file is still in the registry, so it can only be collected
+ * when the whole lua_State closes, i.e. at exit: then every rank closes
+ * every file it left open, in opening order. */
+static int f_gc(lua_State *L) {
+  lfile *f = tofile(L);
+  if (f->fh != LMPIO_FILE_NULL) close_open_files(f->owner);
+  return 0;
+}
+
+static int f_tostring(lua_State *L) {
+  lfile *f = tofile(L);
+  if (f->fh == LMPIO_FILE_NULL) {
+    lua_pushliteral(L, "lmpio.file (closed)");
+  } else {
+    lua_getiuservalue(L, 1, UV_PATH);
+    lua_pushfstring(L, "lmpio.file (\"%s\"): %p", lua_tostring(L, -1), (void *)f);
+  }
+  return 1;
+}
+
+/* lmpio.delete(path [, info]) */
+static int l_delete(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  MPI_Info info = lmpio_lua_checkinfo(L, 2);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_delete(path, info));
+  lmpio_lua_freeinfo(&info);
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* ---- file manipulation ----------------------------------------------------- */
+
+static MPI_Offset checkoffset(lua_State *L, int idx) {
+  return (MPI_Offset)luaL_checkinteger(L, idx);
+}
+
+static int f_get_size(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset n = 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_size(fh, &n));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
+static int f_set_size(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset n = checkoffset(L, 2);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_set_size(fh, n));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_preallocate(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset n = checkoffset(L, 2);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_preallocate(fh, n));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_sync(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_sync(fh));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* fh:get_group() -> table of the ranks in lmpio.world of the file's group
+ * (indexed from 1 by group rank + 1), size */
+static int f_get_group(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  int wsize = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  lua_newtable(L);
+  lmpio_lua_buffer *b = lmpio_lua_newbuffer(L, MPI_INT, (size_t)wsize * 2);
+  MPI_Group g = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_group(fh, &g));
+  lmpio_lua_check(L, rc);
+  int n = 0;
+  MPI_Group_size(g, &n);
+  if (n > wsize) {
+    MPI_Group_free(&g);
+    return luaL_error(L, "get_group: the file's group is larger than lmpio.world");
+  }
+  int *in = (int *)b->data, *out = in + n;
+  for (int i = 0; i < n; i++) in[i] = i;
+  MPI_Comm_group(MPI_COMM_WORLD, &wg);
+  int mrc = MPI_Group_translate_ranks(g, n, in, wg, out);
+  MPI_Group_free(&wg);
+  MPI_Group_free(&g);
+  lmpio_lua_checkmpi(L, mrc, "MPI_Group_translate_ranks");
+  lua_pop(L, 1);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, out[i] == MPI_UNDEFINED ? -1 : out[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushinteger(L, n);
+  return 2;
+}
+
+/* fh:get_amode() -> integer, "rdwr,create" */
+static int f_get_amode(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  int amode = 0, rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_amode(fh, &amode));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, amode);
+  pushamode_string(L, amode);
+  return 2;
+}
+
+static int f_set_info(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Info info = lmpio_lua_checkinfo(L, 2);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_set_info(fh, info));
+  lmpio_lua_freeinfo(&info);
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_get_info(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Info info = MPI_INFO_NULL;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_info(fh, &info));
+  lmpio_lua_check(L, rc);
+  /* Pushing may raise (memory): read the info into Lua, then free it. */
+  int st = lua_checkstack(L, 4);
+  if (!st) { MPI_Info_free(&info); return luaL_error(L, "stack overflow"); }
+  lmpio_lua_pushinfo(L, info);
+  MPI_Info_free(&info);
+  return 1;
+}
+
+static int f_set_atomicity(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  luaL_checkany(L, 2);
+  int flag = lua_toboolean(L, 2), rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_set_atomicity(fh, flag));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_get_atomicity(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  int flag = 0, rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_atomicity(fh, &flag));
+  lmpio_lua_check(L, rc);
+  lua_pushboolean(L, flag);
+  return 1;
+}
+
+/* ---- views ----------------------------------------------------------------- */
+
+/* Checks that the table at idx only has the given string keys. */
+static void checkfields(lua_State *L, int idx, const char *const *names) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; names[i]; i++)
+        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* fh:set_view(disp, etype, filetype, datarep, info) or fh:set_view{disp=,
+ * etype=, filetype=, datarep=, info=}; defaults: 0, BYTE, etype, "native".
+ * disp may be lmpio.DISPLACEMENT_CURRENT. */
+static int f_set_view(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    static const char *const names[] = {"disp", "etype", "filetype", "datarep", "info", NULL};
+    checkfields(L, 2, names);
+    lua_settop(L, 2);
+    for (int i = 0; i < 5; i++) lua_getfield(L, 2, names[i]);
+    lua_remove(L, 2);
+  }
+  MPI_Offset disp = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
+  MPI_Datatype etype = lmpio_lua_opttype(L, 3, MPI_BYTE);
+  MPI_Datatype ftype = lmpio_lua_opttype(L, 4, etype);
+  const char *rep = luaL_optstring(L, 5, "native");
+  MPI_Info info = lmpio_lua_checkinfo(L, 6);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_set_view(fh, disp, etype, ftype, rep, info));
+  lmpio_lua_freeinfo(&info);
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* fh:get_view() -> disp, etype, filetype, datarep */
+static int f_get_view(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  /* The objects that will own the returned handles, made first. */
+  lmpio_lua_datatype *e = lmpio_lua_pushtype(L, MPI_DATATYPE_NULL, 1);
+  lmpio_lua_datatype *t = lmpio_lua_pushtype(L, MPI_DATATYPE_NULL, 1);
+  char rep[MPI_MAX_DATAREP_STRING + 1] = "";
+  MPI_Offset disp = 0;
+  MPI_Datatype et = MPI_DATATYPE_NULL, ft = MPI_DATATYPE_NULL;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_view(fh, &disp, &et, &ft, rep));
+  if (rc == MPI_SUCCESS) {
+    /* Derived types come back as new handles that we own; named ones not. */
+    e->type = et;
+    t->type = ft;
+    e->owned = !lmpio_lua_isnamed(et);
+    t->owned = !lmpio_lua_isnamed(ft);
+  }
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)disp);
+  lua_insert(L, -3);                          /* disp e t */
+  if (!e->owned) { lmpio_lua_pushtype(L, et, 0); lua_replace(L, -3); }
+  if (!t->owned) { lmpio_lua_pushtype(L, ft, 0); lua_replace(L, -2); }
+  lua_pushstring(L, rep);
+  return 4;
+}
+
+static int f_get_type_extent(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Datatype t = lmpio_lua_checktype(L, 2);
+  MPI_Aint ext = 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_type_extent(fh, t, &ext));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)ext);
+  return 1;
+}
+
+/* ---- positioning ----------------------------------------------------------- */
+
+static int checkwhence(lua_State *L, int idx) {
+  static const char *const names[] = {"set", "cur", "end", NULL};
+  static const int vals[] = {MPI_SEEK_SET, MPI_SEEK_CUR, MPI_SEEK_END};
+  if (lua_isinteger(L, idx)) { /* lmpio.SEEK_SET ... */
+    lua_Integer w = lua_tointeger(L, idx);
+    for (int i = 0; i < 3; i++)
+      if (w == vals[i]) return vals[i];
+    luaL_argerror(L, idx, "invalid whence");
+  }
+  return vals[luaL_checkoption(L, idx, "set", names)];
+}
+
+static int f_seek(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
+  int whence = checkwhence(L, 3), rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_seek(fh, off, whence));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_seek_shared(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
+  int whence = checkwhence(L, 3), rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_seek_shared(fh, off, whence));
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+static int f_get_position(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
+}
+
+static int f_get_position_shared(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position_shared(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
+}
+
+static int f_get_byte_offset(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = checkoffset(L, 2), disp = 0;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_byte_offset(fh, off, &disp));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)disp);
+  return 1;
+}
+
+/* ---- data access ----------------------------------------------------------- */
+
+/* Items of m's type that the status says were transferred (whole items). */
+static lua_Integer status_count(const MPI_Status *st, const lmpio_lua_mem *m) {
+  MPI_Count bytes = 0;
+  if (MPI_Get_elements_x(st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
+  return m->type_size > 0 ? (lua_Integer)(bytes / m->type_size) : 0;
+}
+
+typedef int (*at_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
+typedef int (*wat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
+typedef int (*rd_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Status *);
+typedef int (*wr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Status *);
+
+/* read_at(offset, buf|count [, count, type]) -> buf, count */
+static int read_at(lua_State *L, at_fn fn) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = checkoffset(L, 2);
+  lmpio_lua_mem m;
+  if (lmpio_lua_checkmem(L, 3, 0, &m) != 2) lua_pushvalue(L, 3); /* the result buffer on top */
+  MPI_Status st;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, status_count(&st, &m));
+  return 2;
+}
+
+/* write_at(offset, data [, count, type]) -> count */
+static int write_at(lua_State *L, wat_fn fn) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = checkoffset(L, 2);
+  lmpio_lua_mem m;
+  lmpio_lua_checkmem(L, 3, 1, &m);
+  MPI_Status st;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, status_count(&st, &m));
+  return 1;
+}
+
+/* read(buf|count [, count, type]) -> buf, count */
+static int read_ptr(lua_State *L, rd_fn fn) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  if (lmpio_lua_checkmem(L, 2, 0, &m) != 2) lua_pushvalue(L, 2);
+  MPI_Status st;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, fn(fh, m.ptr, m.count, m.type, &st));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, status_count(&st, &m));
+  return 2;
+}
+
+/* write(data [, count, type]) -> count */
+static int write_ptr(lua_State *L, wr_fn fn) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  lmpio_lua_checkmem(L, 2, 1, &m);
+  MPI_Status st;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, fn(fh, m.ptr, m.count, m.type, &st));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, status_count(&st, &m));
+  return 1;
+}
+
+static int f_read_at(lua_State *L) { return read_at(L, lmpio_file_read_at); }
+static int f_read_at_all(lua_State *L) { return read_at(L, lmpio_file_read_at_all); }
+static int f_write_at(lua_State *L) { return write_at(L, lmpio_file_write_at); }
+static int f_write_at_all(lua_State *L) { return write_at(L, lmpio_file_write_at_all); }
+static int f_read(lua_State *L) { return read_ptr(L, lmpio_file_read); }
+static int f_read_all(lua_State *L) { return read_ptr(L, lmpio_file_read_all); }
+static int f_write(lua_State *L) { return write_ptr(L, lmpio_file_write); }
+static int f_write_all(lua_State *L) { return write_ptr(L, lmpio_file_write_all); }
+static int f_read_shared(lua_State *L) { return read_ptr(L, lmpio_file_read_shared); }
+static int f_write_shared(lua_State *L) { return write_ptr(L, lmpio_file_write_shared); }
+static int f_read_ordered(lua_State *L) { return read_ptr(L, lmpio_file_read_ordered); }
+static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
+
+/* ---- split collectives ------------------------------------------------------ */
+
+/* The split collective in progress: its memory, kept as user value UV_SPLIT
+ * (a table {data, type_size}) until _end. */
+static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m) {
+  lua_createtable(L, 2, 0);
+  lua_pushvalue(L, dataidx);
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, (lua_Integer)m->type_size);
+  lua_rawseti(L, -2, 2);
+  lua_pushlightuserdata(L, m->ptr);
+  lua_rawseti(L, -2, 3);
+  lua_setiuservalue(L, 1, UV_SPLIT);
+}
+
+/* fh:read_ordered_begin(buf|count [, count, type]) */
+static int f_read_ordered_begin(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
+  keep_split(L, dataidx, &m);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
+  if (rc != MPI_SUCCESS) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, UV_SPLIT);
+  }
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* fh:write_ordered_begin(data [, count, type]) */
+static int f_write_ordered_begin(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  lmpio_lua_checkmem(L, 2, 1, &m);
+  keep_split(L, 2, &m);
+  int rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
+  if (rc != MPI_SUCCESS) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, UV_SPLIT);
+  }
+  lmpio_lua_check(L, rc);
+  return 0;
+}
+
+/* _end([data]): data, when given, must be what _begin received. */
+static int split_end(lua_State *L, int reading) {
+  lua_settop(L, 2);
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  memset(&m, 0, sizeof m);
+  void *ptr = NULL;
+  int have = lua_getiuservalue(L, 1, UV_SPLIT) == LUA_TTABLE;
+  int kept = lua_gettop(L);
+  if (have) {
+    lua_rawgeti(L, kept, 2);
+    m.type_size = (MPI_Count)lua_tointeger(L, -1);
+    lua_rawgeti(L, kept, 3);
+    ptr = lua_touserdata(L, -1);
+    lua_pop(L, 2);
+    lua_rawgeti(L, kept, 1); /* the data, at kept + 1 */
+    if (!lua_isnoneornil(L, 2) && !lua_rawequal(L, 2, -1))
+      return luaL_argerror(L, 2, "not the buffer given to the matching _begin");
+  }
+  MPI_Status st;
+  int rc;
+  LMPIO_LUA_CORE(L, rc, reading ? lmpio_file_read_ordered_end(fh, ptr, &st)
+                                : lmpio_file_write_ordered_end(fh, ptr, &st));
+  if (rc == MPI_SUCCESS || have) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, UV_SPLIT);
+  }
+  lmpio_lua_check(L, rc);
+  if (reading) {
+    if (!have) lua_pushnil(L);
+    lua_pushinteger(L, status_count(&st, &m));
+    return 2;
+  }
+  lua_pushinteger(L, status_count(&st, &m));
+  return 1;
+}
+
+static int f_read_ordered_end(lua_State *L) { return split_end(L, 1); }
+static int f_write_ordered_end(lua_State *L) { return split_end(L, 0); }
+
+static void exit_hook(void *owner) { close_open_files(owner); }
+
+int lmpio_lua_file_open(lua_State *L) {
+  if (luaL_newmetatable(L, LMPIO_LUA_FILE)) {
+    static const luaL_Reg meta[] = {
+      {"__gc", f_gc}, {"__close", f_close_meta}, {"__tostring", f_tostring}, {NULL, NULL},
+    };
+    static const luaL_Reg methods[] = {
+      {"close", f_close},
+      {"get_size", f_get_size}, {"set_size", f_set_size}, {"preallocate", f_preallocate},
+      {"sync", f_sync}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
+      {"set_info", f_set_info}, {"get_info", f_get_info},
+      {"set_atomicity", f_set_atomicity}, {"get_atomicity", f_get_atomicity},
+      {"set_view", f_set_view}, {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
+      {"seek", f_seek}, {"seek_shared", f_seek_shared}, {"get_position", f_get_position},
+      {"get_position_shared", f_get_position_shared}, {"get_byte_offset", f_get_byte_offset},
+      {"read_at", f_read_at}, {"read_at_all", f_read_at_all},
+      {"write_at", f_write_at}, {"write_at_all", f_write_at_all},
+      {"read", f_read}, {"read_all", f_read_all}, {"write", f_write}, {"write_all", f_write_all},
+      {"read_shared", f_read_shared}, {"write_shared", f_write_shared},
+      {"read_ordered", f_read_ordered}, {"write_ordered", f_write_ordered},
+      {"read_ordered_begin", f_read_ordered_begin}, {"read_ordered_end", f_read_ordered_end},
+      {"write_ordered_begin", f_write_ordered_begin}, {"write_ordered_end", f_write_ordered_end},
+      {NULL, NULL},
+    };
+    luaL_setfuncs(L, meta, 0);
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY) != LUA_TTABLE) {
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
+  }
+  lua_pop(L, 1);
+  static int hooked;
+  if (!hooked) {
+    hooked = 1;
+    lmpio_lua_atexit(exit_hook);
+  }
+
+  lua_pushvalue(L, -1); /* the module table, for lmpio.world */
+  lua_pushcclosure(L, l_open, 1);
+  lua_setfield(L, -2, "open");
+  lua_pushcfunction(L, l_delete);
+  lua_setfield(L, -2, "delete");
+  for (size_t i = 0; i < NMODES; i++) {
+    char name[40];
+    snprintf(name, sizeof name, "MODE_%s", modes[i].name);
+    for (char *p = name; *p; p++) *p = (char)toupper((unsigned char)*p);
+    lua_pushinteger(L, modes[i].bit);
+    lua_setfield(L, -2, name);
+  }
+  lua_pushinteger(L, (lua_Integer)MPI_DISPLACEMENT_CURRENT);
+  lua_setfield(L, -2, "DISPLACEMENT_CURRENT");
+  lua_pushinteger(L, MPI_SEEK_SET);
+  lua_setfield(L, -2, "SEEK_SET");
+  lua_pushinteger(L, MPI_SEEK_CUR);
+  lua_setfield(L, -2, "SEEK_CUR");
+  lua_pushinteger(L, MPI_SEEK_END);
+  lua_setfield(L, -2, "SEEK_END");
+  return 0;
+}

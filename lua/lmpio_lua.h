@@ -1,0 +1,156 @@
+/* Declarations shared by the C files of the Lua module `lmpio`.
+ *
+ * One file per concern, each with an lmpio_lua_<concern>_open(L) that adds
+ * its functions to the module table on top of the stack (lmpio.c calls them
+ * in order).  A concern added later (e.g. lua/datarep.c) defines
+ * lmpio_lua_datarep_open: lmpio.c calls it when it is linked in.
+ *
+ * Metatables: "lmpio.buffer" (typed arrays and byte buffers), "lmpio.datatype",
+ * "lmpio.comm", "lmpio.file", "lmpio.error". */
+#ifndef LMPIO_LUA_H
+#define LMPIO_LUA_H
+
+#include <stddef.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lmpio.h"
+
+#define LMPIO_LUA_BUFFER "lmpio.buffer"
+#define LMPIO_LUA_DATATYPE "lmpio.datatype"
+#define LMPIO_LUA_COMM "lmpio.comm"
+#define LMPIO_LUA_FILE "lmpio.file"
+#define LMPIO_LUA_ERROR "lmpio.error"
+
+/* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
+
+/* Pushes an error object {class=, name=, message=} with metatable
+ * "lmpio.error" (its __tostring prints all three).  msg NULL: the core's
+ * lmpio_last_error_message(). */
+void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
+/* Raises the error object for cls (never returns). */
+int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
+/* Raises when rc is not MPI_SUCCESS; call it after the core returned. */
+#define lmpio_lua_check(L, rc)                                                 \
+  do {                                                                         \
+    int lmpio_lua_rc_ = (rc);                                                  \
+    if (lmpio_lua_rc_ != MPI_SUCCESS) lmpio_lua_raise((L), lmpio_lua_rc_, NULL); \
+  } while (0)
+
+/* Raises the error object of a failed MPI call (not an lmpio call): class from
+ * MPI_Error_class, message "what: MPI_Error_string". */
+void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what);
+
+/* The lua_State of the innermost core call in progress on this thread, so that
+ * a converter written in Lua runs on the caller's thread (coroutine).  Every
+ * core call of the module goes through LMPIO_LUA_CORE. */
+extern _Thread_local lua_State *lmpio_lua_caller;
+#define LMPIO_LUA_CORE(L, rcvar, expr)                                         \
+  do {                                                                         \
+    lua_State *lmpio_lua_saved_ = lmpio_lua_caller;                            \
+    lmpio_lua_caller = (L);                                                    \
+    (rcvar) = (expr);                                                          \
+    lmpio_lua_caller = lmpio_lua_saved_;                                       \
+  } while (0)
+
+/* ---- buffer.c: typed arrays and byte buffers over C memory ------------ */
+
+typedef struct lmpio_lua_buffer {
+  unsigned char *data;   /* NULL only when nbytes == 0 */
+  size_t nbytes;         /* bytes usable from data */
+  size_t count;          /* elements (nbytes / esize for arrays of elements) */
+  size_t esize;          /* bytes of one element */
+  MPI_Datatype type;     /* element type (MPI_BYTE for byte buffers) */
+  int kind;              /* how elements are read/written from Lua (buffer.c) */
+  int borrowed;          /* memory belongs to someone else */
+  int valid;             /* 0: every access raises "used after the converter returned" */
+  int readonly;          /* writes from Lua raise */
+} lmpio_lua_buffer;
+
+/* Checks that idx is a buffer that may be used; raises otherwise. */
+lmpio_lua_buffer *lmpio_lua_checkbuffer(lua_State *L, int idx);
+/* NULL when idx is not a buffer (does not check validity). */
+lmpio_lua_buffer *lmpio_lua_tobuffer(lua_State *L, int idx);
+/* A new zeroed owned buffer of count elements of predefined or derived type
+ * (derived: count * extent bytes, not indexable from Lua). */
+lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t count);
+/* A borrowed view on someone else's memory (e.g. a converter's buffers): call
+ * lmpio_lua_invalidate on it before the memory goes away. */
+lmpio_lua_buffer *lmpio_lua_pushborrowed(lua_State *L, void *data, size_t count,
+                                         MPI_Datatype type, int readonly);
+void lmpio_lua_invalidate(lmpio_lua_buffer *b);
+
+/* Memory arguments of a data access call: (data [, count [, datatype]]) at
+ * idx.  data is a buffer, or a Lua string when writing.  Count and type
+ * default from the buffer; an explicit pair that does not fit is an error. */
+typedef struct {
+  void *ptr;
+  int count;
+  MPI_Datatype type;
+  MPI_Count type_size;   /* data bytes of one item of type */
+  lmpio_lua_buffer *buf; /* NULL for a string */
+} lmpio_lua_mem;
+/* Parses the memory arguments.  writing: strings are accepted.  For reads,
+ * a number at idx allocates a new buffer (pushed on the stack) of that
+ * count of type (default lmpio.BYTE).  Returns the number of stack slots used. */
+int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m);
+/* Raises when count items of type do not fit nbytes of memory. */
+void lmpio_lua_checkfit(lua_State *L, int arg, size_t nbytes, int count, MPI_Datatype type);
+
+/* ---- datatype.c --------------------------------------------------------- */
+
+typedef struct lmpio_lua_datatype {
+  MPI_Datatype type;
+  int owned;   /* freed by __gc */
+  int valid;   /* 0: borrowed and no longer valid */
+} lmpio_lua_datatype;
+
+MPI_Datatype lmpio_lua_checktype(lua_State *L, int idx);
+MPI_Datatype lmpio_lua_opttype(lua_State *L, int idx, MPI_Datatype def);
+int lmpio_lua_istype(lua_State *L, int idx);
+/* Pushes a datatype object; owned: freed when collected.  Predefined types
+ * are pushed as the module's own constants when possible. */
+lmpio_lua_datatype *lmpio_lua_pushtype(lua_State *L, MPI_Datatype t, int owned);
+/* How elements of a predefined type are read and written from Lua. */
+enum { LMPIO_LUA_K_NONE, LMPIO_LUA_K_INT, LMPIO_LUA_K_UINT, LMPIO_LUA_K_BOOL,
+       LMPIO_LUA_K_F32, LMPIO_LUA_K_F64, LMPIO_LUA_K_LDOUBLE };
+int lmpio_lua_typekind(MPI_Datatype t);
+/* The name of a predefined type ("DOUBLE"), or NULL. */
+const char *lmpio_lua_typename(MPI_Datatype t);
+/* Whether t is a predefined (named) type. */
+int lmpio_lua_isnamed(MPI_Datatype t);
+
+/* ---- comm.c ------------------------------------------------------------ */
+
+MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx);
+/* Converts a Lua table of strings (or nil) at idx to a new MPI_Info (or
+ * MPI_INFO_NULL); validates everything before creating it. */
+MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx);
+void lmpio_lua_freeinfo(MPI_Info *info);
+/* Pushes an MPI_Info as a Lua table of strings. */
+void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
+
+/* ---- lmpio.c: MPI lifetime -------------------------------------------- */
+
+/* Registers fn to be run (once, in registration order) before MPI_Finalize
+ * at exit. */
+typedef void (*lmpio_lua_exit_fn)(void *owner);
+void lmpio_lua_atexit(lmpio_lua_exit_fn fn);
+/* The owner of objects created in L (its main thread), passed to exit
+ * functions so that closing one lua_State only touches its own objects; exit
+ * functions receive NULL at process exit (everything). */
+void *lmpio_lua_owner(lua_State *L);
+
+/* ---- concerns ------------------------------------------------------------ */
+
+int lmpio_lua_error_open(lua_State *L);
+int lmpio_lua_buffer_open(lua_State *L);
+int lmpio_lua_datatype_open(lua_State *L);
+int lmpio_lua_comm_open(lua_State *L);
+int lmpio_lua_file_open(lua_State *L);
+
+/* Registers the functions of l into the table on top of the stack. */
+#define lmpio_lua_setfuncs(L, l) luaL_setfuncs((L), (l), 0)
+
+#endif

@@ -1,0 +1,31 @@
+rockspec_format = "3.0"
+package = "lmpio"
+version = "scm-1"
+source = {
+   url = "git+file:///work/main",
+}
+description = {
+   summary = "The MPI-IO file model for Lua 5.4: parallel I/O with views",
+   detailed = [[
+      lmpio exposes a complete MPI-IO implementation (open, views, explicit
+      offsets, individual and shared file pointers, ordered collectives,
+      data representations) to Lua scripts run under mpirun or alone.
+   ]],
+   license = "MIT",
+}
+dependencies = {
+   "lua >= 5.4, < 5.5",
+}
+external_dependencies = {
+   -- Open MPI or MPICH with its compiler wrapper (mpicc) on the PATH
+}
+build = {
+   -- The project's Makefile builds the core and the module with mpicc.
+   type = "command",
+   build_command = [[make lua BUILD=build/rock MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
+   install = {
+      lib = {
+         lmpio = "build/rock/lua/lmpio.so",
+      },
+   },
+}

@@ -1,0 +1,12 @@
+-- Run by spec/mpi_busted.sh under mpirun: leaves two files open and exits,
+-- either by the end of the script (the state closes) or by os.exit without
+-- closing it (arg[2] == "os.exit").  Every rank must close them at exit, in
+-- opening order (a mismatch would hang), the second one deleting itself.
+local lmpio = require "lmpio"
+local path = assert(arg[1])
+local a = lmpio.open(lmpio.world, path, "w")
+local b = lmpio.open(lmpio.world, path .. ".b", "w delete_on_close")
+a:write_at(lmpio.world:rank(), string.char(65 + lmpio.world:rank()))
+b:write_at(0, "x")
+local _ = b
+if arg[2] == "os.exit" then os.exit(0) end

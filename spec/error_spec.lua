@@ -1,0 +1,130 @@
+local H = require "spec.helper"
+local lmpio = H.lmpio
+local world, rank, size = H.world, H.rank, H.size
+
+describe("errors", function()
+  after_each(H.cleanup)
+
+  it("a failing call raises an object with class, name and message", function()
+    local path = H.tmpname()
+    local ok, e = pcall(lmpio.open, world, path, "r")
+    assert.is_false(ok)
+    assert.is_true(lmpio.iserror(e))
+    assert.equal("MPI_ERR_NO_SUCH_FILE", e.name)
+    assert.equal(lmpio.ERR_NO_SUCH_FILE, e.class)
+    assert.equal("MPI_ERR_NO_SUCH_FILE", lmpio.error_class_name(e.class))
+    assert.matches("lmpio_file_open", e.message)
+    assert.matches(path, e.message, 1, true)
+    local s = tostring(e)
+    assert.matches("MPI_ERR_NO_SUCH_FILE", s)
+    assert.matches("error class " .. e.class, s)
+    assert.matches("No such file", s)
+    assert.matches("no such file", lmpio.error_string(e.class))
+    assert.is_false(lmpio.iserror("MPI_ERR_NO_SUCH_FILE"))
+  end)
+
+  it("collective calls raise on every rank with the same class", function()
+    local path = H.tmpname()
+    local ok, e = pcall(lmpio.open, world, path, "r")
+    assert.is_false(ok)
+    local same = world:allreduce(e.class, "max") == world:allreduce(e.class, "min")
+    assert.is_true(same)
+  end)
+
+  it("arguments that must match across ranks are checked", function()
+    local path = H.tmpname()
+    local mode = (size > 1 and rank == 1) and "wronly create" or "rdwr create"
+    local ok, e = pcall(lmpio.open, world, path, mode)
+    if size > 1 then
+      assert.is_false(ok)
+      assert.equal("MPI_ERR_NOT_SAME", e.name)
+    else
+      assert.is_true(ok)
+      e:close()
+    end
+  end)
+
+  it("an unknown data representation", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    local e = H.error_of(fh.set_view, fh, 0, lmpio.BYTE, lmpio.BYTE, "no-such-rep")
+    assert.equal("MPI_ERR_UNSUPPORTED_DATAREP", e.name)
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "native") -- still usable
+  end)
+
+  it("writing to a read-only file and reading a write-only one", function()
+    local path = H.tmpname()
+    local w = lmpio.open(world, path, "w")
+    local e1 = H.error_of(w.read_at, w, 0, 4)
+    assert.equal("MPI_ERR_ACCESS", e1.name)
+    w:close()
+    local r <close> = lmpio.open(world, path, "r")
+    local e2 = H.error_of(r.write_at, r, 0, "abc")
+    assert.is_true(e2.name == "MPI_ERR_READ_ONLY" or e2.name == "MPI_ERR_ACCESS")
+    local e3 = H.error_of(r.set_size, r, 0)
+    assert.equal("MPI_ERR_READ_ONLY", e3.name)
+  end)
+
+  it("an etype that does not divide the data is an error", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.INT, lmpio.INT)
+    local e = H.error_of(fh.write_at, fh, 0, "abc")
+    assert.equal("MPI_ERR_TYPE", e.name)
+  end)
+
+  it("negative offsets and sizes", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    assert.is_true(lmpio.iserror(H.error_of(fh.write_at, fh, -1, "x")))
+    assert.is_true(lmpio.iserror(H.error_of(fh.get_byte_offset, fh, -1)))
+    assert.is_true(lmpio.iserror(H.error_of(fh.set_size, fh, -5)))
+    assert.is_true(lmpio.iserror(H.error_of(fh.seek, fh, -1, "set")))
+  end)
+
+  it("wrong argument types are Lua errors, never crashes", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    local calls = {
+      function() fh:write_at() end,
+      function() fh:write_at(0) end,
+      function() fh:write_at(0, nil) end,
+      function() fh:write_at(0, 12) end,
+      function() fh:read_at(0, {}) end,
+      function() fh:read_at(0, -1) end,
+      function() fh:write(lmpio.world) end,
+      function() fh:set_view(0, "INT") end,
+      function() fh:set_view("zero") end,
+      function() fh:seek(0, 7) end,
+      function() fh:seek("x") end,
+      function() fh:get_type_extent("INT") end,
+      function() fh.get_size(lmpio.world) end,
+      function() fh.get_size(nil) end,
+      function() fh:set_info(42) end,
+      function() lmpio.open() end,
+      function() lmpio.open(world) end,
+      function() lmpio.open(world, path, "w+", "info") end,
+      function() lmpio.delete() end,
+      function() lmpio.array() end,
+      function() lmpio.buffer({}) end,
+      function() lmpio.world:split("red") end,
+      function() lmpio.type.vector() end,
+    }
+    for i, f in ipairs(calls) do
+      local ok, e = pcall(f)
+      assert.is_false(ok, "call " .. i)
+      assert.is_string(e, "call " .. i)
+    end
+  end)
+
+  it("delete of a missing file", function()
+    local e = H.error_of(lmpio.delete, H.tmpname() .. "-missing")
+    assert.equal("MPI_ERR_NO_SUCH_FILE", e.name)
+  end)
+
+  it("split collectives out of order", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    assert.is_true(lmpio.iserror(H.error_of(fh.write_ordered_end, fh)))
+  end)
+end)

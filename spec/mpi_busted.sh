@@ -1,0 +1,43 @@
+#!/bin/sh
+# Usage (from the top of the tree): sh spec/mpi_busted.sh MPIRUN-ARGS...
+# e.g. sh spec/mpi_busted.sh --oversubscribe -n 4 --mca io romio321
+# Runs the C reference writer (Open MPI's own MPI-IO), then busted on every
+# rank into per-rank TAP files, then prints the combined result.
+BUILD=${BUILD:-build}
+MPIRUN=${MPIRUN:-mpirun}
+LUA=${LUA:-lua5.4}
+T=${LMPIO_SPEC_TIMEOUT:-120}
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-spec.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+export LUA_CPATH_5_4="$PWD/$BUILD/lua/?.so;;"
+export LMPIO_SPEC_REF="$dir/mpiio_ref.dat"
+if [ -x "$BUILD/spec/mpiio_ref" ]; then
+  if ! timeout -k 5 "$T" "$MPIRUN" "$@" "$BUILD/spec/mpiio_ref" "$LMPIO_SPEC_REF" >"$dir/ref.log" 2>&1; then
+    echo "not ok mpiio_ref: the reference program failed"
+    sed 's/^/# /' "$dir/ref.log" | tail -n 20
+    rm -f "$LMPIO_SPEC_REF"
+  fi
+fi
+# Files left open at exit are closed by every rank (state closed / os.exit).
+n=$(echo "$*" | sed -n 's/.*-n \([0-9]*\).*/\1/p')
+for how in end os.exit; do
+  out="$dir/at_exit_$how"
+  if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/at_exit.lua "$out" "$how" >"$dir/at_exit.log" 2>&1 &&
+     [ "$(cat "$out" 2>/dev/null)" = "$(printf 'ABCDEFGHIJKLMNOP' | cut -c1-"${n:-1}")" ] &&
+     [ ! -e "$out.b" ]; then
+    echo "ok files left open are closed at exit ($how)"
+  else
+    echo "not ok files left open are closed at exit ($how)"
+    sed 's/^/# /' "$dir/at_exit.log" | tail -n 20
+  fi
+done
+files=$(ls spec/*_spec.lua | LC_ALL=C sort)
+# shellcheck disable=SC2086
+timeout -k 5 "$T" "$MPIRUN" "$@" sh spec/busted_rank.sh "$dir" $files
+rc=$?
+"$LUA" spec/combine.lua "$dir" $files
+crc=$?
+[ "$rc" -eq 0 ] && [ "$crc" -eq 0 ]

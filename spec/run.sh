@@ -1,0 +1,18 @@
+# Sourced by core/test/check.sh (its `lua` branch), from the top of the tree,
+# with $MPIRUN, $LUA, $BUILD, configs() and run() defined.  Runs every busted
+# spec under each launcher configuration (1, 2, 4 ranks, and 2 ranks over
+# TCP); spec/mpi_busted.sh prints one "ok NAME" / "not ok NAME" per test,
+# combined over the ranks (a test passes only if it passed on every rank).
+mkdir -p "$BUILD/spec"
+if ! ${MPICC:-mpicc} -std=c11 -Wall -Wextra -Werror -O2 spec/mpiio_ref.c -o "$BUILD/spec/mpiio_ref" \
+     >"$log" 2>&1; then
+  echo "FAIL spec/mpiio_ref.c does not build"
+  sed 's/^/    /' "$log"
+  failed=$((failed + 1))
+fi
+configs > "$log.luacfg"
+while read -r cfg; do
+  # shellcheck disable=SC2086
+  run "busted specs [$cfg]" sh spec/mpi_busted.sh $cfg </dev/null
+done < "$log.luacfg"
+rm -f "$log.luacfg"
