@@ -64,54 +64,13 @@ static rep *reps; /* every registration, never freed (permanent, as in MPI) */
 
 /* ---- the message of the last converter that failed ------------------------ */
 
-static const char closer_key = 0; /* registry: the to-be-closed message carrier */
 static _Thread_local char conv_msg[768];
-static _Thread_local int conv_msg_set;
 
-/* The memory of the data access call in progress on this thread (set by
- * file.c around its core calls when it does; NULL otherwise). */
-_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
-
-/* The text of the last converter failure on this thread, once (NULL when
- * none is pending).  For lmpio_lua_pusherror: append it to MPI_ERR_CONVERSION
- * messages. */
-const char *lmpio_lua_datarep_message(void) {
-  if (!conv_msg_set) return NULL;
-  conv_msg_set = 0;
-  return conv_msg;
-}
-
+/* Hands the converter's own words to the core, which puts them in the
+ * MPI_ERR_CONVERSION message of the call (on every rank of a collective). */
 static void set_msg(const rep *r, const char *what, const char *text) {
   snprintf(conv_msg, sizeof conv_msg, "%s of representation \"%s\": %s", what, r ? r->name : "?", text);
-  conv_msg_set = 1;
-}
-
-/* Until the error object of the module carries the converter's message by
- * itself (lmpio_lua_pusherror calling lmpio_lua_datarep_message), a failed
- * conversion leaves a to-be-closed value in the frame of the module function
- * that entered the core: that function raises the error object right after
- * the core returns, and the value's __close appends the message to it. */
-static int closer_close(lua_State *L) {
-  if (!conv_msg_set || lua_type(L, 2) != LUA_TTABLE) return 0;
-  if (!lua_getmetatable(L, 2)) return 0;
-  luaL_getmetatable(L, LMPIO_LUA_ERROR);
-  int is_error = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  if (!is_error) return 0;
-  const char *m = lmpio_lua_datarep_message();
-  lua_getfield(L, 2, "message");
-  lua_pushfstring(L, "%s: %s", luaL_optstring(L, -1, ""), m);
-  lua_setfield(L, 2, "message");
-  return 0;
-}
-
-static void leave_closer(lua_State *L) {
-  if (!L || !lua_checkstack(L, 2)) return;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &closer_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return;
-  }
-  lua_toclose(L, -1);
+  lmpio_conversion_error_detail(conv_msg);
 }
 
 /* ---- extents ---------------------------------------------------------------- */
@@ -371,7 +330,6 @@ static int fail(lua_State *L, call_ctx *c, int top) {
   set_msg(c->r, c->what, text);
   lua_settop(L, top);
   ctx_free(c);
-  leave_closer(L);
   return MPI_ERR_CONVERSION;
 }
 
@@ -400,11 +358,7 @@ static int run_full(lua_State *L, call_ctx *c) {
   int bad = check_results(L, c, top + 5);
   lua_settop(L, top);
   ctx_free(c);
-  if (bad) {
-    leave_closer(L);
-    return MPI_ERR_CONVERSION;
-  }
-  return MPI_SUCCESS;
+  return bad ? MPI_ERR_CONVERSION : MPI_SUCCESS;
 }
 
 /* Protected: the encode/decode and formats forms, item by item. */
@@ -453,10 +407,11 @@ static int codec_items(lua_State *L) {
         if (arr) lua_geti(L, arr, (lua_Integer)k + 1);
         else lua_pushlstring(L, (const char *)user + off + k * es, (size_t)es);
         lua_call(L, 2, 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+          luaL_error(L, "%s for item %I (%s) returned %s, not a string", formats ? "string.pack" : "encode",
+                     (lua_Integer)item, tname, luaL_typename(L, -1));
         size_t len;
         const char *s = lua_tolstring(L, -1, &len);
-        if (!s) luaL_error(L, "%s for item %I (%s) returned %s, not a string", formats ? "string.pack" : "encode",
-                           (lua_Integer)item, tname, luaL_typename(L, -1));
         if (len != (size_t)fext)
           luaL_error(L, "%s for item %I (%s) returned %d bytes, the file extent is %d",
                      formats ? "string.pack" : "encode", (lua_Integer)item, tname, (int)len, (int)fext);
@@ -470,8 +425,8 @@ static int codec_items(lua_State *L) {
           lua_seti(L, arr, (lua_Integer)k + 1);
           continue;
         }
-        size_t len;
-        const char *s = lua_tolstring(L, -1, &len);
+        size_t len = 0;
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
         if (!s || len != (size_t)es)
           luaL_error(L, "decode for item %I (%s) must return the %d native bytes of the item as a string",
                      (lua_Integer)item, tname, (int)es);
@@ -499,7 +454,6 @@ static int run_codec(lua_State *L, call_ctx *c) {
 static int convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, int count, void *filebuf,
                    MPI_Offset position) {
   const char *what = dir == DIR_READ ? "the read converter" : "the write converter";
-  conv_msg_set = 0; /* a message left by an earlier call is stale now */
   lua_State *L = enter(r, what);
   if (!L) return MPI_ERR_CONVERSION;
   call_ctx c;
@@ -794,15 +748,6 @@ int lmpio_lua_datarep_open(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY) != LUA_TTABLE) {
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, REPS_KEY);
-  }
-  lua_pop(L, 1);
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &closer_key) != LUA_TTABLE) {
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushcfunction(L, closer_close);
-    lua_setfield(L, -2, "__close");
-    lua_setmetatable(L, -2);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &closer_key);
   }
   lua_pop(L, 1);
   static int hooked;

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
+_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+
 #define OPEN_KEY "lmpio.open_files" /* registry: lightuserdata -> file object */
 
 typedef struct lfile {
@@ -558,7 +560,7 @@ static int read_at(lua_State *L, at_fn fn) {
   if (lmpio_lua_checkmem(L, 3, 0, &m) != 2) lua_pushvalue(L, 3); /* the result buffer on top */
   MPI_Status st;
   int rc;
-  LMPIO_LUA_CORE(L, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
   lua_pushinteger(L, status_count(&st, &m));
   return 2;
@@ -572,7 +574,7 @@ static int write_at(lua_State *L, wat_fn fn) {
   lmpio_lua_checkmem(L, 3, 1, &m);
   MPI_Status st;
   int rc;
-  LMPIO_LUA_CORE(L, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
   lua_pushinteger(L, status_count(&st, &m));
   return 1;
@@ -585,7 +587,7 @@ static int read_ptr(lua_State *L, rd_fn fn) {
   if (lmpio_lua_checkmem(L, 2, 0, &m) != 2) lua_pushvalue(L, 2);
   MPI_Status st;
   int rc;
-  LMPIO_LUA_CORE(L, rc, fn(fh, m.ptr, m.count, m.type, &st));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
   lua_pushinteger(L, status_count(&st, &m));
   return 2;
@@ -598,7 +600,7 @@ static int write_ptr(lua_State *L, wr_fn fn) {
   lmpio_lua_checkmem(L, 2, 1, &m);
   MPI_Status st;
   int rc;
-  LMPIO_LUA_CORE(L, rc, fn(fh, m.ptr, m.count, m.type, &st));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
   lua_pushinteger(L, status_count(&st, &m));
   return 1;
@@ -639,7 +641,7 @@ static int f_read_ordered_begin(lua_State *L) {
   int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
   keep_split(L, dataidx, &m);
   int rc;
-  LMPIO_LUA_CORE(L, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
   if (rc != MPI_SUCCESS) {
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_SPLIT);
@@ -655,7 +657,7 @@ static int f_write_ordered_begin(lua_State *L) {
   lmpio_lua_checkmem(L, 2, 1, &m);
   keep_split(L, 2, &m);
   int rc;
-  LMPIO_LUA_CORE(L, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
+  LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
   if (rc != MPI_SUCCESS) {
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_SPLIT);

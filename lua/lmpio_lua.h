@@ -95,6 +95,18 @@ typedef struct {
  * a number at idx allocates a new buffer (pushed on the stack) of that
  * count of type (default lmpio.BYTE).  Returns the number of stack slots used. */
 int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m);
+/* datarep.c: the memory of the data access call in progress on this thread,
+ * so that a converter's userbuf covers the caller's whole buffer. */
+extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+/* LMPIO_LUA_CORE for data access calls: also records their memory. */
+#define LMPIO_LUA_CORE_MEM(L, m, rcvar, expr)                                  \
+  do {                                                                         \
+    const lmpio_lua_mem *lmpio_lua_saved_mem_ = lmpio_lua_caller_mem;          \
+    lmpio_lua_caller_mem = (m);                                                \
+    LMPIO_LUA_CORE(L, rcvar, expr);                                            \
+    lmpio_lua_caller_mem = lmpio_lua_saved_mem_;                               \
+  } while (0)
+
 /* Raises when count items of type do not fit nbytes of memory. */
 void lmpio_lua_checkfit(lua_State *L, int arg, size_t nbytes, int count, MPI_Datatype type);
 

@@ -115,6 +115,11 @@ LMPIO_API int lmpio_register_datarep(const char *datarep,
                                      MPI_Datarep_extent_function *dtype_file_extent_fn,
                                      void *extra_state);
 LMPIO_API int lmpio_file_get_type_extent(lmpio_file fh, MPI_Datatype datatype, MPI_Aint *extent);
+/* For conversion functions (an lmpio extension): says why the conversion
+ * that is about to return an error failed.  The text is appended to the
+ * MPI_ERR_CONVERSION message of the call, on every rank of a collective call
+ * (per thread; used by the next failing conversion, then cleared). */
+LMPIO_API void lmpio_conversion_error_detail(const char *text);
 
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */

@@ -15,6 +15,7 @@
 #include "external32.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,12 +80,27 @@ int lmpio_register_datarep(const char *datarep, MPI_Datarep_conversion_function 
   return MPI_SUCCESS;
 }
 
+/* Why the last conversion or extent function failed, in its own words
+ * (per thread): set through lmpio_conversion_error_detail. */
+static _Thread_local char conversion_detail[512];
+
+void lmpio_conversion_error_detail(const char *text) {
+  snprintf(conversion_detail, sizeof conversion_detail, "%s", text ? text : "");
+}
+
+int lmpio__datarep_error(int cls, const char *call, const char *what) {
+  int rc = lmpio__err(cls, call, "%s%s%s", what, conversion_detail[0] ? ": " : "", conversion_detail);
+  conversion_detail[0] = '\0';
+  return rc;
+}
+
 int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext) {
   if (rep->builtin) {
     *ext = lmpio__external32_size(basic);
     return *ext > 0 ? MPI_SUCCESS : MPI_ERR_TYPE;
   }
   MPI_Aint e = 0;
+  conversion_detail[0] = '\0'; /* only what this call says counts */
   if (rep->extent_fn(basic, &e, rep->extra) != MPI_SUCCESS || e <= 0) return MPI_ERR_CONVERSION;
   *ext = e;
   return MPI_SUCCESS;
@@ -141,8 +157,10 @@ static int memo_extent(const lmpio__datarep *rep, extent_memo *m, MPI_Datatype t
 
 static int conversion_error(const lmpio__datarep *rep, int dir, int code, MPI_Offset position,
                             const char *call) {
-  return lmpio__err(MPI_ERR_CONVERSION, call, "the %s conversion of representation \"%s\" failed at item %lld (code %d)",
-                    dir == LMPIO__READ ? "read" : "write", rep->name, (long long)position, code);
+  char what[256];
+  snprintf(what, sizeof what, "the %s conversion of representation \"%s\" failed at item %lld (code %d)",
+           dir == LMPIO__READ ? "read" : "write", rep->name, (long long)position, code);
+  return lmpio__datarep_error(MPI_ERR_CONVERSION, call, what);
 }
 
 int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
@@ -197,7 +215,7 @@ int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count
       if ((rc = memo_extent(rep, &memo, basic, &fext)) != MPI_SUCCESS) {
         rc = rc == MPI_ERR_TYPE
                  ? lmpio__err(MPI_ERR_TYPE, call, "a predefined type in the data has no %s representation", rep->name)
-                 : lmpio__err(MPI_ERR_CONVERSION, call, "the extent function of \"%s\" failed", rep->name);
+                 : lmpio__datarep_error(MPI_ERR_CONVERSION, call, "the extent function failed");
         break;
       }
       MPI_Count fit = ((MPI_Offset)cap - used) / fext;
@@ -232,6 +250,7 @@ int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count
         }
         position -= items;
       } else {
+        conversion_detail[0] = '\0'; /* only what this call says counts */
         int code = fn(buf, type, (int)items, stage, position, rep->extra);
         if (code != MPI_SUCCESS) rc = conversion_error(rep, dir, code, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
@@ -261,6 +280,7 @@ int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count
           nat += pc[i].n * pc[i].nsize;
         }
       } else if (rc == MPI_SUCCESS && items > 0) {
+        conversion_detail[0] = '\0'; /* only what this call says counts */
         int code = fn(buf, type, (int)items, stage, position, rep->extra);
         if (code != MPI_SUCCESS) rc = conversion_error(rep, dir, code, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;

@@ -134,6 +134,9 @@ int lmpio__datarep_find(const char *name, const lmpio__datarep **rep, const char
 /* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
  * extent function fails, MPI_ERR_TYPE when rep has no such type). */
 int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
+/* Records the detailed message of a failed conversion or extent function:
+ * what, followed by the text the function gave (lmpio_conversion_error_detail). */
+int lmpio__datarep_error(int cls, const char *call, const char *what);
 /* Data access through the view's representation, converting through a
  * bounded staging buffer.  *bytes receives native data bytes moved. */
 int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count,

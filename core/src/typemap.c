@@ -509,7 +509,7 @@ int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
   lmpio__tm_node *n;
   int rc = decode(type, rep, &n);
   if (rc == MPI_ERR_CONVERSION || rc == MPI_ERR_UNSUPPORTED_DATAREP)
-    return lmpio__err(rc, call, "the data representation gives no file extent for a type");
+    return lmpio__datarep_error(rc, call, "the data representation gives no file extent for a type");
   if (rc == MPI_ERR_NO_MEM) return lmpio__err(rc, call, "out of memory while flattening a datatype");
   if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "cannot decode the datatype");
   *node = n;
