@@ -32,9 +32,12 @@
  * Ordered collectives: one MPI_Allgather of each rank's {etypes requested,
  * failed, dirty} gives every rank its position (a prefix sum), the total and
  * the outcome of the argument checks; every rank moves its copy of base by
- * the total (the pointer moves once, nobody writes the helper), transfers its
- * part in parallel, and the ranks agree on the outcome (the design's rule
- * for collective calls).  Above ORDERED_GATHER_MAX ranks the Allgather is
+ * the total (the pointer moves once, nobody writes the helper) and transfers
+ * its part in parallel.  That single collective is all the synchronisation
+ * the call needs (it returns after every rank started its access): argument
+ * errors are agreed through it before any transfer; a second agreement after
+ * the transfer is only made when the view converts data or the helper was
+ * read (see ordered()).  Above ORDERED_GATHER_MAX ranks the Allgather is
  * replaced by an MPI_Exscan and an MPI_Allreduce (log(ranks) each).
  *
  * The state lives in the same allocation as the helper's name (fh->sh_path
@@ -55,7 +58,9 @@
 enum { SPLIT_NONE, SPLIT_READ_ORDERED, SPLIT_WRITE_ORDERED };
 enum { MODE_LOCAL, MODE_LOCK, MODE_MMAP };
 
+#ifndef ORDERED_GATHER_MAX /* -DORDERED_GATHER_MAX=1 tests the other path */
 #define ORDERED_GATHER_MAX 64
+#endif
 #define HELPER_SIZE 4096
 
 typedef struct {
@@ -448,6 +453,11 @@ static int ordered(lmpio_file fh, void *buf, int count, MPI_Datatype type, int d
   MPI_Offset at = st->base + st->delta + before;
   st->base += total; /* the pointer moves once, by everything requested */
   if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
+  /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
+   * the outcome of the transfers is agreed even though it costs a second
+   * collective: a storage or conversion error met by one rank fails the call
+   * everywhere.  The agreement also keeps any rank from moving the pointer
+   * before every rank has read the helper. */
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
