@@ -5,8 +5,8 @@
 #    with --mca io romio321 (launches alternate between the two components),
 #    collecting the RESULT lines; then one table with MB/s and the ratios
 #    lmpio/OMPIO, lmpio/ROMIO and lmpio/ceiling.
-# 2. every other program in $BUILD/bench/, with no arguments, under
-#    `mpirun -n $LMPIO_BENCH_OTHER_NP` (2).
+# 2. shared_bench (shared pointer, ordered collectives) at 1, 2 and 4 ranks
+#    with each component, then bench/lua_bench.sh (the Lua module against C).
 #
 # Environment: see bench/README.md; io_bench's own size knobs
 # (LMPIO_BENCH_CONTIG_MB, ...) pass through.
@@ -21,7 +21,6 @@ DISK_DIR=${LMPIO_BENCH_DISK_DIR:-/tmp}
 IOS=${LMPIO_BENCH_IO:-"ompio romio321"}
 LAUNCHES=${LMPIO_BENCH_LAUNCHES:-1}
 TIMEOUT=${LMPIO_BENCH_TIMEOUT:-600}
-OTHER_NP=${LMPIO_BENCH_OTHER_NP:-2}
 OUT=${LMPIO_BENCH_OUT:-$BUILD/bench/io_bench.results}
 
 if [ "$(id -u)" = 0 ]; then
@@ -124,15 +123,21 @@ END {
   print "(TIE: not faster, but within 5%, i.e. inside this machine'"'"'s noise)."
 }' "$OUT"
 
-# Every other bench program, with no arguments.
-for prog in "$BUILD"/bench/*; do
-  [ -f "$prog" ] && [ -x "$prog" ] || continue
-  case $(basename "$prog") in io_bench | *.results | *.tmp) continue ;; esac
-  echo
-  echo "== $(basename "$prog") (mpirun -n $OTHER_NP, no arguments) =="
-  if ! timeout "$TIMEOUT" "$MPIRUN" --oversubscribe -n "$OTHER_NP" "$prog" < /dev/null; then
-    echo "run.sh: $prog failed" >&2
-    status=1
-  fi
+# The shared pointer and ordered collectives, side by side with OMPIO and
+# ROMIO (bench/shared_README.md), at 1, 2 and 4 ranks.
+for n in 1 2 4; do
+  for io in ompio romio321; do
+    echo
+    echo "== shared_bench (mpirun -n $n --mca io $io) =="
+    if ! timeout "$TIMEOUT" "$MPIRUN" --oversubscribe -n "$n" --mca io "$io" \
+         "$BUILD/bench/shared_bench" 0.3 < /dev/null; then
+      echo "run.sh: shared_bench failed" >&2
+      status=1
+    fi
+  done
 done
+
+# The Lua module against the same calls from C (bench/lua_bench.sh).
+echo
+sh bench/lua_bench.sh < /dev/null || status=1
 exit $status
