@@ -437,7 +437,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   case LUA_TUSERDATA: {
     lmpio_lua_buffer *b = lmpio_lua_tobuffer(L, idx);
     if (b) {
-      lmpio_lua_checkbuffer(L, idx);
+      if (!b->valid) return luaL_error(L, "buffer used after the converter returned");
       if (!writing && b->readonly) return luaL_argerror(L, idx, "cannot read into a read-only buffer");
       m->buf = b;
       m->ptr = b->data;
@@ -449,6 +449,17 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   } /* fall through */
   default:
     return luaL_typeerror(L, idx, writing ? "lmpio buffer, array or string" : "lmpio buffer, array or count");
+  }
+  if (lua_isnoneornil(L, cidx) && lua_isnoneornil(L, tidx) &&
+      (!m->buf || lmpio_lua_typekind(deftype) != LMPIO_LUA_K_NONE)) {
+    /* The common call: the whole string or array of a predefined type, which
+     * fits by construction; its item size is known without asking MPI. */
+    m->count = (int)(defcount > INT_MAX ? INT_MAX : defcount);
+    if (defcount > INT_MAX) return luaL_argerror(L, idx, "too many items for one call (more than INT_MAX)");
+    m->type = deftype;
+    m->type_size = m->buf ? (MPI_Count)m->buf->esize : 1;
+    if (!m->ptr) m->ptr = (void *)""; /* zero-length buffer */
+    return 3;
   }
   MPI_Datatype t = lmpio_lua_opttype(L, tidx, deftype);
   long long count;

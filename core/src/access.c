@@ -215,7 +215,9 @@ static int xfer_view(xfer *x, MPI_Offset pos, MPI_Count total) {
   lmpio__cursor fc;
   int rc = lmpio__cursor_init(&fc, ft, ft->extent);
   if (rc != MPI_SUCCESS) return lmpio__err(rc, x->call, "out of memory");
-  segment *seg = malloc(sizeof *seg * MAX_WINDOW_SEGMENTS);
+  /* A window never holds more segments than the access has data bytes. */
+  int maxseg = total < MAX_WINDOW_SEGMENTS ? (int)total : MAX_WINDOW_SEGMENTS;
+  segment *seg = malloc(sizeof *seg * (size_t)maxseg);
   if (!seg) {
     lmpio__cursor_free(&fc);
     return lmpio__err(MPI_ERR_NO_MEM, x->call, "out of memory");
@@ -232,7 +234,7 @@ static int xfer_view(xfer *x, MPI_Offset pos, MPI_Count total) {
     nseg = 1;
     MPI_Aint ws = seg[0].off;
     if (seg[0].len < B) {
-      while (wdata < remaining && nseg < MAX_WINDOW_SEGMENTS) {
+      while (wdata < remaining && nseg < maxseg) {
         MPI_Aint o = lmpio__cursor_peek(&fc);
         if (o >= ws + (MPI_Aint)B) break;
         MPI_Count room = ws + (MPI_Aint)B - o;

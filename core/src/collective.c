@@ -11,6 +11,10 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
   int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc == MPI_SUCCESS && !use_fp && offset < 0)
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  /* A count that is not whole etypes on one rank must stop every rank
+   * before anything is written. */
+  MPI_Offset n;
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
   rc = lmpio__agree(fh->comm, rc, 0, call);
   MPI_Count bytes = 0;
   MPI_Offset etypes = 0;

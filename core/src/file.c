@@ -28,8 +28,8 @@ static const char *strip_prefix(const char *name) {
 }
 
 static int check_amode(int amode, const char *call) {
-  int acc = (amode & MPI_MODE_RDONLY ? 1 : 0) + (amode & MPI_MODE_RDWR ? 1 : 0) +
-            (amode & MPI_MODE_WRONLY ? 1 : 0);
+  int acc = ((amode & MPI_MODE_RDONLY) ? 1 : 0) + ((amode & MPI_MODE_RDWR) ? 1 : 0) +
+            ((amode & MPI_MODE_WRONLY) ? 1 : 0);
   int known = MPI_MODE_RDONLY | MPI_MODE_RDWR | MPI_MODE_WRONLY | MPI_MODE_CREATE |
               MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE | MPI_MODE_UNIQUE_OPEN |
               MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND;
@@ -73,8 +73,8 @@ void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info) {
 }
 
 static int open_fd(const char *path, int amode, int create, int *readable) {
-  int flags = amode & MPI_MODE_RDONLY ? O_RDONLY : O_RDWR;
-  if (create) flags |= O_CREAT | (amode & MPI_MODE_EXCL ? O_EXCL : 0);
+  int flags = (amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR;
+  if (create) flags |= O_CREAT | ((amode & MPI_MODE_EXCL) ? O_EXCL : 0);
   int fd;
   do fd = open(path, flags | O_CLOEXEC, 0666);
   while (fd < 0 && errno == EINTR);
@@ -84,6 +84,14 @@ static int open_fd(const char *path, int amode, int create, int *readable) {
     do fd = open(path, (flags & ~O_RDWR) | O_WRONLY | O_CLOEXEC, 0666);
     while (fd < 0 && errno == EINTR);
     *readable = 0;
+  }
+  /* A directory opens read-only but is not a file: refuse it as open(2)
+   * does for writers. */
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    errno = EISDIR;
+    fd = -1;
   }
   return fd;
 }
@@ -180,9 +188,14 @@ int lmpio_file_close(lmpio_file *fhp) {
   if (close(fh->fd) < 0 && errno != EINTR) rc = lmpio__err_errno(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
   rc = lmpio__agree(fh->comm, rc, 0, call);
-  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && unlink(fh->path) < 0 &&
-      errno != ENOENT && rc == MPI_SUCCESS)
-    rc = lmpio__err_errno(errno, call, "cannot delete", fh->path);
+  if (fh->amode & MPI_MODE_DELETE_ON_CLOSE) {
+    /* Every rank has closed; the file is gone when close returns anywhere. */
+    int drc = MPI_SUCCESS;
+    if (fh->rank == 0 && unlink(fh->path) < 0 && errno != ENOENT)
+      drc = lmpio__err_errno(errno, call, "cannot delete", fh->path);
+    drc = lmpio__agree(fh->comm, drc, 0, call);
+    if (rc == MPI_SUCCESS) rc = drc;
+  }
   lmpio__shared_free(fh);
   lmpio__view_free(&fh->view);
   MPI_Comm_free(&fh->comm);
@@ -214,7 +227,7 @@ static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *cal
     rc = lmpio__err(MPI_ERR_READ_ONLY, call, "file \"%s\" was opened MPI_MODE_RDONLY", fh->path);
   else if (fh->amode & MPI_MODE_SEQUENTIAL)
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  rc = lmpio__agree(fh->comm, rc, size, call);
+  rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? size : 0, call);
   if (rc != MPI_SUCCESS) return rc;
   if (fh->rank == 0) {
     struct stat st;

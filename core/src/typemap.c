@@ -134,22 +134,19 @@ static int make_repeat(const lmpio__tm_node *child, MPI_Count count, MPI_Aint st
 
 static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **out);
 
-/* The predefined types that MPI lays out as a C struct of two items. */
-struct float_int { float a; int b; };
-struct double_int { double a; int b; };
-struct long_int { long a; int b; };
-struct short_int { short a; int b; };
-struct long_double_int { long double a; int b; };
+/* The predefined types that MPI lays out as a C struct of two items,
+ * struct { T a; int b; }: b follows a at the next int-aligned offset. */
+#define PAIR_B_OFFSET(T) ((MPI_Aint)((sizeof(T) + _Alignof(int) - 1) / _Alignof(int) * _Alignof(int)))
 
 static int pair_node(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node *n, int *is_pair) {
   MPI_Datatype a;
   MPI_Aint boff;
   *is_pair = 1;
-  if (t == MPI_FLOAT_INT) { a = MPI_FLOAT; boff = offsetof(struct float_int, b); }
-  else if (t == MPI_DOUBLE_INT) { a = MPI_DOUBLE; boff = offsetof(struct double_int, b); }
-  else if (t == MPI_LONG_INT) { a = MPI_LONG; boff = offsetof(struct long_int, b); }
-  else if (t == MPI_SHORT_INT) { a = MPI_SHORT; boff = offsetof(struct short_int, b); }
-  else if (t == MPI_LONG_DOUBLE_INT) { a = MPI_LONG_DOUBLE; boff = offsetof(struct long_double_int, b); }
+  if (t == MPI_FLOAT_INT) { a = MPI_FLOAT; boff = PAIR_B_OFFSET(float); }
+  else if (t == MPI_DOUBLE_INT) { a = MPI_DOUBLE; boff = PAIR_B_OFFSET(double); }
+  else if (t == MPI_LONG_INT) { a = MPI_LONG; boff = PAIR_B_OFFSET(long); }
+  else if (t == MPI_SHORT_INT) { a = MPI_SHORT; boff = PAIR_B_OFFSET(short); }
+  else if (t == MPI_LONG_DOUBLE_INT) { a = MPI_LONG_DOUBLE; boff = PAIR_B_OFFSET(long double); }
   else if (t == MPI_2INT) { a = MPI_INT; boff = sizeof(int); }
   else { *is_pair = 0; return MPI_SUCCESS; }
   MPI_Aint asize, isize = sizeof(int);
