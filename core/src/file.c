@@ -13,6 +13,7 @@
 #define DEFAULT_IND_RD_BUFFER_SIZE 4194304
 #define DEFAULT_IND_WR_BUFFER_SIZE 524288
 #define DEFAULT_CONVERSION_BUFFER_SIZE 4194304
+#define DEFAULT_CB_BUFFER_SIZE 16777216
 
 long long lmpio__hash(const char *s) {
   unsigned long long h = 1469598103934665603ULL; /* FNV-1a */
@@ -70,6 +71,10 @@ void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info) {
   parse_size_hint(info, "lmpio_conversion_buffer_size", &fh->conv_buffer_size);
   parse_ds_hint(info, "romio_ds_read", &fh->ds_read);
   parse_ds_hint(info, "romio_ds_write", &fh->ds_write);
+  parse_ds_hint(info, "romio_cb_read", &fh->cb_read);
+  parse_ds_hint(info, "romio_cb_write", &fh->cb_write);
+  parse_size_hint(info, "cb_buffer_size", &fh->cb_buffer_size);
+  parse_size_hint(info, "cb_nodes", &fh->cb_nodes);
 }
 
 static int open_fd(const char *path, int amode, int create, int *readable) {
@@ -153,6 +158,9 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->ind_wr_buffer_size = DEFAULT_IND_WR_BUFFER_SIZE;
     fh->ds_read = fh->ds_write = 2;
     fh->conv_buffer_size = DEFAULT_CONVERSION_BUFFER_SIZE;
+    fh->cb_read = fh->cb_write = 2;
+    fh->cb_buffer_size = DEFAULT_CB_BUFFER_SIZE;
+    fh->cb_nodes = fh->size;
     lmpio__file_apply_hints(fh, info);
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", call);
   }
@@ -309,6 +317,12 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   MPI_Info_set(info, "lmpio_conversion_buffer_size", v);
   MPI_Info_set(info, "romio_ds_read", ds[fh->ds_read]);
   MPI_Info_set(info, "romio_ds_write", ds[fh->ds_write]);
+  MPI_Info_set(info, "romio_cb_read", ds[fh->cb_read]);
+  MPI_Info_set(info, "romio_cb_write", ds[fh->cb_write]);
+  snprintf(v, sizeof v, "%lld", (long long)fh->cb_buffer_size);
+  MPI_Info_set(info, "cb_buffer_size", v);
+  snprintf(v, sizeof v, "%lld", (long long)fh->cb_nodes);
+  MPI_Info_set(info, "cb_nodes", v);
   *info_used = info;
   return MPI_SUCCESS;
 }

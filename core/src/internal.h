@@ -181,6 +181,11 @@ struct lmpio_file_s {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size;
   MPI_Offset conv_buffer_size;  /* staging buffer of data conversions */
   int ds_read, ds_write;    /* 0 disable, 1 enable, 2 automatic */
+  /* collective buffering (collective.c): romio_cb_read / romio_cb_write
+   * (0 disable, 1 enable, 2 automatic), cb_buffer_size, cb_nodes (aggregators) */
+  int cb_read, cb_write;
+  MPI_Offset cb_buffer_size;
+  MPI_Offset cb_nodes;
   /* The shared file pointer (shared.c), in etypes of the current view.  With
    * one rank it lives here; otherwise in a helper file beside the data file,
    * updated under a byte-range lock, created on first use, removed at close. */
