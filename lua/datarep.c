@@ -507,22 +507,6 @@ static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_s
 
 /* ---- lmpio.register_datarep ---------------------------------------------------- */
 
-static void checkfields(lua_State *L, int idx) {
-  static const char *const names[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (int i = 0; names[i]; i++)
-        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
-    if (!ok) {
-      lua_pop(L, 1);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
-    }
-    lua_pop(L, 1);
-  }
-}
-
 static int optfunction(lua_State *L, int spec, const char *field) {
   int t = lua_getfield(L, spec, field);
   if (t != LUA_TNIL && t != LUA_TFUNCTION)
@@ -535,7 +519,8 @@ static int l_register_datarep(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
-  checkfields(L, 2);
+  static const char *const fields[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
+  lmpio_lua_checkfields(L, 2, fields);
   lua_createtable(L, 0, 8); /* 3: our own copy of the spec */
   int have_read = optfunction(L, 2, "read");
   lua_setfield(L, 3, "read");

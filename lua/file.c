@@ -398,22 +398,6 @@ static int f_get_atomicity(lua_State *L) {
 
 /* ---- views ----------------------------------------------------------------- */
 
-/* Checks that the table at idx only has the given string keys. */
-static void checkfields(lua_State *L, int idx, const char *const *names) {
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (int i = 0; names[i]; i++)
-        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
-    if (!ok) {
-      lua_pop(L, 1);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
-    }
-    lua_pop(L, 1);
-  }
-}
-
 /* fh:set_view(disp, etype, filetype, datarep, info) or fh:set_view{disp=,
  * etype=, filetype=, datarep=, info=}; defaults: 0, BYTE, etype, "native".
  * disp may be lmpio.DISPLACEMENT_CURRENT. */
@@ -421,7 +405,7 @@ static int f_set_view(lua_State *L) {
   lmpio_file fh = checkfile(L);
   if (lua_type(L, 2) == LUA_TTABLE) {
     static const char *const names[] = {"disp", "etype", "filetype", "datarep", "info", NULL};
-    checkfields(L, 2, names);
+    lmpio_lua_checkfields(L, 2, names);
     lua_settop(L, 2);
     for (int i = 0; i < 5; i++) lua_getfield(L, 2, names[i]);
     lua_remove(L, 2);

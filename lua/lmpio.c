@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SENTINEL_KEY "lmpio.sentinel"
 
@@ -114,7 +115,23 @@ static int l_abort(lua_State *L) {
 /* Concerns added later define these; they are called when linked in. */
 int lmpio_lua_datarep_open(lua_State *L) __attribute__((weak));
 
-LUAMOD_API int luaopen_lmpio(lua_State *L) {
+LUAMOD_API /* A misspelt option key is an error, not silently ignored (luaposix). */
+void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; names[i]; i++)
+        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+int luaopen_lmpio(lua_State *L) {
   init_mpi(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, SENTINEL_KEY) == LUA_TNIL) {
     void **owner = lua_newuserdatauv(L, sizeof(void *), 0);

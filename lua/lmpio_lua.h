@@ -162,6 +162,10 @@ int lmpio_lua_datatype_open(lua_State *L);
 int lmpio_lua_comm_open(lua_State *L);
 int lmpio_lua_file_open(lua_State *L);
 
+/* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
+ * string keys in names (NULL-terminated). */
+void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names);
+
 /* Registers the functions of l into the table on top of the stack. */
 #define lmpio_lua_setfuncs(L, l) luaL_setfuncs((L), (l), 0)
 
