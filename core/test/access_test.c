@@ -93,8 +93,22 @@ static void check_status(const char *what, MPI_Status *st, MPI_Datatype t, int c
   MPI_Aint lb, ext;
   MPI_Type_get_extent(t, &lb, &ext);
   char *dst = calloc(1, (size_t)(ext * count + 64));
+  /* bytes is what the file had; MPI receives at most count items of it (a
+   * truncated receive would be an error, fatal in MPICH). */
+  int tsize;
+  MPI_Type_size(t, &tsize);
+  int sent = bytes < count * tsize ? bytes : count * tsize;
+#ifdef MPICH_VERSION
+  /* MPICH 4.0 asserts on a status or message with a partial item (its own
+   * MPI_Get_elements and receives): nothing to compare against there. */
+  if (tsize > 0 && sent % tsize != 0) {
+    free(src);
+    free(dst);
+    return;
+  }
+#endif
   MPI_Status ref;
-  MPI_Sendrecv(src, bytes, MPI_BYTE, 0, 3, dst, count, t, 0, 3, MPI_COMM_SELF, &ref);
+  MPI_Sendrecv(src, sent, MPI_BYTE, 0, 3, dst, count, t, 0, 3, MPI_COMM_SELF, &ref);
   int c1, c2;
   MPI_Count e1, e2;
   MPI_Get_count(st, t, &c1);

@@ -54,6 +54,12 @@ for suite in $suites; do
   core)
     for t in "$BUILD"/test/*_test; do
       [ -x "$t" ] || continue
+      # The differential test's oracle is Open MPI's ROMIO (its bugs are set
+      # aside case by case); another MPI library's bugs are not charted.
+      if [ "$(basename "$t")" = diff_test ] && ! is_openmpi; then
+        echo "skip $(basename "$t"): its oracle is Open MPI's ROMIO"
+        continue
+      fi
       configs > "$log.cfg"
       while read -r cfg; do
         # mpirun reads stdin: keep it away from the list of configurations.
