@@ -172,6 +172,17 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  if (rc == MPI_SUCCESS) { /* the same answer on every rank: both calls are collective */
+    MPI_Comm node;
+    int n = 0;
+    if (MPI_Comm_split_type(fh->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_size(node, &n);
+      MPI_Comm_free(&node);
+    }
+    int all = n == size, every = 0;
+    MPI_Allreduce(&all, &every, 1, MPI_INT, MPI_LAND, fh->comm);
+    fh->one_node = every;
+  }
   if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
   if (rc != MPI_SUCCESS) {
     if (fd >= 0) close(fd);

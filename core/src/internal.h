@@ -154,6 +154,11 @@ typedef struct {
   MPI_Count esize;               /* etype size in bytes, in the file */
   MPI_Aint eextent;
   int contiguous;                /* data of the tiled filetype is one run */
+  /* Some rank's view of this file has holes (agreed by set_view), so some
+   * rank may sieve writes (read-modify-write of a window with holes): every
+   * write must then hold a byte-range lock that such a sieve respects.  When
+   * no rank's view has holes, independent writes take no locks. */
+  int any_holes;
 } lmpio__view;
 
 /* Validates and builds a view into *v (which holds nothing yet). */
@@ -184,6 +189,7 @@ struct lmpio_file_s {
   /* collective buffering (collective.c): romio_cb_read / romio_cb_write
    * (0 disable, 1 enable, 2 automatic), cb_buffer_size, cb_nodes (aggregators) */
   int cb_read, cb_write;
+  int one_node;             /* every rank on one node: one page cache for all */
   MPI_Offset cb_buffer_size;
   MPI_Offset cb_nodes;
   /* The shared file pointer (shared.c), in etypes of the current view.  With

@@ -1,0 +1,512 @@
+/* Collective data access with two-phase collective buffering: interleaved
+ * strided views, a 2-D subarray, empty accesses, holes that keep their bytes,
+ * short reads at end of file, noncontiguous memory, many rounds with a tiny
+ * cb_buffer_size, one or two aggregators, overlapping writes, individual
+ * pointers, and error agreement.  Every case runs under several hint sets
+ * (automatic, two-phase forced with small buffers, one aggregator, disabled)
+ * and checks the file bytes with plain pread. */
+#include "testlib.h"
+
+#include <fcntl.h>
+
+typedef struct {
+  const char *name;
+  const char *kv[8]; /* key, value pairs, NULL-terminated */
+} hintset;
+
+static const hintset HINTS[] = {
+    {"automatic", {NULL}},
+    {"enable", {"romio_cb_write", "enable", "romio_cb_read", "enable", NULL}},
+    {"enable cb 64", {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_buffer_size", "64", NULL}},
+    {"enable 1 aggregator cb 4096",
+     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "1", "cb_buffer_size", "4096"}},
+    {"enable 2 aggregators cb 100",
+     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "2", "cb_buffer_size", "100"}},
+    {"disable", {"romio_cb_write", "disable", "romio_cb_read", "disable", NULL}},
+};
+#define NHINTS (sizeof HINTS / sizeof HINTS[0])
+
+static const hintset *cur;
+
+static lmpio_file open_with(const char *path, int amode) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  for (int i = 0; i < 8 && cur->kv[i]; i += 2) MPI_Info_set(info, cur->kv[i], cur->kv[i + 1]);
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, amode, info, &fh));
+  MPI_Info_free(&info);
+  return fh;
+}
+
+/* Every rank reads the whole file with pread once all ranks are done. */
+static unsigned char *file_bytes(lmpio_file fh, const char *path, long *size) {
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  int fd = open(path, O_RDONLY);
+  TL_CHECK(fd >= 0);
+  long n = (long)lseek(fd, 0, SEEK_END);
+  unsigned char *b = malloc((size_t)n + 1);
+  TL_EQ(pread(fd, b, (size_t)n, 0), n);
+  close(fd);
+  *size = n;
+  return b;
+}
+
+static void prefill(lmpio_file fh, const char *path, long n) {
+  if (tl_rank == 0) {
+    unsigned char *b = malloc((size_t)n);
+    for (long i = 0; i < n; i++) b[i] = (unsigned char)(i * 13 + 5);
+    int fd = open(path, O_WRONLY);
+    TL_EQ(pwrite(fd, b, (size_t)n, 0), n);
+    close(fd);
+    free(b);
+  }
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+}
+
+static unsigned char pre(long i) { return (unsigned char)(i * 13 + 5); }
+static unsigned char val(int rank, long i) { return (unsigned char)(rank * 71 + i * 7 + 3); }
+
+static void report(const char *what, long at, int got, int want) {
+  tl_case_failed = 1;
+  fprintf(stderr, "[rank %d] [%s] %s: byte %ld is %d, expected %d\n", tl_rank, cur->name, what, at, got, want);
+}
+
+/* View: blocks of B bytes at rank * B in tiles of (P + gap) * B, from disp. */
+static MPI_Datatype strided(int B, int gap) {
+  MPI_Datatype h, t;
+  MPI_Type_contiguous(B, MPI_BYTE, &h);
+  MPI_Type_create_resized(h, 0, (MPI_Aint)(tl_size + gap) * B, &t);
+  MPI_Type_commit(&t);
+  MPI_Type_free(&h);
+  return t;
+}
+
+/* ---- interleaved strided views, written and read back -------------------- */
+
+static void strided_case(int B, int gap, int nblocks) {
+  char *path = tl_path("strided");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  long tile = (long)(tl_size + gap) * B, disp = 100;
+  long fsize = disp + tile * nblocks + 50;
+  prefill(fh, path, fsize);
+  MPI_Datatype ft = strided(B, gap);
+  TL_OK(lmpio_file_set_view(fh, disp + (MPI_Offset)tl_rank * B, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  long n = (long)B * nblocks;
+  unsigned char *w = malloc((size_t)n), *r = malloc((size_t)n);
+  for (long i = 0; i < n; i++) w[i] = val(tl_rank, i);
+  MPI_Status st;
+  int cnt;
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, (int)n, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, n);
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  TL_EQ(size, fsize);
+  for (long i = 0; i < size; i++) {
+    long rel = i - disp, t = rel / tile, in = rel % tile;
+    int want = pre(i);
+    if (rel >= 0 && t < nblocks && in < (long)tl_size * B) want = val((int)(in / B), t * B + in % B);
+    if (f[i] != want) { report("file after write_at_all", i, f[i], want); break; }
+  }
+  memset(r, 0, (size_t)n);
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, (int)n, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, n);
+  for (long i = 0; i < n; i++)
+    if (r[i] != w[i]) { report("read_at_all", i, r[i], w[i]); break; }
+  memset(r, 0, (size_t)n);
+  TL_OK(lmpio_file_read_at(fh, 0, r, (int)n, MPI_BYTE, &st));
+  for (long i = 0; i < n; i++)
+    if (r[i] != w[i]) { report("read_at", i, r[i], w[i]); break; }
+  /* a neighbour's view read collectively: overlapping reads */
+  TL_OK(lmpio_file_set_view(fh, disp + (MPI_Offset)((tl_rank + 1) % tl_size) * B, MPI_BYTE, ft, "native",
+                            MPI_INFO_NULL));
+  memset(r, 0, (size_t)n);
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, (int)n, MPI_BYTE, &st));
+  for (long i = 0; i < n; i++)
+    if (r[i] != val((tl_rank + 1) % tl_size, i)) { report("neighbour read", i, r[i], val((tl_rank + 1) % tl_size, i)); break; }
+  MPI_Type_free(&ft);
+  free(w);
+  free(r);
+  free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void test_strided(void) {
+  strided_case(8, 0, 300);
+  strided_case(64, 0, 40);
+  strided_case(4096, 0, 3);
+  strided_case(12, 1, 50); /* a hole after each tile keeps its bytes */
+}
+
+/* ---- 2-D subarray ---------------------------------------------------------- */
+
+static void test_subarray(void) {
+  char *path = tl_path("subarray");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  int dims[2] = {0, 0};
+  MPI_Dims_create(tl_size, 2, dims);
+  int n = 37; /* each rank n x n doubles, odd so that nothing aligns */
+  int gsizes[2] = {dims[0] * n, dims[1] * n}, sub[2] = {n, n};
+  int starts[2] = {(tl_rank / dims[1]) * n, (tl_rank % dims[1]) * n};
+  MPI_Datatype ft;
+  MPI_Type_create_subarray(2, gsizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, &ft);
+  MPI_Type_commit(&ft);
+  TL_OK(lmpio_file_set_view(fh, 8, MPI_DOUBLE, ft, "native", MPI_INFO_NULL));
+  double *w = malloc(sizeof(double) * n * n), *r = malloc(sizeof(double) * n * n);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) w[i * n + j] = (starts[0] + i) * 10000.0 + starts[1] + j;
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, n * n, MPI_DOUBLE, &st));
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  TL_EQ(size, 8 + 8L * gsizes[0] * gsizes[1]);
+  for (long e = 0; e < (long)gsizes[0] * gsizes[1]; e++) {
+    double d, want = (double)(e / gsizes[1]) * 10000.0 + (double)(e % gsizes[1]);
+    memcpy(&d, f + 8 + 8 * e, 8);
+    if (d != want) {
+      tl_case_failed = 1;
+      fprintf(stderr, "[rank %d] [%s] subarray element %ld is %g, expected %g\n", tl_rank, cur->name, e, d, want);
+      break;
+    }
+  }
+  memset(r, 0, sizeof(double) * n * n);
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, n * n, MPI_DOUBLE, &st));
+  TL_CHECK(memcmp(r, w, sizeof(double) * n * n) == 0);
+  MPI_Type_free(&ft);
+  free(w);
+  free(r);
+  free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- empty accesses --------------------------------------------------------- */
+
+/* Odd ranks (or rank 0 when `zero_first`) pass count 0 while the others write. */
+static void empty_case(int zero_first) {
+  char *path = tl_path("empty");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { B = 16, NB = 20 };
+  long tile = (long)tl_size * B, fsize = tile * NB + 7;
+  prefill(fh, path, fsize);
+  MPI_Datatype ft = strided(B, 0);
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * B, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  int idle = zero_first ? tl_rank == 0 : tl_rank % 2 == 1;
+  unsigned char w[B * NB], r[B * NB];
+  for (int i = 0; i < B * NB; i++) w[i] = val(tl_rank, i);
+  MPI_Status st;
+  int cnt = -1;
+  TL_OK(lmpio_file_write_at_all(fh, 0, idle ? NULL : w, idle ? 0 : B * NB, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, idle ? 0 : B * NB);
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  for (long i = 0; i < size; i++) {
+    int owner = (int)((i % tile) / B);
+    int oidle = zero_first ? owner == 0 : owner % 2 == 1;
+    int want = i < tile * NB && !oidle ? val(owner, (i / tile) * B + i % B) : pre(i);
+    if (f[i] != want) { report("file with idle ranks", i, f[i], want); break; }
+  }
+  memset(r, 0, sizeof r);
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, idle ? 0 : B * NB, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, idle ? 0 : B * NB);
+  if (!idle) TL_CHECK(memcmp(r, w, sizeof r) == 0);
+  /* nobody has data */
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, 0, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, 0);
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, 0, MPI_BYTE, &st));
+  MPI_Type_free(&ft);
+  free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void test_empty(void) {
+  empty_case(0);
+  empty_case(1);
+}
+
+/* ---- short reads at end of file --------------------------------------------- */
+
+static void test_short_reads(void) {
+  char *path = tl_path("eof");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { B = 8, NB = 10 };
+  long tile = (long)tl_size * B;
+  /* the file ends inside the 4th tile, in the middle of rank 1's block */
+  long fsize = 3 * tile + B + 3;
+  if (tl_size == 1) fsize = 3 * tile + 3;
+  prefill(fh, path, fsize);
+  MPI_Datatype ft = strided(B, 0);
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * B, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  unsigned char r[B * NB];
+  memset(r, 0xEE, sizeof r);
+  MPI_Status st;
+  int cnt = -1;
+  TL_OK(lmpio_file_read_at_all(fh, 0, r, B * NB, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  long want = 0; /* my data bytes before end of file */
+  for (long t = 0; t < NB; t++) {
+    long s = t * tile + (long)tl_rank * B;
+    if (s >= fsize) break;
+    want += fsize - s < B ? fsize - s : B;
+    if (fsize - s < B) break;
+  }
+  TL_EQ(cnt, want);
+  for (long i = 0; i < want; i++) {
+    long at = (i / B) * tile + (long)tl_rank * B + i % B;
+    if (r[i] != pre(at)) { report("short read", i, r[i], pre(at)); break; }
+  }
+  for (long i = want; i < B * NB; i++) /* memory past end of file is left alone */
+    if (r[i] != 0xEE) { report("memory past end of file", i, r[i], 0xEE); break; }
+  /* with the individual pointer: it advances by the whole etypes read */
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_SET));
+  TL_OK(lmpio_file_read_all(fh, r, B * NB, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, want);
+  MPI_Offset p = -1;
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, want);
+  /* entirely past the end */
+  TL_OK(lmpio_file_read_at_all(fh, 1000, r, B, MPI_BYTE, &st));
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  TL_EQ(cnt, 0);
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- noncontiguous memory ----------------------------------------------------- */
+
+static void test_noncontig_memory(void) {
+  char *path = tl_path("memtype");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { NI = 500 };
+  long fsize = 4L * NI * tl_size + 64;
+  prefill(fh, path, fsize);
+  /* view: ints, rank-th int of every tile of P ints (etype MPI_INT) */
+  MPI_Datatype one, ft, mt;
+  MPI_Type_contiguous(1, MPI_INT, &one);
+  MPI_Type_create_resized(one, 0, 4L * tl_size, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Type_free(&one);
+  /* memory: every third int, in pairs: vector of pairs with stride 3 */
+  MPI_Type_vector(NI / 2, 2, 3, MPI_INT, &mt);
+  MPI_Type_commit(&mt);
+  int *mem = malloc(sizeof(int) * NI * 2), *back = malloc(sizeof(int) * NI * 2);
+  for (int i = 0; i < NI * 2; i++) mem[i] = i % 3 == 2 ? -1 : 1000000 * tl_rank + i;
+  TL_OK(lmpio_file_set_view(fh, 12 + 4 * tl_rank, MPI_INT, ft, "native", MPI_INFO_NULL));
+  MPI_Status st;
+  int cnt;
+  TL_OK(lmpio_file_write_at_all(fh, 0, mem, 1, mt, &st));
+  MPI_Get_count(&st, mt, &cnt);
+  TL_EQ(cnt, 1);
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  for (int k = 0; k < NI; k++)
+    for (int rk = 0; rk < tl_size; rk++) {
+      int v;
+      memcpy(&v, f + 12 + 4L * (k * tl_size + rk), 4);
+      int want = 1000000 * rk + (k / 2) * 3 + k % 2;
+      if (v != want) {
+        tl_case_failed = 1;
+        fprintf(stderr, "[rank %d] [%s] int %d of rank %d is %d, expected %d\n", tl_rank, cur->name, k, rk, v, want);
+        k = NI;
+        break;
+      }
+    }
+  for (int i = 0; i < NI * 2; i++) back[i] = -7;
+  TL_OK(lmpio_file_read_at_all(fh, 0, back, 1, mt, &st));
+  for (int i = 0; i < (NI / 2) * 3; i++) {
+    int want = i % 3 == 2 ? -7 : mem[i];
+    if (back[i] != want) {
+      tl_case_failed = 1;
+      fprintf(stderr, "[rank %d] [%s] memory int %d is %d, expected %d\n", tl_rank, cur->name, i, back[i], want);
+      break;
+    }
+  }
+  MPI_Type_free(&ft);
+  MPI_Type_free(&mt);
+  free(mem);
+  free(back);
+  free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- overlapping writes of the same bytes, and holes ---------------------------- */
+
+static void test_overlap(void) {
+  char *path = tl_path("overlap");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { B = 8, NB = 64 };
+  long fsize = 3L * B * NB + 16;
+  prefill(fh, path, fsize);
+  /* every rank: the same view, 1 block of B bytes in 3; all write the same data */
+  MPI_Datatype h, ft;
+  MPI_Type_contiguous(B, MPI_BYTE, &h);
+  MPI_Type_create_resized(h, 0, 3 * B, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Type_free(&h);
+  TL_OK(lmpio_file_set_view(fh, 4, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  unsigned char w[B * NB];
+  for (int i = 0; i < B * NB; i++) w[i] = val(0, i);
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, B * NB, MPI_BYTE, MPI_STATUS_IGNORE));
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  for (long i = 0; i < size; i++) {
+    long rel = i - 4;
+    int want = rel >= 0 && rel < 3L * B * NB && rel % (3 * B) < B ? val(0, (rel / (3 * B)) * B + rel % B) : pre(i);
+    if (f[i] != want) { report("overlapping writes", i, f[i], want); break; }
+  }
+  free(f);
+  /* every rank the same contiguous bytes except one rank, which adds the holes' neighbours */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_write_at_all(fh, 2, w, 10, MPI_BYTE, MPI_STATUS_IGNORE));
+  f = file_bytes(fh, path, &size);
+  for (long i = 0; i < 20; i++) {
+    int want = i >= 2 && i < 12 ? w[i - 2] : (i >= 4 && (i - 4) % (3 * B) < B ? val(0, i - 4) : pre(i));
+    if (f[i] != want) { report("overlapping contiguous writes", i, f[i], want); break; }
+  }
+  MPI_Type_free(&ft);
+  free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- individual pointers ------------------------------------------------------- */
+
+static void test_pointers(void) {
+  char *path = tl_path("fp");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  MPI_Datatype one, ft;
+  MPI_Type_contiguous(2, MPI_INT, &one);
+  MPI_Type_create_resized(one, 0, 8L * tl_size, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Type_free(&one);
+  TL_OK(lmpio_file_set_view(fh, 8 * tl_rank, MPI_INT, ft, "native", MPI_INFO_NULL));
+  int w[30], r[30];
+  for (int i = 0; i < 30; i++) w[i] = 100 * tl_rank + i;
+  MPI_Offset p = -1;
+  TL_OK(lmpio_file_write_all(fh, w, 10, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 10);
+  TL_OK(lmpio_file_write_all(fh, w + 10, 20, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 30);
+  TL_OK(lmpio_file_seek(fh, 3, MPI_SEEK_SET));
+  memset(r, 0, sizeof r);
+  TL_OK(lmpio_file_read_all(fh, r, 7, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 10);
+  for (int i = 0; i < 7; i++) TL_EQ(r[i], w[3 + i]);
+  TL_OK(lmpio_file_read_all(fh, r, 20, MPI_INT, MPI_STATUS_IGNORE));
+  for (int i = 0; i < 20; i++) TL_EQ(r[i], w[10 + i]);
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 30);
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- errors: one rank's bad argument fails every rank, nothing written ---------- */
+
+static void test_errors(void) {
+  char *path = tl_path("err");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { B = 8, NB = 16 };
+  long fsize = (long)tl_size * B * NB;
+  prefill(fh, path, fsize);
+  MPI_Datatype one, ft;
+  MPI_Type_contiguous(2, MPI_INT, &one);
+  MPI_Type_create_resized(one, 0, (MPI_Aint)B * tl_size, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Type_free(&one);
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * B, MPI_INT, ft, "native", MPI_INFO_NULL));
+  unsigned char w[B * NB];
+  memset(w, 0xAB, sizeof w);
+  int bad = tl_size - 1;
+  MPI_Status st;
+  /* 3 bytes are not whole ints on the last rank */
+  TL_RC(lmpio_file_write_at_all(fh, 0, w, tl_rank == bad ? 3 : B * NB, MPI_BYTE, &st), MPI_ERR_TYPE);
+  /* a negative count on the last rank */
+  TL_RC(lmpio_file_write_at_all(fh, 0, w, tl_rank == bad ? -1 : B * NB, MPI_BYTE, &st), MPI_ERR_COUNT);
+  TL_RC(lmpio_file_read_at_all(fh, 0, w, tl_rank == bad ? -1 : B * NB, MPI_BYTE, &st), MPI_ERR_COUNT);
+  /* a negative offset on rank 0 */
+  TL_RC(lmpio_file_write_at_all(fh, tl_rank == 0 ? -4 : 0, w, B * NB, MPI_BYTE, &st), MPI_ERR_ARG);
+  MPI_Offset p = -1;
+  TL_RC(lmpio_file_write_all(fh, w, tl_rank == bad ? 5 : 8, MPI_BYTE, &st), MPI_ERR_TYPE);
+  TL_OK(lmpio_file_get_position(fh, &p));
+  TL_EQ(p, 0);
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  TL_EQ(size, fsize);
+  for (long i = 0; i < size; i++)
+    if (f[i] != pre(i)) { report("file after failed writes", i, f[i], pre(i)); break; }
+  free(f);
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  /* read-only file: every rank fails the same way */
+  fh = open_with(path, MPI_MODE_RDONLY);
+  TL_RC(lmpio_file_write_at_all(fh, 0, w, 8, MPI_BYTE, &st), MPI_ERR_READ_ONLY);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* ---- a write-only file: holes are left alone without reading ----------------- */
+
+static void test_write_only(void) {
+  char *path = tl_path("wronly");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  long fsize = 64L * tl_size * 4;
+  prefill(fh, path, fsize);
+  TL_OK(lmpio_file_close(&fh));
+  fh = open_with(path, MPI_MODE_WRONLY);
+  MPI_Datatype ft = strided(16, 1);
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * 16, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  unsigned char w[64];
+  for (int i = 0; i < 64; i++) w[i] = val(tl_rank, i);
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, 64, MPI_BYTE, MPI_STATUS_IGNORE));
+  long size, tile = 16L * (tl_size + 1);
+  unsigned char *f = file_bytes(fh, path, &size);
+  for (long i = 0; i < size; i++) {
+    long t = i / tile, in = i % tile;
+    int want = t < 4 && in < 16L * tl_size ? val((int)(in / 16), t * 16 + in % 16) : pre(i);
+    if (f[i] != want) { report("write-only file", i, f[i], want); break; }
+  }
+  free(f);
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void each(const char *name, void (*fn)(void)) {
+  for (size_t h = 0; h < NHINTS; h++) {
+    cur = &HINTS[h];
+    char full[256];
+    snprintf(full, sizeof full, "%s [%s]", name, cur->name);
+    tl_run(full, fn);
+  }
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  each("interleaved strided views (8 B, 64 B, 4 KiB, with holes)", test_strided);
+  each("2-D subarray distribution", test_subarray);
+  each("ranks with count 0 and an idle rank", test_empty);
+  each("short reads at end of file: counts per rank", test_short_reads);
+  each("noncontiguous memory types", test_noncontig_memory);
+  each("overlapping writes", test_overlap);
+  each("individual pointers advance", test_pointers);
+  each("one rank's bad argument fails every rank, nothing written", test_errors);
+  each("write-only file keeps its holes", test_write_only);
+  return tl_finish();
+}
