@@ -14,8 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Segments at least this long on average are moved one by one, not sieved. */
+/* Segments at least this long on average are written one by one, not sieved. */
 #define DIRECT_SEGMENT_MIN 1024
+/* A window is sieved when its hole bytes are fewer than this many per
+ * segment: reading that much more costs about what the system call saved
+ * does (measured on /dev/shm: 4 KiB blocks with 4 KiB holes read 1.7x
+ * faster block by block, 64-byte blocks much faster sieved).  Writes move
+ * the holes twice (read and write back) under an exclusive lock. */
+#define SIEVE_READ_HOLES_PER_SEGMENT 2048
+#define SIEVE_WRITE_HOLES_PER_SEGMENT 2048
 #define MAX_WINDOW_SEGMENTS 8192
 
 typedef struct {
@@ -83,11 +90,19 @@ static int io(xfer *x, int dir, void *p, MPI_Count len, MPI_Offset off, MPI_Coun
   return MPI_SUCCESS;
 }
 
-static int lock(xfer *x, MPI_Offset off, MPI_Offset len) {
-  if (lmpio__posix_lock(x->fh->fd, 1, off, len) < 0)
+/* Byte-range locks of writes (x->lock_windows): a read-modify-write of a
+ * window with holes takes it exclusive; a write of data bytes only takes it
+ * shared, so such writes by different ranks run at once, and only exclude
+ * (and are excluded by) read-modify-writes over the same bytes.  A file
+ * descriptor that cannot read takes exclusive locks (F_RDLCK needs read
+ * access), which is correct, only slower. */
+static int lock_mode(xfer *x, int excl, MPI_Offset off, MPI_Offset len) {
+  if (lmpio__posix_lock(x->fh->fd, excl || !x->fh->fd_readable, off, len) < 0)
     return lmpio__err_errno(errno, x->call, "byte-range lock on", x->fh->path);
   return MPI_SUCCESS;
 }
+
+static int lock(xfer *x, MPI_Offset off, MPI_Offset len) { return lock_mode(x, 0, off, len); }
 
 static void unlock(xfer *x, MPI_Offset off, MPI_Offset len) {
   lmpio__posix_unlock(x->fh->fd, off, len);
@@ -123,8 +138,15 @@ static int ensure_stage(xfer *x, size_t size) {
   return MPI_SUCCESS;
 }
 
+/* The sieve window and staging size: the hint, but at most what stays in a
+ * core's cache, so that the copy out of the buffer finds what the system
+ * call put there (256 KiB reads strided 64-byte blocks 1.2x faster than the
+ * 4 MiB default of ind_rd_buffer_size). */
+#define WINDOW_MAX 262144
+
 static MPI_Count buffer_size(const xfer *x) {
   MPI_Offset b = x->dir == LMPIO__READ ? x->fh->ind_rd_buffer_size : x->fh->ind_wr_buffer_size;
+  if (b > WINDOW_MAX) b = WINDOW_MAX;
   return b > 0 ? b : 1;
 }
 
@@ -162,15 +184,29 @@ static int xfer_contig(xfer *x, MPI_Offset off, MPI_Count len, int *eof) {
   return rc;
 }
 
+/* Whether a window of nseg segments holding wdata data bytes over span file
+ * bytes is sieved (one transfer of the span plus copies) or moved segment by
+ * segment.  Sieving pays for the hole bytes (read, and for writes read and
+ * written back under an exclusive lock); moving segments pays one system
+ * call per segment.  The hints romio_ds_read/romio_ds_write force either. */
+static int choose_sieve(const xfer *x, MPI_Count nseg, MPI_Count wdata, MPI_Count span) {
+  lmpio_file fh = x->fh;
+  if (nseg <= 1) return 0;
+  int ds = x->dir == LMPIO__READ ? fh->ds_read : fh->ds_write;
+  if (x->dir == LMPIO__WRITE && wdata < span && !fh->fd_readable) return 0;
+  if (ds != 2) return ds != 0;
+  MPI_Count holes = span - wdata;
+  if (x->dir == LMPIO__READ) return holes < nseg * SIEVE_READ_HOLES_PER_SEGMENT;
+  return wdata / nseg < DIRECT_SEGMENT_MIN && holes < nseg * SIEVE_WRITE_HOLES_PER_SEGMENT;
+}
+
 /* One window of segments [ws, we) relative to the view's displacement. */
 static int xfer_window(xfer *x, const segment *seg, int nseg, MPI_Count wdata, int *eof) {
   lmpio_file fh = x->fh;
   MPI_Offset disp = fh->view.disp;
   MPI_Aint ws = seg[0].off, we = seg[nseg - 1].off + (MPI_Aint)seg[nseg - 1].len;
   MPI_Count span = we - ws;
-  int ds = x->dir == LMPIO__READ ? fh->ds_read : fh->ds_write;
-  int sieve = nseg > 1 && ds != 0 && (ds == 1 || wdata / nseg < DIRECT_SEGMENT_MIN);
-  if (x->dir == LMPIO__WRITE && wdata < span && !fh->fd_readable) sieve = 0;
+  int sieve = choose_sieve(x, nseg, wdata, span);
 
   if (!sieve) { /* segment by segment, under one lock for writes */
     int rc = MPI_SUCCESS, locked = x->lock_windows;
@@ -197,7 +233,7 @@ static int xfer_window(xfer *x, const segment *seg, int nseg, MPI_Count wdata, i
     }
     return rc;
   }
-  if (x->lock_windows && (rc = lock(x, disp + ws, span)) != MPI_SUCCESS) return rc;
+  if (x->lock_windows && (rc = lock_mode(x, wdata < span, disp + ws, span)) != MPI_SUCCESS) return rc;
   if (wdata < span) { /* holes: keep what the file has there */
     rc = io(x, LMPIO__READ, sv, span, disp + ws, &got);
     if (rc == MPI_SUCCESS && got < span) memset(sv + got, 0, (size_t)(span - got));
@@ -205,6 +241,199 @@ static int xfer_window(xfer *x, const segment *seg, int nseg, MPI_Count wdata, i
   for (int i = 0; i < nseg && rc == MPI_SUCCESS; i++) copy_mem(x, sv + (seg[i].off - ws), seg[i].len);
   if (rc == MPI_SUCCESS) rc = io(x, LMPIO__WRITE, sv, span, disp + ws, &got);
   if (x->lock_windows) unlock(x, disp + ws, span);
+  return rc;
+}
+
+/* ---- strided views ------------------------------------------------------
+ *
+ * A filetype whose tile is one run of equally spaced blocks of equal length
+ * (a vector, a block resized to a larger extent, the rows of a subarray)
+ * makes the view a strided pattern: block k of the view lies at
+ *
+ *     first + (k / c) * E + (k % c) * s      (c blocks per tile, extent E)
+ *
+ * or, when the tiles continue the spacing (c == 0 below), at first + k * s.
+ * Windows are then counted rather than walked, and copied by tight loops. */
+
+typedef struct {
+  MPI_Aint first;  /* offset from disp of the first data byte of tile 0 */
+  MPI_Count len;   /* bytes per block */
+  MPI_Aint stride; /* between the starts of blocks of one group */
+  MPI_Count c;     /* blocks per group; 0: one endless group */
+  MPI_Aint extent; /* between groups */
+} strided;
+
+/* Fewer blocks per tile than this, with tiles that break the spacing, go
+ * through the general walk. */
+#define STRIDED_MIN_GROUP 16
+
+static int view_strided(const lmpio__view *v, strided *p) {
+  const lmpio__tm_node *ft = v->ft;
+  if (v->contiguous || ft->nruns != 1) return 0;
+  const lmpio__tm_run *r = &ft->runs[0];
+  if (r->kind == LMPIO__RUN_NEST) return 0;
+  p->first = r->disp + r->lo;
+  p->extent = ft->extent;
+  if (r->kind == LMPIO__RUN_FLAT || r->count == 1) { /* one block per tile */
+    p->len = r->kind == LMPIO__RUN_FLAT ? r->count * r->esize : r->esize;
+    p->stride = ft->extent;
+    p->c = 0;
+  } else {
+    p->len = r->esize;
+    p->stride = r->stride;
+    p->c = (MPI_Count)ft->extent == r->count * (MPI_Count)r->stride ? 0 : r->count;
+    if (p->c && p->c < STRIDED_MIN_GROUP) return 0;
+  }
+  return p->len > 0 && p->stride > (MPI_Aint)p->len;
+}
+
+static MPI_Aint strided_off(const strided *p, MPI_Count k) {
+  if (!p->c) return p->first + (MPI_Aint)k * p->stride;
+  return p->first + (MPI_Aint)(k / p->c) * p->extent + (MPI_Aint)(k % p->c) * p->stride;
+}
+
+/* n blocks of len bytes between strided file-side memory (stride apart) and
+ * contiguous user memory; fixed lengths become single loads and stores. */
+#define STRIDED_LOOP(L)                                                           \
+  do {                                                                            \
+    if (to_file)                                                                  \
+      for (MPI_Count i = 0; i < n; i++) memcpy(f + i * stride, m + i * (L), (L)); \
+    else                                                                          \
+      for (MPI_Count i = 0; i < n; i++) memcpy(m + i * (L), f + i * stride, (L)); \
+  } while (0)
+
+static void copy_strided(char *f, MPI_Aint stride, char *m, MPI_Count len, MPI_Count n, int to_file) {
+  switch (len) {
+  case 1: STRIDED_LOOP(1); break;
+  case 2: STRIDED_LOOP(2); break;
+  case 4: STRIDED_LOOP(4); break;
+  case 8: STRIDED_LOOP(8); break;
+  case 16: STRIDED_LOOP(16); break;
+  default: STRIDED_LOOP((size_t)len); break;
+  }
+}
+
+/* Windows moved block by block need no buffer, only a lock: they may span
+ * this much whatever the sieve buffer size. */
+#define DIRECT_WINDOW_MAX 4194304
+
+/* Blocks in the window that starts at byte off of block k: those that end
+ * within bound bytes of its start (at least one), no more than the data
+ * left, and within one group. */
+static MPI_Count window_blocks(const strided *p, MPI_Count k, MPI_Count off, MPI_Count remaining,
+                               MPI_Count bound) {
+  const MPI_Count L = p->len;
+  MPI_Count len0 = L - off < remaining ? L - off : remaining, n = 1;
+  if (len0 < remaining && L - off < bound) {
+    MPI_Count more = (bound - (L - off)) / p->stride;
+    MPI_Count bydata = (remaining - len0 + L - 1) / L;
+    if (more > bydata) more = bydata;
+    if (p->c && more > p->c - 1 - k % p->c) more = p->c - 1 - k % p->c;
+    n += more;
+  }
+  return n;
+}
+
+/* Data bytes of the last block, of the window, and the file bytes it spans,
+ * for a window of n blocks starting at byte off of its first block. */
+static void window_sizes(const strided *p, MPI_Count off, MPI_Count remaining, MPI_Count n,
+                         MPI_Count *lastlen, MPI_Count *wdata, MPI_Count *span) {
+  const MPI_Count L = p->len;
+  MPI_Count len0 = L - off < remaining ? L - off : remaining;
+  if (n == 1) {
+    *lastlen = len0;
+    *wdata = *span = len0;
+    return;
+  }
+  *lastlen = remaining - len0 - (n - 2) * L;
+  if (*lastlen > L) *lastlen = L;
+  *wdata = len0 + (n - 2) * L + *lastlen;
+  *span = (MPI_Count)(n - 1) * p->stride - off + *lastlen;
+}
+
+/* A strided view and contiguous memory (x->memcontig). */
+static int xfer_strided(xfer *x, const strided *p, MPI_Offset pos, MPI_Count total) {
+  lmpio_file fh = x->fh;
+  const MPI_Offset disp = fh->view.disp;
+  const MPI_Count L = p->len, B = buffer_size(x);
+  const MPI_Aint S = p->stride;
+  char *mem = x->buf + x->m->data_lb;
+  MPI_Count k = pos / L, off = pos % L; /* the next data byte: block k, byte off */
+  int rc = MPI_SUCCESS, eof = 0;
+  while (rc == MPI_SUCCESS && !eof && x->done < total) {
+    MPI_Count remaining = total - x->done;
+    MPI_Offset o0 = disp + strided_off(p, k) + off;
+    MPI_Count len0 = L - off < remaining ? L - off : remaining;
+    MPI_Count n = window_blocks(p, k, off, remaining, B), lastlen, wdata, span;
+    window_sizes(p, off, remaining, n, &lastlen, &wdata, &span);
+    int sieve = choose_sieve(x, n, wdata, span);
+    if (!sieve && B < DIRECT_WINDOW_MAX) { /* no buffer: lock fewer, longer windows */
+      n = window_blocks(p, k, off, remaining, DIRECT_WINDOW_MAX);
+      window_sizes(p, off, remaining, n, &lastlen, &wdata, &span);
+    }
+    if (n == 1) {
+      rc = xfer_contig(x, o0, len0, &eof);
+      off += len0;
+      if (off == L) { k++; off = 0; }
+      continue;
+    }
+    if (!sieve) { /* block by block, one shared lock */
+      int locked = x->lock_windows;
+      if (locked && (rc = lock(x, o0, span)) != MPI_SUCCESS) return rc;
+      for (MPI_Count j = 0; j < n && rc == MPI_SUCCESS && !eof; j++) {
+        MPI_Count bl = j == 0 ? len0 : j == n - 1 ? lastlen : L, got;
+        MPI_Offset o = j == 0 ? o0 : o0 - off + (MPI_Offset)j * S;
+        rc = io(x, x->dir, mem + x->done, bl, o, &got);
+        if (rc == MPI_SUCCESS) {
+          x->done += got;
+          if (got < bl) eof = 1;
+        }
+      }
+      if (locked) unlock(x, o0, span);
+    } else {
+      if ((rc = ensure_stage(x, (size_t)span)) != MPI_SUCCESS) return rc;
+      char *sv = x->stage, *m = mem + x->done;
+      char *f1 = sv + S - off; /* block k+1 in the stage */
+      MPI_Count got = 0;
+      if (x->dir == LMPIO__READ) {
+        rc = io(x, LMPIO__READ, sv, span, o0, &got);
+        if (rc != MPI_SUCCESS) return rc;
+        if (got == span) {
+          memcpy(m, sv, (size_t)len0);
+          copy_strided(f1, S, m + len0, L, n - 2, 0);
+          memcpy(m + len0 + (n - 2) * L, f1 + (n - 2) * S, (size_t)lastlen);
+          x->done += wdata;
+        } else { /* end of file inside the window: what is there, block by block */
+          for (MPI_Count j = 0; j < n; j++) {
+            MPI_Count at = j == 0 ? 0 : j * S - off, bl = j == 0 ? len0 : j == n - 1 ? lastlen : L;
+            MPI_Count avail = got - at < bl ? got - at : bl;
+            if (avail > 0) {
+              memcpy(mem + x->done, sv + at, (size_t)avail);
+              x->done += avail;
+            }
+            if (avail < bl) break;
+          }
+          eof = 1;
+        }
+      } else {
+        int locked = x->lock_windows;
+        if (locked && (rc = lock_mode(x, 1, o0, span)) != MPI_SUCCESS) return rc;
+        rc = io(x, LMPIO__READ, sv, span, o0, &got); /* keep the holes */
+        if (rc == MPI_SUCCESS && got < span) memset(sv + got, 0, (size_t)(span - got));
+        if (rc == MPI_SUCCESS) {
+          memcpy(sv, m, (size_t)len0);
+          copy_strided(f1, S, m + len0, L, n - 2, 1);
+          memcpy(f1 + (n - 2) * S, m + len0 + (n - 2) * L, (size_t)lastlen);
+          rc = io(x, LMPIO__WRITE, sv, span, o0, &got);
+          if (rc == MPI_SUCCESS) x->done += wdata;
+        }
+        if (locked) unlock(x, o0, span);
+      }
+    }
+    k += n - 1;
+    off = lastlen;
+    if (off == L) { k++; off = 0; }
+  }
   return rc;
 }
 
@@ -290,8 +519,11 @@ int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
     lmpio__typemap_release(m);
     return lmpio__err(rc, call, "out of memory");
   }
-  /* Atomic mode locks the whole range once; otherwise writes lock what they
-   * touch so that another rank's read-modify-write cannot undo them. */
+  /* Atomic mode locks the whole range once.  Otherwise, when some rank's
+   * view has holes (so some rank may sieve writes: read, modify, write back
+   * a window), writes lock what they touch so that such a read-modify-write
+   * cannot undo them; when no view has holes nobody sieves writes and
+   * nothing needs a lock. */
   MPI_Offset lo = 0, hi = 0;
   if (fh->atomic) {
     lo = lmpio__view_byte(v, pos);
@@ -299,12 +531,15 @@ int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
     if (lmpio__posix_lock(fh->fd, dir == LMPIO__WRITE, lo, hi - lo) < 0)
       rc = lmpio__err_errno(errno, call, "byte-range lock on", fh->path);
   } else {
-    x.lock_windows = dir == LMPIO__WRITE && fh->size > 1;
+    x.lock_windows = dir == LMPIO__WRITE && fh->size > 1 && v->any_holes;
   }
   if (rc == MPI_SUCCESS) {
+    strided sp;
     if (v->contiguous) {
       int eof = 0;
       rc = xfer_contig(&x, lmpio__view_byte(v, pos), total, &eof);
+    } else if (x.memcontig && view_strided(v, &sp)) {
+      rc = xfer_strided(&x, &sp, pos, total);
     } else {
       rc = xfer_view(&x, pos, total);
     }

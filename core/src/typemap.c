@@ -22,13 +22,18 @@ static lmpio__tm_node *node_new(void) {
   return n;
 }
 
+/* Nodes of predefined types live in a table for the whole run (refs < 0):
+ * retaining and releasing them does nothing. */
+#define PERMANENT_REFS (-1)
+
 static void node_retain(const lmpio__tm_node *n) {
+  if (n->refs < 0) return;
   __atomic_add_fetch(&((lmpio__tm_node *)n)->refs, 1, __ATOMIC_RELAXED);
 }
 
 void lmpio__typemap_release(const lmpio__tm_node *cn) {
   lmpio__tm_node *n = (lmpio__tm_node *)cn;
-  if (!n || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!n || n->refs < 0 || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   for (int i = 0; i < n->nruns; i++)
     if (n->runs[i].child) lmpio__typemap_release(n->runs[i].child);
   free(n->runs);
@@ -478,8 +483,71 @@ static void create_keyval(void) {
   MPI_Type_create_keyval(copy_attr, delete_attr, &keyval, NULL);
 }
 
+/* ---- predefined types: decoded once, kept for the whole run ------------
+ *
+ * An open-addressing table keyed by the handle.  Slots are only ever filled
+ * (under the mutex), never emptied: a reader that finds a slot marked full
+ * (acquire) sees its key and node; one that finds it empty falls back to the
+ * mutex, so a lookup never takes a lock once the type has been seen. */
+
+#define NAMED_SLOTS 512 /* a power of two, well above the predefined types */
+
+static struct {
+  MPI_Datatype type;
+  lmpio__tm_node *node;
+  int full;
+} named_tab[NAMED_SLOTS];
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t handle_hash(MPI_Datatype t) {
+  unsigned char b[sizeof t];
+  memcpy(b, &t, sizeof t);
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < sizeof t; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* The permanent node of a named type, or NULL when it is not in the table. */
+static lmpio__tm_node *named_find(MPI_Datatype t) {
+  for (size_t i = handle_hash(t), k = 0; k < NAMED_SLOTS; i++, k++) {
+    size_t s = i & (NAMED_SLOTS - 1);
+    if (!__atomic_load_n(&named_tab[s].full, __ATOMIC_ACQUIRE)) return NULL;
+    if (memcmp(&named_tab[s].type, &t, sizeof t) == 0) return named_tab[s].node;
+  }
+  return NULL;
+}
+
+/* Decodes a named type into the table (once) and returns its node. */
+static int named_get(MPI_Datatype t, lmpio__tm_node **out) {
+  pthread_mutex_lock(&named_lock);
+  lmpio__tm_node *n = named_find(t);
+  int rc = MPI_SUCCESS;
+  if (!n) {
+    rc = decode_uncached(t, NULL, &n);
+    if (rc == MPI_SUCCESS) {
+      size_t s = handle_hash(t), k = 0;
+      for (; k < NAMED_SLOTS && named_tab[s & (NAMED_SLOTS - 1)].full; s++, k++) {}
+      if (k < NAMED_SLOTS) { /* otherwise (never in practice): the caller owns n */
+        s &= NAMED_SLOTS - 1;
+        n->refs = PERMANENT_REFS;
+        named_tab[s].type = t;
+        named_tab[s].node = n;
+        __atomic_store_n(&named_tab[s].full, 1, __ATOMIC_RELEASE);
+      }
+    }
+  }
+  pthread_mutex_unlock(&named_lock);
+  if (rc == MPI_SUCCESS) *out = n;
+  return rc;
+}
+
 static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **out) {
-  if (rep || is_named(t)) return decode_uncached(t, rep, out);
+  if (rep) return decode_uncached(t, rep, out); /* laid out in a file representation */
+  lmpio__tm_node *n = named_find(t);
+  if (n) {
+    *out = n;
+    return MPI_SUCCESS;
+  }
   pthread_once(&keyval_once, create_keyval);
   void *val;
   int flag = 0;
@@ -488,6 +556,7 @@ static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **ou
     *out = val;
     return MPI_SUCCESS;
   }
+  if (is_named(t)) return named_get(t, out);
   int rc = decode_uncached(t, NULL, out);
   if (rc == MPI_SUCCESS && keyval != MPI_KEYVAL_INVALID) {
     node_retain(*out);

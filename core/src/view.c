@@ -134,6 +134,7 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   nv.ft = ft;
   nv.rep = rep;
   nv.contiguous = ft->contiguous && ft->size == ft->extent;
+  nv.any_holes = !nv.contiguous; /* this rank's; set_view agrees on it */
   strcpy(nv.datarep, datarep);
   nv.etype = nv.filetype = MPI_DATATYPE_NULL;
   rc = keep_handle(etype, &nv.etype);
@@ -174,24 +175,42 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
   int rc = MPI_SUCCESS;
-  if (disp == MPI_DISPLACEMENT_CURRENT) {
+  int seq = (fh->amode & MPI_MODE_SEQUENTIAL) != 0;
+  if (disp == MPI_DISPLACEMENT_CURRENT && !seq)
+    rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
+  if (seq && fh->size > 1) {
+    /* Synchronise before reading the shared pointer: every write_shared a
+     * rank made before entering set_view has then moved it, whichever rank
+     * reads first.  (Nobody resets it before all have read: the reset below
+     * is collective.) */
+    rc = lmpio__agree(fh->comm, rc, 0, call);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
     /* Sequential files: the new view starts where the shared pointer is. */
     MPI_Offset sh = 0;
-    if (!(fh->amode & MPI_MODE_SEQUENTIAL))
-      rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
-    else if ((rc = lmpio__shared_get(fh, &sh, call)) == MPI_SUCCESS)
+    if ((rc = lmpio__shared_get(fh, &sh, call)) == MPI_SUCCESS)
       disp = lmpio__view_byte(&fh->view, sh * fh->view.esize);
   }
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
-  /* The data representation and the etype extent must agree on every rank. */
+  /* The data representation and the etype extent must agree on every rank;
+   * the same reduction tells every rank whether some view has holes. */
   unsigned long long h = datarep ? (unsigned long long)lmpio__hash(datarep) : 0;
   h = h * 31u + (unsigned long long)(rc == MPI_SUCCESS ? nv.eextent : 0);
-  long long same = (long long)(h >> 2); /* nonnegative: agree negates it */
-  rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? same : 0, call);
+  long long same = rc == MPI_SUCCESS ? (long long)(h >> 2) : 0; /* nonnegative */
+  long long in[4] = {rc != MPI_SUCCESS, same, -same, rc == MPI_SUCCESS && nv.any_holes}, out[4];
+  if (fh->size == 1) memcpy(out, in, sizeof out);
+  else if (MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS)
+    out[0] = 1;
+  if (out[0] || out[1] != -out[2]) { /* who failed and why, on every rank */
+    rc = lmpio__agree(fh->comm, rc, same, call);
+    if (rc == MPI_SUCCESS) rc = lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+  }
   if (rc != MPI_SUCCESS) {
     lmpio__view_free(&nv);
     return rc;
   }
+  nv.any_holes = (int)out[3];
   lmpio__view_free(&fh->view);
   fh->view = nv;
   fh->fp = 0;

@@ -400,6 +400,48 @@ static void test_derived_etype(void) {
   tl_unlink(path);
 }
 
+/* Sequential files: MPI_DISPLACEMENT_CURRENT sees every write_shared that a
+ * rank made before entering set_view (no barrier in between). */
+static void test_sequential_views(void) {
+  char *path = tl_path("seq");
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL,
+                        MPI_INFO_NULL, &fh));
+  MPI_Offset disp = -1;
+  MPI_Datatype e, f;
+  char rep[MPI_MAX_DATAREP_STRING + 1];
+  for (int round = 0; round < 20; round++) {
+    /* the last rank moves the shared pointer by 12 bytes, then at once
+     * (like every other rank) sets a view at the current position */
+    if (tl_rank == tl_size - 1) {
+      char b[12] = "abcdefghijk";
+      TL_OK(lmpio_file_write_shared(fh, b, round == 0 ? 12 : 3, round == 0 ? MPI_BYTE : MPI_INT,
+                                    MPI_STATUS_IGNORE));
+    }
+    TL_OK(lmpio_file_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    TL_OK(lmpio_file_get_view(fh, &disp, &e, &f, rep));
+    TL_EQ(disp, 12 * (round + 1));
+  }
+  /* a view with holes: the standard does not forbid it on sequential files */
+  MPI_Datatype holes = one_int_at(0, 0, 8);
+  TL_OK(lmpio_file_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, holes, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_get_view(fh, &disp, &e, &f, rep));
+  TL_EQ(disp, 12 * 20);
+  MPI_Type_free(&f);
+  /* a derived filetype without holes is fine */
+  MPI_Datatype three;
+  MPI_Type_contiguous(3, MPI_INT, &three);
+  MPI_Type_commit(&three);
+  TL_OK(lmpio_file_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, three, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_get_view(fh, &disp, &e, &f, rep));
+  TL_EQ(disp, 12 * 20);
+  MPI_Type_free(&f);
+  MPI_Type_free(&three);
+  MPI_Type_free(&holes);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("default view is a byte stream", test_default_view);
@@ -410,5 +452,6 @@ int main(int argc, char **argv) {
   tl_run("filetype tiles with explicit lower and upper bounds", test_tiling_with_bounds);
   tl_run("end of file per view, short reads, SEEK_END", test_eof_per_view);
   tl_run("offsets count derived etypes", test_derived_etype);
+  tl_run("sequential files: MPI_DISPLACEMENT_CURRENT after write_shared, no holes", test_sequential_views);
   return tl_finish();
 }
