@@ -59,24 +59,22 @@ int lmpio_register_datarep(const char *datarep, MPI_Datarep_conversion_function 
     return lmpio__err(MPI_ERR_ARG, call, "representation name longer than MPI_MAX_DATAREP_STRING (%d)",
                       MPI_MAX_DATAREP_STRING);
   if (!dtype_file_extent_fn) return lmpio__err(MPI_ERR_ARG, call, "the extent function is NULL");
-  lmpio__datarep *r = calloc(1, sizeof *r);
-  if (!r) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  strcpy(r->name, datarep);
-  r->read_fn = read_conversion_fn;
-  r->write_fn = write_conversion_fn;
-  r->extent_fn = dtype_file_extent_fn;
-  r->extra = extra_state;
   pthread_mutex_lock(&registry_lock);
   int dup = strcmp(datarep, "native") == 0 || lookup(datarep) != NULL;
-  if (!dup) {
+  lmpio__datarep *r = dup ? NULL : calloc(1, sizeof *r);
+  if (r) { /* registrations are permanent, as in MPI */
+    strcpy(r->name, datarep);
+    r->read_fn = read_conversion_fn;
+    r->write_fn = write_conversion_fn;
+    r->extent_fn = dtype_file_extent_fn;
+    r->extra = extra_state;
     r->next = registry;
     registry = r;
   }
   pthread_mutex_unlock(&registry_lock);
-  if (dup) {
-    free(r);
+  if (dup)
     return lmpio__err(MPI_ERR_DUP_DATAREP, call, "data representation \"%s\" is already registered", datarep);
-  }
+  if (!r) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   return MPI_SUCCESS;
 }
 

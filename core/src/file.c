@@ -233,7 +233,7 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
   return MPI_SUCCESS;
 }
 
-static int check_fh(lmpio_file fh, const char *call) {
+static int check_fh(const struct lmpio_file_s *fh, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   return MPI_SUCCESS;
 }

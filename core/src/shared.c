@@ -105,7 +105,7 @@ static long long kernel_file_key(int fd) {
 /* Signature of the view as far as shared-pointer access cares. */
 static long long view_sig(const lmpio__view *v) {
   unsigned long long h = (unsigned long long)lmpio__hash(v->datarep);
-  unsigned long long parts[4] = {(unsigned long long)v->disp, (unsigned long long)v->esize,
+  const unsigned long long parts[4] = {(unsigned long long)v->disp, (unsigned long long)v->esize,
                                  (unsigned long long)v->ft->extent, (unsigned long long)v->ft->size};
   for (int i = 0; i < 4; i++) h = (h ^ parts[i]) * 1099511628211ULL;
   return (long long)(h >> 2);
