@@ -115,7 +115,7 @@ static int l_abort(lua_State *L) {
 /* Concerns added later define these; they are called when linked in. */
 int lmpio_lua_datarep_open(lua_State *L) __attribute__((weak));
 
-LUAMOD_API /* A misspelt option key is an error, not silently ignored (luaposix). */
+/* A misspelt option key is an error, not silently ignored (luaposix). */
 void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -131,7 +131,7 @@ void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
   }
 }
 
-int luaopen_lmpio(lua_State *L) {
+LUAMOD_API int luaopen_lmpio(lua_State *L) {
   init_mpi(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, SENTINEL_KEY) == LUA_TNIL) {
     void **owner = lua_newuserdatauv(L, sizeof(void *), 0);
