@@ -152,6 +152,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->fd = fd;
     fh->amode = amode;
     fh->fd_readable = readable;
+    fh->fd_in_memory = lmpio__posix_in_memory(fd);
     fh->rank = rank;
     fh->size = size;
     fh->ind_rd_buffer_size = DEFAULT_IND_RD_BUFFER_SIZE;

@@ -32,6 +32,9 @@ long long lmpio__posix_pwrite_all(int fd, const void *buf, size_t len, MPI_Offse
 /* Byte-range locks (fcntl, whole-process); 0 or -1 with errno set. */
 int lmpio__posix_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
 int lmpio__posix_unlock(int fd, MPI_Offset off, MPI_Offset len);
+/* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
+ * there, so moving small blocks one by one pays off sooner. */
+int lmpio__posix_in_memory(int fd);
 
 /* ---- typemap: flattened datatypes ----------------------------------- */
 
@@ -179,6 +182,7 @@ struct lmpio_file_s {
   int fd;
   int amode;
   int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
+  int fd_in_memory;         /* the file is on tmpfs/ramfs (posix.c) */
   int atomic;
   lmpio__view view;
   MPI_Offset fp;            /* individual file pointer, in etypes */

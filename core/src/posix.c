@@ -3,6 +3,9 @@
  * ever sees them. */
 #include "internal.h"
 
+#include <linux/magic.h>
+#include <sys/vfs.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -70,4 +73,10 @@ int lmpio__posix_lock(int fd, int write, MPI_Offset off, MPI_Offset len) {
 int lmpio__posix_unlock(int fd, MPI_Offset off, MPI_Offset len) {
   if (len <= 0) return 0;
   return setlk(fd, F_UNLCK, off, len);
+}
+
+int lmpio__posix_in_memory(int fd) {
+  struct statfs sf;
+  if (fstatfs(fd, &sf) != 0) return 0;
+  return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
