@@ -114,6 +114,17 @@ static void unlock(xfer *x, MPI_Offset off, MPI_Offset len) {
   lmpio__posix_unlock(x->fh->fd, off, len);
 }
 
+void lmpio__access_copy(lmpio__cursor *mc, char *buf, char *p, MPI_Count n, int dir) {
+  while (n > 0) {
+    MPI_Aint mo;
+    MPI_Count ml = lmpio__cursor_next(mc, n, &mo);
+    if (dir == LMPIO__WRITE) memcpy(p, buf + mo, (size_t)ml);
+    else memcpy(buf + mo, p, (size_t)ml);
+    p += ml;
+    n -= ml;
+  }
+}
+
 /* Copies n data bytes between the user's memory (at the current position)
  * and p, in the direction of the transfer. */
 static void copy_mem(xfer *x, char *p, MPI_Count n) {
@@ -122,15 +133,7 @@ static void copy_mem(xfer *x, char *p, MPI_Count n) {
     if (x->dir == LMPIO__WRITE) memcpy(p, mem, (size_t)n);
     else memcpy(mem, p, (size_t)n);
   } else {
-    MPI_Count left = n;
-    while (left > 0) {
-      MPI_Aint mo;
-      MPI_Count ml = lmpio__cursor_next(&x->mc, left, &mo);
-      if (x->dir == LMPIO__WRITE) memcpy(p, x->buf + mo, (size_t)ml);
-      else memcpy(x->buf + mo, p, (size_t)ml);
-      p += ml;
-      left -= ml;
-    }
+    lmpio__access_copy(&x->mc, x->buf, p, n, x->dir);
   }
   x->done += n;
 }

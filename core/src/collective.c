@@ -207,14 +207,7 @@ static void copy_mem(coll *c, char *p, MPI_Offset d, MPI_Offset n) {
     return;
   }
   lmpio__cursor_seek(&c->mc, d);
-  while (n > 0) {
-    MPI_Aint mo;
-    MPI_Count ml = lmpio__cursor_next(&c->mc, n, &mo);
-    if (c->dir == LMPIO__WRITE) memcpy(p, c->buf + mo, (size_t)ml);
-    else memcpy(c->buf + mo, p, (size_t)ml);
-    p += ml;
-    n -= ml;
-  }
+  lmpio__access_copy(&c->mc, c->buf, p, n, c->dir);
 }
 
 /* ---- 5. aggregators --------------------------------------------------- */

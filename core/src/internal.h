@@ -222,6 +222,10 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Da
 /* The same without conversion, at data byte pos of the view. */
 int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
                      MPI_Datatype type, int dir, MPI_Count *bytes, const char *call);
+/* Packs (dir WRITE: user memory to p) or unpacks (READ: p to user memory)
+ * n data bytes of the user's buffer buf, from where the memory-type cursor
+ * mc stands; the cursor moves past them. */
+void lmpio__access_copy(lmpio__cursor *mc, char *buf, char *p, MPI_Count n, int dir);
 /* Sets the hints in effect from an info object (unknown keys are ignored). */
 void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
 /* A string hash for checking that ranks passed the same argument. */
