@@ -30,7 +30,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: all lib tests benches examples lua deps check check-core check-mpich lint demo bench install clean
+.PHONY: all lib tests benches examples lua deps check check-core check-mpich check-asan lint demo bench install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -88,6 +88,12 @@ check-core: lib tests
 # Open MPI, which stays the default): a portability check, not part of CI.
 check-mpich:
 	$(MAKE) BUILD=$(BUILD)/mpich MPICC=mpicc.mpich MPIRUN=mpirun.mpich check-core
+
+# The core and its C tests under AddressSanitizer and UBSan (MPI's own
+# allocations are not ours to chase: leak detection off).
+check-asan:
+	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" lib tests
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(BUILD)/asan sh core/test/check.sh core
 
 # Static analysis of the core: cppcheck must stay quiet.
 lint:
