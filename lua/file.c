@@ -1,6 +1,8 @@
 /* Files: lmpio.open, lmpio.delete and every method of the core under its MPI
  * name (fh:set_view, fh:read_at_all, fh:write_ordered, ...).
  *
+ * Nonblocking calls (fh:iread_at, ...) return an lmpio.request (lua/request.c).
+ *
  * A file handle is a userdata whose closed state is fh == NULL.  Open files
  * stay referenced from the registry (so __gc never closes an open file, which
  * would be a collective call) until fh:close() or __close; files still open at
@@ -603,6 +605,74 @@ static int f_write_shared(lua_State *L) { return write_ptr(L, lmpio_file_write_s
 static int f_read_ordered(lua_State *L) { return read_ptr(L, lmpio_file_read_ordered); }
 static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
 
+/* ---- nonblocking data access: each returns an lmpio.request ------------------ */
+
+typedef int (*iat_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
+typedef int (*iwat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
+typedef int (*ird_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
+typedef int (*iwr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
+
+/* iread_at(offset, buf|count [, count, type]) -> request (wait: buf, count) */
+static int iread_at(lua_State *L, iat_fn fn) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = checkoffset(L, 2);
+  lmpio_lua_mem m;
+  int dataidx = lmpio_lua_checkmem(L, 3, 0, &m) == 2 ? lua_gettop(L) : 3;
+  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
+  lmpio_lua_check(L, rc);
+  return 1;
+}
+
+/* iwrite_at(offset, data [, count, type]) -> request (wait: count) */
+static int iwrite_at(lua_State *L, iwat_fn fn) {
+  lmpio_file fh = checkfile(L);
+  MPI_Offset off = checkoffset(L, 2);
+  lmpio_lua_mem m;
+  lmpio_lua_checkmem(L, 3, 1, &m);
+  lmpio_lua_request *r = lmpio_lua_newrequest(L, 3, &m, 0);
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
+  lmpio_lua_check(L, rc);
+  return 1;
+}
+
+/* iread(buf|count [, count, type]) -> request (wait: buf, count) */
+static int iread_ptr(lua_State *L, ird_fn fn) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
+  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
+  lmpio_lua_check(L, rc);
+  return 1;
+}
+
+/* iwrite(data [, count, type]) -> request (wait: count) */
+static int iwrite_ptr(lua_State *L, iwr_fn fn) {
+  lmpio_file fh = checkfile(L);
+  lmpio_lua_mem m;
+  lmpio_lua_checkmem(L, 2, 1, &m);
+  lmpio_lua_request *r = lmpio_lua_newrequest(L, 2, &m, 0);
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
+  lmpio_lua_check(L, rc);
+  return 1;
+}
+
+static int f_iread_at(lua_State *L) { return iread_at(L, lmpio_file_iread_at); }
+static int f_iread_at_all(lua_State *L) { return iread_at(L, lmpio_file_iread_at_all); }
+static int f_iwrite_at(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at); }
+static int f_iwrite_at_all(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at_all); }
+static int f_iread(lua_State *L) { return iread_ptr(L, lmpio_file_iread); }
+static int f_iread_all(lua_State *L) { return iread_ptr(L, lmpio_file_iread_all); }
+static int f_iwrite(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite); }
+static int f_iwrite_all(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_all); }
+static int f_iread_shared(lua_State *L) { return iread_ptr(L, lmpio_file_iread_shared); }
+static int f_iwrite_shared(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_shared); }
+
 /* ---- split collectives ------------------------------------------------------ */
 
 /* The split collective in progress: its memory, kept as user value UV_SPLIT
@@ -618,32 +688,45 @@ static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m) {
   lua_setiuservalue(L, 1, UV_SPLIT);
 }
 
-/* fh:read_ordered_begin(buf|count [, count, type]) */
-static int f_read_ordered_begin(lua_State *L) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
-  keep_split(L, dataidx, &m);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
-  if (rc != MPI_SUCCESS) {
-    lua_pushnil(L);
-    lua_setiuservalue(L, 1, UV_SPLIT);
-  }
-  lmpio_lua_check(L, rc);
-  return 0;
-}
+/* The split collectives: ordered, explicit offset, individual pointer. */
+enum { S_READ_ORDERED, S_WRITE_ORDERED, S_READ_AT_ALL, S_WRITE_AT_ALL, S_READ_ALL, S_WRITE_ALL };
+#define S_READING(k) ((k) % 2 == 0)
+#define S_AT(k) ((k) == S_READ_AT_ALL || (k) == S_WRITE_AT_ALL)
 
-/* fh:write_ordered_begin(data [, count, type]) */
-static int f_write_ordered_begin(lua_State *L) {
+/* fh:read_ordered_begin(buf|count [, count, type]), fh:write_ordered_begin(data
+ * [, count, type]); the _at_all ones take an offset first. */
+static int split_begin(lua_State *L, int kind) {
   lmpio_file fh = checkfile(L);
+  MPI_Offset off = S_AT(kind) ? checkoffset(L, 2) : 0;
+  int idx = S_AT(kind) ? 3 : 2;
   lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 2, 1, &m);
-  keep_split(L, 2, &m);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
-  if (rc != MPI_SUCCESS) {
-    lua_pushnil(L);
+  int dataidx = lmpio_lua_checkmem(L, idx, !S_READING(kind), &m) == 2 ? lua_gettop(L) : idx;
+  lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
+  int previdx = lua_gettop(L);
+  keep_split(L, dataidx, &m);
+  int rc = MPI_SUCCESS;
+  switch (kind) {
+  case S_READ_ORDERED:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
+    break;
+  case S_WRITE_ORDERED:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
+    break;
+  case S_READ_AT_ALL:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_at_all_begin(fh, off, m.ptr, m.count, m.type));
+    break;
+  case S_WRITE_AT_ALL:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_at_all_begin(fh, off, m.ptr, m.count, m.type));
+    break;
+  case S_READ_ALL:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_all_begin(fh, m.ptr, m.count, m.type));
+    break;
+  default:
+    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_all_begin(fh, m.ptr, m.count, m.type));
+    break;
+  }
+  if (rc != MPI_SUCCESS) { /* nothing new became active: keep what was */
+    lua_pushvalue(L, previdx);
     lua_setiuservalue(L, 1, UV_SPLIT);
   }
   lmpio_lua_check(L, rc);
@@ -651,7 +734,8 @@ static int f_write_ordered_begin(lua_State *L) {
 }
 
 /* _end([data]): data, when given, must be what _begin received. */
-static int split_end(lua_State *L, int reading) {
+static int split_end(lua_State *L, int kind) {
+  int reading = S_READING(kind);
   lua_settop(L, 2);
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
@@ -671,9 +755,15 @@ static int split_end(lua_State *L, int reading) {
   }
   MPI_Status st;
   int rc;
-  LMPIO_LUA_CORE(L, rc, reading ? lmpio_file_read_ordered_end(fh, ptr, &st)
-                                : lmpio_file_write_ordered_end(fh, ptr, &st));
-  if (rc == MPI_SUCCESS || have) {
+  switch (kind) {
+  case S_READ_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_read_ordered_end(fh, ptr, &st)); break;
+  case S_WRITE_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_write_ordered_end(fh, ptr, &st)); break;
+  case S_READ_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_at_all_end(fh, ptr, &st)); break;
+  case S_WRITE_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_write_at_all_end(fh, ptr, &st)); break;
+  case S_READ_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_all_end(fh, ptr, &st)); break;
+  default: LMPIO_LUA_CORE(L, rc, lmpio_file_write_all_end(fh, ptr, &st)); break;
+  }
+  if (rc == MPI_SUCCESS) { /* a mismatched _end leaves the split active: keep its memory */
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_SPLIT);
   }
@@ -687,8 +777,18 @@ static int split_end(lua_State *L, int reading) {
   return 1;
 }
 
-static int f_read_ordered_end(lua_State *L) { return split_end(L, 1); }
-static int f_write_ordered_end(lua_State *L) { return split_end(L, 0); }
+static int f_read_ordered_begin(lua_State *L) { return split_begin(L, S_READ_ORDERED); }
+static int f_write_ordered_begin(lua_State *L) { return split_begin(L, S_WRITE_ORDERED); }
+static int f_read_ordered_end(lua_State *L) { return split_end(L, S_READ_ORDERED); }
+static int f_write_ordered_end(lua_State *L) { return split_end(L, S_WRITE_ORDERED); }
+static int f_read_at_all_begin(lua_State *L) { return split_begin(L, S_READ_AT_ALL); }
+static int f_write_at_all_begin(lua_State *L) { return split_begin(L, S_WRITE_AT_ALL); }
+static int f_read_at_all_end(lua_State *L) { return split_end(L, S_READ_AT_ALL); }
+static int f_write_at_all_end(lua_State *L) { return split_end(L, S_WRITE_AT_ALL); }
+static int f_read_all_begin(lua_State *L) { return split_begin(L, S_READ_ALL); }
+static int f_write_all_begin(lua_State *L) { return split_begin(L, S_WRITE_ALL); }
+static int f_read_all_end(lua_State *L) { return split_end(L, S_READ_ALL); }
+static int f_write_all_end(lua_State *L) { return split_end(L, S_WRITE_ALL); }
 
 static void exit_hook(void *owner) { close_open_files(owner); }
 
@@ -713,6 +813,14 @@ int lmpio_lua_file_open(lua_State *L) {
       {"read_ordered", f_read_ordered}, {"write_ordered", f_write_ordered},
       {"read_ordered_begin", f_read_ordered_begin}, {"read_ordered_end", f_read_ordered_end},
       {"write_ordered_begin", f_write_ordered_begin}, {"write_ordered_end", f_write_ordered_end},
+      {"read_at_all_begin", f_read_at_all_begin}, {"read_at_all_end", f_read_at_all_end},
+      {"write_at_all_begin", f_write_at_all_begin}, {"write_at_all_end", f_write_at_all_end},
+      {"read_all_begin", f_read_all_begin}, {"read_all_end", f_read_all_end},
+      {"write_all_begin", f_write_all_begin}, {"write_all_end", f_write_all_end},
+      {"iread_at", f_iread_at}, {"iread_at_all", f_iread_at_all},
+      {"iwrite_at", f_iwrite_at}, {"iwrite_at_all", f_iwrite_at_all},
+      {"iread", f_iread}, {"iread_all", f_iread_all}, {"iwrite", f_iwrite}, {"iwrite_all", f_iwrite_all},
+      {"iread_shared", f_iread_shared}, {"iwrite_shared", f_iwrite_shared},
       {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);

@@ -151,6 +151,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_buffer_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
+  lmpio_lua_request_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
 
   static const luaL_Reg funcs[] = {

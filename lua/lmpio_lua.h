@@ -6,7 +6,7 @@
  * lmpio_lua_datarep_open: lmpio.c calls it when it is linked in.
  *
  * Metatables: "lmpio.buffer" (typed arrays and byte buffers), "lmpio.datatype",
- * "lmpio.comm", "lmpio.file", "lmpio.error". */
+ * "lmpio.comm", "lmpio.file", "lmpio.error", "lmpio.request". */
 #ifndef LMPIO_LUA_H
 #define LMPIO_LUA_H
 
@@ -22,6 +22,7 @@
 #define LMPIO_LUA_COMM "lmpio.comm"
 #define LMPIO_LUA_FILE "lmpio.file"
 #define LMPIO_LUA_ERROR "lmpio.error"
+#define LMPIO_LUA_REQUEST "lmpio.request"
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
@@ -143,6 +144,20 @@ void lmpio_lua_freeinfo(MPI_Info *info);
 /* Pushes an MPI_Info as a Lua table of strings. */
 void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
 
+/* ---- request.c: requests of the nonblocking calls --------------------- */
+
+typedef struct lmpio_lua_request {
+  MPI_Request req;       /* MPI_REQUEST_NULL once waited (or never started) */
+  MPI_Count type_size;   /* data bytes of one item of the call's type */
+  int reading;           /* wait returns the buffer too */
+  int done;              /* waited: count holds the result */
+  lua_Integer count;
+} lmpio_lua_request;
+
+/* Pushes a new request object (req MPI_REQUEST_NULL, for the core call to
+ * fill) that keeps the value at dataidx alive until it is waited for. */
+lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading);
+
 /* ---- lmpio.c: MPI lifetime -------------------------------------------- */
 
 /* Registers fn to be run (once, in registration order) before MPI_Finalize
@@ -161,6 +176,7 @@ int lmpio_lua_buffer_open(lua_State *L);
 int lmpio_lua_datatype_open(lua_State *L);
 int lmpio_lua_comm_open(lua_State *L);
 int lmpio_lua_file_open(lua_State *L);
+int lmpio_lua_request_open(lua_State *L);
 
 /* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */

@@ -13,6 +13,7 @@
  * error class on every rank.
  *
  * Statuses are filled so that MPI_Get_count and MPI_Get_elements work on them.
+ * Requests are MPI generalized requests: MPI_Wait and MPI_Test work on them.
  * MPI must be initialised before the first call.
  */
 #ifndef LMPIO_H
@@ -93,7 +94,46 @@ LMPIO_API int lmpio_file_write_ordered(lmpio_file fh, const void *buf, int count
 LMPIO_API int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence);
 LMPIO_API int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset);
 
-/* Split collective data access */
+/* Nonblocking data access.  The operation is carried out by the initiating
+ * call (as the standard allows); the request is an MPI generalized request,
+ * already complete, so MPI_Wait/MPI_Test/MPI_Waitall give its status.  An
+ * error returns its class from the call itself, with *request set to
+ * MPI_REQUEST_NULL; pointers advance when the call is initiated. */
+LMPIO_API int lmpio_file_iread_at(lmpio_file fh, MPI_Offset offset, void *buf, int count,
+                                  MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_at(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
+                                   MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_at_all(lmpio_file fh, MPI_Offset offset, void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_at_all(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                       int count, MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
+                               MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite(lmpio_file fh, const void *buf, int count,
+                                MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_all(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
+                                   MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_all(lmpio_file fh, const void *buf, int count,
+                                    MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_shared(lmpio_file fh, void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_shared(lmpio_file fh, const void *buf, int count,
+                                       MPI_Datatype datatype, MPI_Request *request);
+
+/* Split collective data access.  One split collective may be active per
+ * file handle; _end must name the kind and the buffer of its _begin. */
+LMPIO_API int lmpio_file_read_at_all_begin(lmpio_file fh, MPI_Offset offset, void *buf,
+                                           int count, MPI_Datatype datatype);
+LMPIO_API int lmpio_file_read_at_all_end(lmpio_file fh, void *buf, MPI_Status *status);
+LMPIO_API int lmpio_file_write_at_all_begin(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                            int count, MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_at_all_end(lmpio_file fh, const void *buf, MPI_Status *status);
+LMPIO_API int lmpio_file_read_all_begin(lmpio_file fh, void *buf, int count,
+                                        MPI_Datatype datatype);
+LMPIO_API int lmpio_file_read_all_end(lmpio_file fh, void *buf, MPI_Status *status);
+LMPIO_API int lmpio_file_write_all_begin(lmpio_file fh, const void *buf, int count,
+                                         MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_all_end(lmpio_file fh, const void *buf, MPI_Status *status);
 LMPIO_API int lmpio_file_read_ordered_begin(lmpio_file fh, void *buf, int count,
                                             MPI_Datatype datatype);
 LMPIO_API int lmpio_file_read_ordered_end(lmpio_file fh, void *buf, MPI_Status *status);

@@ -566,7 +566,7 @@ int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
 
 /* ---- public calls: explicit offsets and individual pointers ----------- */
 
-static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
                        MPI_Datatype type, int dir, MPI_Status *status, const char *call) {
   int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc != MPI_SUCCESS) return rc;
@@ -580,22 +580,22 @@ static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
 
 int lmpio_file_read_at(lmpio_file fh, MPI_Offset offset, void *buf, int count,
                        MPI_Datatype datatype, MPI_Status *status) {
-  return independent(fh, offset, 0, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_at");
+  return lmpio__independent(fh, offset, 0, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_at");
 }
 
 int lmpio_file_write_at(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
                         MPI_Datatype datatype, MPI_Status *status) {
-  return independent(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, status,
+  return lmpio__independent(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, status,
                      "lmpio_file_write_at");
 }
 
 int lmpio_file_read(lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) {
-  return independent(fh, 0, 1, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read");
+  return lmpio__independent(fh, 0, 1, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read");
 }
 
 int lmpio_file_write(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
                      MPI_Status *status) {
-  return independent(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, status, "lmpio_file_write");
+  return lmpio__independent(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, status, "lmpio_file_write");
 }
 
 int lmpio_file_seek(lmpio_file fh, MPI_Offset offset, int whence) {

@@ -562,10 +562,15 @@ static int setup(coll *c, MPI_Offset pos, int count, MPI_Datatype type) {
   return MPI_SUCCESS;
 }
 
-static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
-                      MPI_Datatype type, int dir, MPI_Status *status, const char *call) {
+int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+                      MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
+  int rc = pre_rc;
+  /* The standard: no other collective access while a split collective is active. */
+  if (rc == MPI_SUCCESS && fh->split_kind != LMPIO__SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  if (rc == MPI_SUCCESS)
+    rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc == MPI_SUCCESS && !use_fp && offset < 0)
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
   /* A count that is not whole etypes on one rank must stop every rank
@@ -660,22 +665,24 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
 
 int lmpio_file_read_at_all(lmpio_file fh, MPI_Offset offset, void *buf, int count,
                            MPI_Datatype datatype, MPI_Status *status) {
-  return collective(fh, offset, 0, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_at_all");
+  return lmpio__collective(fh, offset, 0, buf, count, datatype, LMPIO__READ, status, MPI_SUCCESS,
+                           "lmpio_file_read_at_all");
 }
 
 int lmpio_file_write_at_all(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
                             MPI_Datatype datatype, MPI_Status *status) {
-  return collective(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                    "lmpio_file_write_at_all");
+  return lmpio__collective(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, status,
+                           MPI_SUCCESS, "lmpio_file_write_at_all");
 }
 
 int lmpio_file_read_all(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
                         MPI_Status *status) {
-  return collective(fh, 0, 1, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_all");
+  return lmpio__collective(fh, 0, 1, buf, count, datatype, LMPIO__READ, status, MPI_SUCCESS,
+                           "lmpio_file_read_all");
 }
 
 int lmpio_file_write_all(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
                          MPI_Status *status) {
-  return collective(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                    "lmpio_file_write_all");
+  return lmpio__collective(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, status,
+                           MPI_SUCCESS, "lmpio_file_write_all");
 }

@@ -203,11 +203,19 @@ struct lmpio_file_s {
   MPI_Offset sh_initial;    /* its value while the helper file is empty */
   char *sh_path;
   int sh_fd;
-  /* The split collective in progress (0: none). */
+  /* The split collective in progress (LMPIO__SPLIT_NONE: none), with the
+   * buffer its _begin received (its _end must pass the same). */
   int split_kind;
   int split_rc;
   MPI_Count split_bytes;
+  const void *split_buf;
 };
+
+/* Kinds of split collective (shared.c keeps the state, request.c and
+ * shared.c start them). */
+enum { LMPIO__SPLIT_NONE, LMPIO__SPLIT_READ_ORDERED, LMPIO__SPLIT_WRITE_ORDERED,
+       LMPIO__SPLIT_READ_AT_ALL, LMPIO__SPLIT_WRITE_AT_ALL, LMPIO__SPLIT_READ_ALL,
+       LMPIO__SPLIT_WRITE_ALL };
 
 /* ---- access: independent data access -------------------------------- */
 
@@ -226,6 +234,10 @@ int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
  * n data bytes of the user's buffer buf, from where the memory-type cursor
  * mc stands; the cursor moves past them. */
 void lmpio__access_copy(lmpio__cursor *mc, char *buf, char *p, MPI_Count n, int dir);
+/* The blocking independent calls (explicit offset, or the individual pointer
+ * when use_fp, which advances it); request.c starts nonblocking ones with it. */
+int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+                       MPI_Datatype type, int dir, MPI_Status *status, const char *call);
 /* Sets the hints in effect from an info object (unknown keys are ignored). */
 void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
 /* A string hash for checking that ranks passed the same argument. */
@@ -250,5 +262,20 @@ void lmpio__shared_free(lmpio_file fh);
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
 void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
+/* The blocking write_shared / read_shared. */
+int lmpio__shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+                         MPI_Status *status, const char *call);
+/* Split collective state: records a _begin that succeeded on every rank;
+ * _end checks kind and buffer, clears the state and fills the status. */
+void lmpio__split_record(lmpio_file fh, int kind, const void *buf, MPI_Count bytes);
+int lmpio__split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *status, const char *call);
+
+/* ---- collective: the *_all calls ---------------------------------------- */
+
+/* The blocking collective calls.  pre_rc: an error this rank already met
+ * (agreed with the others like the call's own checks, before any transfer).
+ * Fails on every rank while a split collective is active. */
+int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+                      MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call);
 
 #endif

@@ -55,7 +55,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SPLIT_NONE, SPLIT_READ_ORDERED, SPLIT_WRITE_ORDERED };
 enum { MODE_LOCAL, MODE_LOCK, MODE_MMAP };
 
 #ifndef ORDERED_GATHER_MAX /* -DORDERED_GATHER_MAX=1 tests the other path */
@@ -300,7 +299,7 @@ static int check_view(lmpio_file fh, const char *call) {
   return MPI_SUCCESS;
 }
 
-static int shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+int lmpio__shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call) {
   int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
   MPI_Offset n = 0, d = 0;
@@ -323,12 +322,12 @@ static int shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type,
 
 int lmpio_file_read_shared(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
                            MPI_Status *status) {
-  return shared_access(fh, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_shared");
+  return lmpio__shared_access(fh, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_shared");
 }
 
 int lmpio_file_write_shared(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
                             MPI_Status *status) {
-  return shared_access(fh, (void *)buf, count, datatype, LMPIO__WRITE, status,
+  return lmpio__shared_access(fh, (void *)buf, count, datatype, LMPIO__WRITE, status,
                        "lmpio_file_write_shared");
 }
 
@@ -352,7 +351,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   else if (fh->amode & MPI_MODE_SEQUENTIAL)
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
                     "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  else if (fh->split_kind != SPLIT_NONE)
+  else if (fh->split_kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   else rc = check_view(fh, call);
   int anydirty = 0;
@@ -466,7 +465,7 @@ static int ordered_call(lmpio_file fh, void *buf, int count, MPI_Datatype type, 
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   MPI_Count bytes;
   int rc = MPI_SUCCESS;
-  if (fh->split_kind != SPLIT_NONE)
+  if (fh->split_kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   rc = ordered(fh, buf, count, type, dir, &bytes, rc, call);
   lmpio__set_status(status, bytes);
@@ -486,45 +485,53 @@ int lmpio_file_write_ordered(lmpio_file fh, const void *buf, int count, MPI_Data
 
 /* Split collectives: _begin does the whole transfer, _end hands over the
  * status; one split collective may be active per file handle, and a
- * failed _begin (same error on every rank) leaves none active. */
+ * failed _begin (same error on every rank) leaves none active.  The other
+ * split collectives (request.c) keep their state here too. */
+void lmpio__split_record(lmpio_file fh, int kind, const void *buf, MPI_Count bytes) {
+  fh->split_kind = kind;
+  fh->split_rc = MPI_SUCCESS;
+  fh->split_bytes = bytes;
+  fh->split_buf = buf;
+}
+
 static int split_begin(lmpio_file fh, void *buf, int count, MPI_Datatype type, int kind,
                        const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   int rc = MPI_SUCCESS;
-  if (fh->split_kind != SPLIT_NONE)
+  if (fh->split_kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path);
   MPI_Count bytes = 0;
-  rc = ordered(fh, buf, count, type, kind == SPLIT_READ_ORDERED ? LMPIO__READ : LMPIO__WRITE, &bytes, rc, call);
+  rc = ordered(fh, buf, count, type, kind == LMPIO__SPLIT_READ_ORDERED ? LMPIO__READ : LMPIO__WRITE, &bytes, rc, call);
   if (rc != MPI_SUCCESS) return rc; /* agreed by every rank; nothing becomes active */
-  fh->split_kind = kind;
-  fh->split_rc = MPI_SUCCESS;
-  fh->split_bytes = bytes;
+  lmpio__split_record(fh, kind, buf, bytes);
   return MPI_SUCCESS;
 }
 
-static int split_end(lmpio_file fh, int kind, MPI_Status *status, const char *call) {
+int lmpio__split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *status, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (fh->split_kind != kind)
     return lmpio__err(MPI_ERR_OTHER, call, "no matching split collective is active on file \"%s\"", fh->path);
-  fh->split_kind = SPLIT_NONE;
+  if (buf != fh->split_buf)
+    return lmpio__err(MPI_ERR_OTHER, call, "buf is not the buffer given to the matching _begin on file \"%s\"",
+                      fh->path);
+  fh->split_kind = LMPIO__SPLIT_NONE;
+  fh->split_buf = NULL;
   lmpio__set_status(status, fh->split_bytes);
   return fh->split_rc;
 }
 
 int lmpio_file_read_ordered_begin(lmpio_file fh, void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, buf, count, datatype, SPLIT_READ_ORDERED, "lmpio_file_read_ordered_begin");
+  return split_begin(fh, buf, count, datatype, LMPIO__SPLIT_READ_ORDERED, "lmpio_file_read_ordered_begin");
 }
 
 int lmpio_file_read_ordered_end(lmpio_file fh, void *buf, MPI_Status *status) {
-  (void)buf;
-  return split_end(fh, SPLIT_READ_ORDERED, status, "lmpio_file_read_ordered_end");
+  return lmpio__split_end(fh, LMPIO__SPLIT_READ_ORDERED, buf, status, "lmpio_file_read_ordered_end");
 }
 
 int lmpio_file_write_ordered_begin(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, (void *)buf, count, datatype, SPLIT_WRITE_ORDERED, "lmpio_file_write_ordered_begin");
+  return split_begin(fh, (void *)buf, count, datatype, LMPIO__SPLIT_WRITE_ORDERED, "lmpio_file_write_ordered_begin");
 }
 
 int lmpio_file_write_ordered_end(lmpio_file fh, const void *buf, MPI_Status *status) {
-  (void)buf;
-  return split_end(fh, SPLIT_WRITE_ORDERED, status, "lmpio_file_write_ordered_end");
+  return lmpio__split_end(fh, LMPIO__SPLIT_WRITE_ORDERED, buf, status, "lmpio_file_write_ordered_end");
 }
