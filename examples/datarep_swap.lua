@@ -91,7 +91,7 @@ end
 
 local all_ok = world:allreduce(ok, "land")
 world:barrier()
-if rank == 0 and not arg[1] then
+if rank == 0 then -- the two files are ours, whatever base was given
   os.remove(swap_path)
   os.remove(ext_path)
 end
