@@ -34,6 +34,7 @@ local function lmpio_error(fn, ...)
 end
 
 describe("data representations", function()
+  after_each(H.cleanup)
   it("registers once per name; bad names and specs are errors", function()
     lmpio.register_datarep("spec_dr_reg", { extent = native_extent, write = swap_write })
     local e = lmpio_error(lmpio.register_datarep, "spec_dr_reg", { extent = native_extent })
