@@ -161,6 +161,77 @@ LMPIO_API int lmpio_file_get_type_extent(lmpio_file fh, MPI_Datatype datatype, M
  * (per thread; used by the next failing conversion, then cleared). */
 LMPIO_API void lmpio_conversion_error_detail(const char *text);
 
+/* Large counts (MPI-4.0).  Every data access call and get_type_extent has
+ * a variant with an MPI_Count count (the name ends in _c), as MPI-4.0 names
+ * them; Open MPI 4.1's headers lack them, so lmpio declares what it needs.
+ * Conversion functions of representations registered with
+ * lmpio_register_datarep_c take an MPI_Count count. */
+typedef int lmpio_datarep_conversion_function_c(void *userbuf, MPI_Datatype datatype, MPI_Count count,
+                                                void *filebuf, MPI_Offset position, void *extra_state);
+#define LMPIO_CONVERSION_FN_NULL_C ((lmpio_datarep_conversion_function_c *)0)
+LMPIO_API int lmpio_register_datarep_c(const char *datarep,
+                                       lmpio_datarep_conversion_function_c *read_conversion_fn,
+                                       lmpio_datarep_conversion_function_c *write_conversion_fn,
+                                       MPI_Datarep_extent_function *dtype_file_extent_fn,
+                                       void *extra_state);
+LMPIO_API int lmpio_file_get_type_extent_c(lmpio_file fh, MPI_Datatype datatype, MPI_Count *extent);
+LMPIO_API int lmpio_file_read_at_c(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count,
+                                   MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_at_all_c(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count,
+                                       MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_at_c(lmpio_file fh, MPI_Offset offset, const void *buf, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_at_all_c(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                        MPI_Count count, MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_c(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                MPI_Status *status);
+LMPIO_API int lmpio_file_read_all_c(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                    MPI_Status *status);
+LMPIO_API int lmpio_file_write_c(lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                                 MPI_Status *status);
+LMPIO_API int lmpio_file_write_all_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                     MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_shared_c(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                       MPI_Status *status);
+LMPIO_API int lmpio_file_write_shared_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                        MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_read_ordered_c(lmpio_file fh, void *buf, MPI_Count count,
+                                        MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_write_ordered_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                         MPI_Datatype datatype, MPI_Status *status);
+LMPIO_API int lmpio_file_iread_at_c(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_at_c(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                     MPI_Count count, MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_at_all_c(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count,
+                                        MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_at_all_c(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                         MPI_Count count, MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_c(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                 MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                  MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_all_c(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                     MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_all_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                      MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iread_shared_c(lmpio_file fh, void *buf, MPI_Count count,
+                                        MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_iwrite_shared_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                         MPI_Datatype datatype, MPI_Request *request);
+LMPIO_API int lmpio_file_read_at_all_begin_c(lmpio_file fh, MPI_Offset offset, void *buf,
+                                             MPI_Count count, MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_at_all_begin_c(lmpio_file fh, MPI_Offset offset, const void *buf,
+                                              MPI_Count count, MPI_Datatype datatype);
+LMPIO_API int lmpio_file_read_all_begin_c(lmpio_file fh, void *buf, MPI_Count count,
+                                          MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_all_begin_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                           MPI_Datatype datatype);
+LMPIO_API int lmpio_file_read_ordered_begin_c(lmpio_file fh, void *buf, MPI_Count count,
+                                              MPI_Datatype datatype);
+LMPIO_API int lmpio_file_write_ordered_begin_c(lmpio_file fh, const void *buf, MPI_Count count,
+                                               MPI_Datatype datatype);
+
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
 LMPIO_API int lmpio_error_string(int errorcode, char *string, int *resultlen);

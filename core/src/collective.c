@@ -46,8 +46,7 @@
 #define ALIGN 4096
 #define MAX_CB_TOTAL (1 << 30) /* aggregators x cb_buffer_size, so int counts fit */
 
-/* Pieces of one rank in one window: count blocks of len bytes, stride apart. */
-typedef struct { MPI_Offset off, len, stride, count; } vec;
+typedef lmpio__vec vec;
 
 typedef struct {
   lmpio_file fh;
@@ -57,7 +56,10 @@ typedef struct {
   const lmpio__tm_node *m;
   int memcontig;           /* data is one run at buf + m->data_lb */
   int direct;              /* ... and small enough for int displacements */
-  lmpio__cursor mc;
+  lmpio__stream ms;        /* my memory */
+  lmpio__plan plan;        /* snapshot of the handle for the engine */
+  lmpio__engine engine;
+  lmpio__window w;
   MPI_Offset pos;          /* first data byte of the view */
   MPI_Count total;         /* data bytes of my access */
   MPI_Offset start, end;   /* file bytes it touches */
@@ -65,19 +67,18 @@ typedef struct {
   int naggr, me;           /* me: my aggregator index or -1 */
   int *agg;                /* rank of aggregator k */
   MPI_Offset gmin, gmax, base, fd, cb;
-  int rounds;
+  MPI_Offset rounds;
   /* buffers, grown as needed */
   vec *sv, *rv;
   size_t sv_cap, rv_cap;
-  char *sd, *rd, *win;
-  size_t sd_cap, rd_cap, win_cap;
+  char *sd, *rd;
+  size_t sd_cap, rd_cap;
   uint64_t *bits;
   size_t bits_cap;
-  int *scnt, *rcnt;        /* [pieces, bytes] per rank, sent and received */
+  long long *scnt, *rcnt;  /* [pieces, bytes, next round] per rank, sent and received */
   int *sdsp, *rdsp, *cnt2; /* per rank; cnt2 holds 2 * size scratch counts */
   MPI_Offset *d0;          /* my data range per aggregator this round */
   MPI_Count valid;         /* reads: my data bytes before end of file */
-  size_t first;            /* first vector of the list being built */
   int took;                /* holds the kept buffers */
 } coll;
 
@@ -94,12 +95,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 
 /* ---- 1. my range ------------------------------------------------------ */
 
-static void my_range(coll *c) {
+static int my_range(coll *c) {
   const lmpio__view *v = &c->fh->view;
   c->start = c->end = 0;
-  if (c->total == 0) return;
-  c->start = lmpio__view_byte(v, c->pos);
-  c->end = lmpio__view_byte(v, c->pos + c->total - 1) + 1;
+  if (c->total == 0) return MPI_SUCCESS;
+  int rc = lmpio__view_byte(v, c->pos, &c->start, c->call);
+  if (rc == MPI_SUCCESS) rc = lmpio__view_byte(v, c->pos + c->total - 1, &c->end, c->call);
+  c->end++;
+  return rc;
 }
 
 /* ---- 3. file domains -------------------------------------------------- */
@@ -140,59 +143,26 @@ static void file_domains(coll *c, MPI_Offset cb_nodes, MPI_Offset cb_size) {
   if (cb > MAX_CB_TOTAL / c->naggr) cb = MAX_CB_TOTAL / c->naggr;
   if (cb > c->fd) cb = c->fd;
   c->cb = cb;
-  c->rounds = (int)((c->fd + cb - 1) / cb);
+  c->rounds = (c->fd + cb - 1) / cb;
 }
 
 /* ---- 4. my pieces ----------------------------------------------------- */
 
-static int push(coll *c, size_t *n, MPI_Offset off, MPI_Offset len, MPI_Offset stride,
-                MPI_Offset count) {
-  if (count == 1 && *n > c->first) { /* never into another aggregator's list */
-    vec *l = &c->sv[*n - 1];
-    if (l->count == 1 && off == l->off + l->len) { l->len += len; return 0; }
-    if (l->count == 1 && len == l->len) { l->stride = off - l->off; l->count = 2; return 0; }
-    if (l->count >= 2 && len == l->len && off == l->off + l->count * l->stride) { l->count++; return 0; }
-  }
-  if (grow((void **)&c->sv, &c->sv_cap, *n + 1, sizeof(vec)) < 0) return -1;
-  c->sv[(*n)++] = (vec){off, len, stride, count};
-  return 0;
-}
-
-/* Appends the pieces of data bytes [a, b) of the view (absolute positions). */
+/* Appends the pieces of data bytes [a, b) of the view (absolute
+ * positions) to sv: the plan's windows, unbounded. */
 static int my_pieces(coll *c, MPI_Offset a, MPI_Offset b, size_t *n) {
-  const lmpio__view *v = &c->fh->view;
-  const lmpio__tm_node *ft = v->ft;
-  if (ft->contiguous) { /* one run per tile: head, whole tiles, tail */
-    MPI_Offset S = ft->size, E = ft->extent, base = v->disp + ft->data_lb;
-    MPI_Offset p = a;
-    if (p % S != 0 || b - p < S) {
-      MPI_Offset len = S - p % S < b - p ? S - p % S : b - p;
-      if (push(c, n, base + p / S * E + p % S, len, len, 1) < 0) return -1;
-      p += len;
+  lmpio__plan_iter it;
+  if (lmpio__plan_start(&it, &c->plan, a, b) != MPI_SUCCESS) return -1;
+  int more, rc = 0;
+  while (rc == 0 && (more = lmpio__plan_next(&it, LLONG_MAX / 4, 0, &c->w)) != 0) {
+    if (more < 0 || grow((void **)&c->sv, &c->sv_cap, *n + c->w.n, sizeof(vec)) < 0) {
+      rc = -1;
+      break;
     }
-    MPI_Offset T = (b - p) / S;
-    if (T > 0) {
-      if (E == S || T == 1) {
-        if (push(c, n, base + p / S * E, T * S, T * S, 1) < 0) return -1;
-      } else if (push(c, n, base + p / S * E, S, E, T) < 0) {
-        return -1;
-      }
-      p += T * S;
-    }
-    if (p < b && push(c, n, base + p / S * E, b - p, b - p, 1) < 0) return -1;
-    return 0;
+    memcpy(c->sv + *n, c->w.v, c->w.n * sizeof(vec));
+    *n += c->w.n;
   }
-  lmpio__cursor fc;
-  if (lmpio__cursor_init(&fc, ft, ft->extent) != MPI_SUCCESS) return -1;
-  lmpio__cursor_seek(&fc, a);
-  int rc = 0;
-  for (MPI_Offset p = a; p < b && rc == 0;) {
-    MPI_Aint off;
-    MPI_Count len = lmpio__cursor_next(&fc, b - p, &off);
-    rc = push(c, n, v->disp + off, len, len, 1);
-    p += len;
-  }
-  lmpio__cursor_free(&fc);
+  lmpio__plan_stop(&it);
   return rc;
 }
 
@@ -200,14 +170,8 @@ static int my_pieces(coll *c, MPI_Offset a, MPI_Offset b, size_t *n) {
 static void copy_mem(coll *c, char *p, MPI_Offset d, MPI_Offset n) {
   if (c->dir == LMPIO__READ && d + n > c->valid) n = c->valid - d; /* memory past EOF is left alone */
   if (n <= 0) return;
-  if (c->memcontig) {
-    char *mem = c->buf + c->m->data_lb + d;
-    if (c->dir == LMPIO__WRITE) memcpy(p, mem, (size_t)n);
-    else memcpy(mem, p, (size_t)n);
-    return;
-  }
-  lmpio__cursor_seek(&c->mc, d);
-  lmpio__access_copy(&c->mc, c->buf, p, n, c->dir);
+  lmpio__stream_seek(&c->ms, d);
+  lmpio__stream_copy(&c->ms, p, n, c->dir);
 }
 
 /* ---- 5. aggregators --------------------------------------------------- */
@@ -233,107 +197,111 @@ static void set_bits(uint64_t *bits, MPI_Offset a, MPI_Offset n) {
 
 static int test_bit(const uint64_t *bits, MPI_Offset a) { return (bits[a >> 6] >> (a & 63)) & 1; }
 
-static int io_err(coll *c, const char *what) {
-  return lmpio__err_errno(errno, c->call, what, c->fh->path);
+/* Whether the pieces received cover every byte of [lo, lo + span). */
+static int covers(coll *c, size_t nv, int ncontrib, MPI_Offset lo, MPI_Offset span, MPI_Offset sum, int *rc) {
+  if (ncontrib == 1) return sum == span; /* one rank's pieces never overlap */
+  if (sum < span) return 0;
+  size_t words = (size_t)(span + 63) / 64;
+  if (grow((void **)&c->bits, &c->bits_cap, words, sizeof(uint64_t)) < 0) {
+    *rc = lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
+    return 0;
+  }
+  memset(c->bits, 0, words * sizeof(uint64_t));
+  for (size_t i = 0; i < nv; i++)
+    for (MPI_Offset j = 0; j < c->rv[i].count; j++)
+      set_bits(c->bits, c->rv[i].off + j * c->rv[i].stride - lo, c->rv[i].len);
+  MPI_Offset full = 0;
+  for (size_t w = 0; w < (size_t)span / 64; w++) full += __builtin_popcountll(c->bits[w]);
+  for (MPI_Offset b = span / 64 * 64; b < span; b++) full += test_bit(c->bits, b);
+  return full == span;
 }
 
-/* Writes the pieces received this round (rv: vectors, rd: their data). */
+/* The window an aggregator runs for the pieces it received (rv). */
+static void agg_window(coll *c, size_t nv, MPI_Offset lo, MPI_Offset hi) {
+  c->w.v = c->rv;
+  c->w.n = c->w.cap = nv;
+  c->w.lo = lo;
+  c->w.hi = hi;
+  c->w.sieve = 1;
+  c->w.fill = c->w.zero_eof = 0;
+  c->w.lock = LMPIO__LOCK_NONE;
+}
+
+/* Writes the pieces received this round (rv: vectors, rd: their data),
+ * through the engine: one sieved window under an exclusive lock. */
 static int agg_write(coll *c, size_t nv, int ncontrib) {
-  lmpio_file fh = c->fh;
   MPI_Offset lo = LLONG_MAX, hi = 0, sum = 0;
   extent_of(c->rv, nv, &lo, &hi, &sum);
   if (nv == 0 || sum == 0) return MPI_SUCCESS;
-  MPI_Offset span = hi - lo;
-  if (grow((void **)&c->win, &c->win_cap, (size_t)span, 1) < 0)
-    return lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate a %lld-byte collective buffer", (long long)span);
-  /* One rank's pieces never overlap; several ranks' pieces may. */
-  int covered = sum == span && ncontrib == 1, have_bits = 0;
-  if (!covered && (sum >= span || !fh->fd_readable)) {
-    size_t words = (size_t)(span + 63) / 64;
-    if (grow((void **)&c->bits, &c->bits_cap, words, sizeof(uint64_t)) < 0)
-      return lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
-    memset(c->bits, 0, words * sizeof(uint64_t));
-    for (size_t i = 0; i < nv; i++)
-      for (MPI_Offset j = 0; j < c->rv[i].count; j++)
-        set_bits(c->bits, c->rv[i].off + j * c->rv[i].stride - lo, c->rv[i].len);
-    have_bits = 1;
-    MPI_Offset full = 0;
-    for (size_t w = 0; w < (size_t)span / 64; w++) full += c->bits[w] == ~0ULL ? 64 : __builtin_popcountll(c->bits[w]);
-    for (MPI_Offset b = span / 64 * 64; b < span; b++) full += test_bit(c->bits, b);
-    covered = full == span;
-  }
-  int rc = MPI_SUCCESS, locked = fh->size > 1;
-  if (locked && lmpio__posix_lock(fh->fd, 1, lo, span) < 0) return io_err(c, "byte-range lock on");
-  if (!covered && fh->fd_readable) { /* holes keep what the file has */
-    long long got = lmpio__posix_pread_all(fh->fd, c->win, (size_t)span, lo);
-    if (got < 0) rc = io_err(c, "pread of");
-    else if (got < span) memset(c->win + got, 0, (size_t)(span - got));
-  }
-  if (rc == MPI_SUCCESS) {
-    const char *d = c->rd;
-    for (size_t i = 0; i < nv; i++) {
-      const vec *v = &c->rv[i];
-      char *w = c->win + (v->off - lo);
-      if (v->len == 8) {
-        for (MPI_Offset j = 0; j < v->count; j++, d += 8) memcpy(w + j * v->stride, d, 8);
-      } else {
-        for (MPI_Offset j = 0; j < v->count; j++, d += v->len) memcpy(w + j * v->stride, d, (size_t)v->len);
-      }
-    }
-    if (covered || fh->fd_readable) {
-      if (lmpio__posix_pwrite_all(fh->fd, c->win, (size_t)span, lo) < 0) rc = io_err(c, "pwrite to");
-    } else if (have_bits) { /* write-only file with holes: write each run */
-      for (MPI_Offset b = 0; b < span && rc == MPI_SUCCESS;) {
-        if (!test_bit(c->bits, b)) { b++; continue; }
-        MPI_Offset e = b;
-        while (e < span && test_bit(c->bits, e)) e++;
-        if (lmpio__posix_pwrite_all(fh->fd, c->win + b, (size_t)(e - b), lo + b) < 0) rc = io_err(c, "pwrite to");
-        b = e;
-      }
-    }
-  }
-  if (locked) lmpio__posix_unlock(fh->fd, lo, span);
+  int rc = MPI_SUCCESS;
+  int covered = covers(c, nv, ncontrib, lo, hi - lo, sum, &rc);
+  if (rc != MPI_SUCCESS) return rc;
+  lmpio__window saved = c->w;
+  agg_window(c, nv, lo, hi);
+  c->w.lock = LMPIO__LOCK_EXCL;
+  c->w.fill = !covered;
+  /* A write-only descriptor cannot read the holes back: piece by piece. */
+  if (!covered && !c->fh->fd_readable) c->w.sieve = 0;
+  lmpio__stream s;
+  lmpio__stream_bytes(&s, c->rd, sum);
+  int eof = 0;
+  rc = lmpio__engine_window(&c->plan, &c->engine, &c->w, &s, &eof, c->call);
+  c->w = saved;
   return rc;
 }
 
 /* Reads the extent the requests (rv) cover and packs each rank's pieces
- * into sd at the displacements sdsp, counts scnt. */
+ * into sd (bytes past end of file read as zeros). */
 static int agg_read(coll *c, size_t nv) {
-  lmpio_file fh = c->fh;
   MPI_Offset lo = LLONG_MAX, hi = 0, sum = 0;
   extent_of(c->rv, nv, &lo, &hi, &sum);
   if (nv == 0 || sum == 0) return MPI_SUCCESS;
-  MPI_Offset span = hi - lo;
-  if (grow((void **)&c->win, &c->win_cap, (size_t)span, 1) < 0)
-    return lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate a %lld-byte collective buffer", (long long)span);
-  long long got = lmpio__posix_pread_all(fh->fd, c->win, (size_t)span, lo);
-  if (got < 0) return io_err(c, "pread of");
-  if (got < span) memset(c->win + got, 0, (size_t)(span - got));
-  char *d = c->sd;
-  for (size_t i = 0; i < nv; i++) {
-    const vec *v = &c->rv[i];
-    const char *w = c->win + (v->off - lo);
-    if (v->len == 8) {
-      for (MPI_Offset j = 0; j < v->count; j++, d += 8) memcpy(d, w + j * v->stride, 8);
-    } else {
-      for (MPI_Offset j = 0; j < v->count; j++, d += v->len) memcpy(d, w + j * v->stride, (size_t)v->len);
-    }
-  }
-  return MPI_SUCCESS;
+  lmpio__window saved = c->w;
+  agg_window(c, nv, lo, hi);
+  c->w.zero_eof = 1;
+  lmpio__stream s;
+  lmpio__stream_bytes(&s, c->sd, sum);
+  int eof = 0;
+  int rc = lmpio__engine_window(&c->plan, &c->engine, &c->w, &s, &eof, c->call);
+  c->w = saved;
+  return rc;
 }
 
 /* ---- the rounds ------------------------------------------------------- */
 
+/* The first round after r in which I have data for some aggregator (or
+ * c->rounds): the rounds between are skipped when no rank has data there,
+ * so the time follows the data, not the span of the file. */
+static MPI_Offset my_next_round(coll *c, MPI_Offset r) {
+  MPI_Offset next = c->rounds;
+  if (c->total == 0) return next;
+  for (int k = 0; k < c->naggr; k++) {
+    MPI_Offset dlo = c->base + (MPI_Offset)k * c->fd, dhi = dlo + c->fd;
+    if (dhi > c->gmax) dhi = c->gmax;
+    MPI_Offset ws = dlo + (r + 1) * c->cb;
+    if (ws < c->start) ws = c->start;
+    if (ws >= dhi || ws >= c->end) continue;
+    MPI_Offset a = lmpio__view_data_before(&c->fh->view, ws) - c->pos, x;
+    if (a < 0) a = 0;
+    if (a >= c->total || lmpio__view_byte(&c->fh->view, c->pos + a, &x, c->call) != MPI_SUCCESS) continue;
+    if (x < dhi) {
+      MPI_Offset rk = (x - dlo) / c->cb;
+      if (rk < next) next = rk;
+    }
+  }
+  return next;
+}
+
 /* One round: returns 1 when every rank must stop (a rank failed); *prc is
- * this rank's own outcome. */
-static int round_trip(coll *c, int r, int *prc) {
+ * this rank's own outcome; *next the next round any rank has data in. */
+static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
   int rc = *prc;
   lmpio_file fh = c->fh;
   int size = fh->size;
   size_t nsv = 0;
   MPI_Offset sbytes = 0;
   /* My pieces for every aggregator's window of this round. */
-  for (int j = 0; j < size; j++) c->scnt[2 * j] = c->scnt[2 * j + 1] = 0;
+  for (int j = 0; j < 3 * size; j++) c->scnt[j] = 0;
   for (int k = 0; k < c->naggr && rc == MPI_SUCCESS; k++) {
     MPI_Offset ws, we, a = 0, b = 0;
     window(c, k, r, &ws, &we);
@@ -346,21 +314,24 @@ static int round_trip(coll *c, int r, int *prc) {
     }
     c->d0[k] = a;
     size_t before = nsv;
-    c->first = nsv;
     if (b > a && my_pieces(c, c->pos + a, c->pos + b, &nsv) < 0)
       rc = lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
-    c->scnt[2 * c->agg[k]] = (int)(nsv - before);
-    c->scnt[2 * c->agg[k] + 1] = (int)(b - a);
+    c->scnt[3 * c->agg[k]] = (long long)(nsv - before);
+    c->scnt[3 * c->agg[k] + 1] = b - a;
     sbytes += b - a;
   }
-  if (rc != MPI_SUCCESS)
-    for (int j = 0; j < size; j++) c->scnt[2 * j] = -1;
-  if (MPI_Alltoall(c->scnt, 2, MPI_INT, c->rcnt, 2, MPI_INT, fh->comm) != MPI_SUCCESS) {
+  MPI_Offset mine = my_next_round(c, r);
+  for (int j = 0; j < size; j++) c->scnt[3 * j + 2] = rc != MPI_SUCCESS ? -1 : mine;
+  if (MPI_Alltoall(c->scnt, 3, MPI_LONG_LONG, c->rcnt, 3, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS) {
     *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoall failed");
     return 1;
   }
   int stop = 0;
-  for (int j = 0; j < size; j++) stop |= c->rcnt[2 * j] < 0;
+  *next = c->rounds;
+  for (int j = 0; j < size; j++) {
+    stop |= c->rcnt[3 * j + 2] < 0;
+    if (c->rcnt[3 * j + 2] < *next) *next = c->rcnt[3 * j + 2];
+  }
   if (stop) {
     *prc = rc;
     return 1;
@@ -370,22 +341,23 @@ static int round_trip(coll *c, int r, int *prc) {
   long long nrv = 0, rbytes = 0;
   int ncontrib = 0;
   for (int j = 0; j < size; j++) {
-    nrv += c->rcnt[2 * j];
-    rbytes += c->rcnt[2 * j + 1];
-    ncontrib += c->rcnt[2 * j + 1] > 0;
+    nrv += c->rcnt[3 * j];
+    rbytes += c->rcnt[3 * j + 1];
+    ncontrib += c->rcnt[3 * j + 1] > 0;
   }
-  int fail = 0;
-  if (nrv * (long long)sizeof(vec) > INT_MAX || rbytes > INT_MAX) fail = 1;
+  long long fail = 0;
+  if (nrv * (long long)sizeof(vec) > INT_MAX || rbytes > INT_MAX || sbytes > INT_MAX ||
+      (long long)nsv * (long long)sizeof(vec) > INT_MAX) fail = 1;
   else if (grow((void **)&c->rv, &c->rv_cap, (size_t)nrv, sizeof(vec)) < 0) fail = 1;
   else if (c->dir == LMPIO__WRITE && grow((void **)&c->rd, &c->rd_cap, (size_t)rbytes, 1) < 0) fail = 1;
   else if (c->dir == LMPIO__READ && grow((void **)&c->sd, &c->sd_cap, (size_t)rbytes, 1) < 0) fail = 1;
   else if (!c->direct && grow((void **)(c->dir == LMPIO__WRITE ? &c->sd : &c->rd),
                               c->dir == LMPIO__WRITE ? &c->sd_cap : &c->rd_cap, (size_t)sbytes, 1) < 0)
     fail = 1;
-  int anyfail = 0;
-  MPI_Allreduce(&fail, &anyfail, 1, MPI_INT, MPI_MAX, fh->comm);
-  if (anyfail) {
-    if (fail) *prc = lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate the buffers of a collective round");
+  int frc = fail ? lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate the buffers of a collective round")
+                 : MPI_SUCCESS;
+  if (lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, &fail, 1, c->call) != MPI_SUCCESS || fail) {
+    if (frc != MPI_SUCCESS) *prc = frc;
     return 1;
   }
 
@@ -393,10 +365,10 @@ static int round_trip(coll *c, int r, int *prc) {
   int *sc = c->cnt2 + size, *rc2 = c->cnt2; /* counts in bytes */
   int so = 0, ro = 0;
   for (int j = 0; j < size; j++) {
-    sc[j] = c->scnt[2 * j] * (int)sizeof(vec);
+    sc[j] = (int)c->scnt[3 * j] * (int)sizeof(vec);
     c->sdsp[j] = so;
     so += sc[j];
-    rc2[j] = c->rcnt[2 * j] * (int)sizeof(vec);
+    rc2[j] = (int)c->rcnt[3 * j] * (int)sizeof(vec);
     c->rdsp[j] = ro;
     ro += rc2[j];
   }
@@ -412,28 +384,28 @@ static int round_trip(coll *c, int r, int *prc) {
   for (int j = 0; j < size; j++) { mycnt[j] = 0; mydsp[j] = 0; }
   for (int k = 0; k < c->naggr; k++) {
     int j = c->agg[k];
-    mycnt[j] = c->scnt[2 * j + 1];
+    mycnt[j] = (int)c->scnt[3 * j + 1];
     mydsp[j] = c->direct ? (int)c->d0[k] : so;
     so += mycnt[j];
   }
   for (int j = 0; j < size; j++) {
-    thcnt[j] = c->rcnt[2 * j + 1];
+    thcnt[j] = (int)c->rcnt[3 * j + 1];
     thdsp[j] = ro;
     ro += thcnt[j];
   }
-  char *mine = c->direct ? c->buf + c->m->data_lb : (c->dir == LMPIO__WRITE ? c->sd : c->rd);
+  char *mine_buf = c->direct ? c->ms.buf : (c->dir == LMPIO__WRITE ? c->sd : c->rd);
   if (c->dir == LMPIO__WRITE) {
     if (!c->direct)
       for (int k = 0; k < c->naggr; k++)
         if (mycnt[c->agg[k]] > 0) copy_mem(c, c->sd + mydsp[c->agg[k]], c->d0[k], mycnt[c->agg[k]]);
-    if (MPI_Alltoallv(mine, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(mine_buf, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_write(c, (size_t)nrv, ncontrib);
   } else {
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_read(c, (size_t)nrv);
-    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine, mycnt, mydsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine_buf, mycnt, mydsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
@@ -468,8 +440,8 @@ static void take_kept(coll *c) {
   c->sd_cap = keep.sd_cap;
   c->rd = keep.rd;
   c->rd_cap = keep.rd_cap;
-  c->win = keep.win;
-  c->win_cap = keep.win_cap;
+  c->engine.stage = keep.win;
+  c->engine.size = keep.win_cap;
   c->bits = keep.bits;
   c->bits_cap = keep.bits_cap;
   memset(&keep, 0, sizeof keep);
@@ -493,21 +465,28 @@ static void coll_free(coll *c) {
     keep.sd_cap = c->sd_cap;
     keep.rd = keep_or_free(c->rd, &c->rd_cap, 1);
     keep.rd_cap = c->rd_cap;
-    keep.win = keep_or_free(c->win, &c->win_cap, 1);
-    keep.win_cap = c->win_cap;
+    keep.win = keep_or_free(c->engine.stage, &c->engine.size, 1);
+    keep.win_cap = c->engine.size;
     keep.bits = keep_or_free(c->bits, &c->bits_cap, sizeof(uint64_t));
     keep.bits_cap = c->bits_cap;
+    c->engine.stage = NULL;
   }
+  lmpio__engine_free(&c->engine);
+  lmpio__window_free(&c->w);
   free(c->scnt);
+  free(c->sdsp);
   free(c->agg);
   free(c->d0);
-  if (c->m && !c->memcontig) lmpio__cursor_free(&c->mc);
-  if (c->m) lmpio__typemap_release(c->m);
+  if (c->plan.ft) lmpio__plan_free(&c->plan);
+  if (c->m) {
+    lmpio__stream_free(&c->ms);
+    lmpio__typemap_release(c->m);
+  }
 }
 
 /* ---- the calls -------------------------------------------------------- */
 
-enum { G_RC, G_START, G_END, G_CONTIG, G_MODE, G_CBSIZE, G_CBNODES, G_N };
+enum { G_RC, G_START, G_END, G_CONTIG, G_N };
 
 /* 2. Whether the ranges interleave: some two nonempty ranges overlap. */
 static int choose(coll *c, const long long *g, int size) {
@@ -524,37 +503,38 @@ static int choose(coll *c, const long long *g, int size) {
       if (e2 > s2 && s < e2 && s2 < e) interleaved = 1;
     }
   }
-  int mode = (int)g[G_MODE]; /* rank 0's hint */
-  /* Automatic: aggregate only interleaved accesses, and only when the ranks
+  /* The hints are the same on every rank (open and set_info agree on them).
+   * Automatic: aggregate only interleaved accesses, and only when the ranks
    * span nodes.  On one node every rank shares one page cache, so moving the
    * data through aggregators costs an extra copy and saves nothing: measured
    * here, independent sieving was faster for every strided write. */
-  return any && (mode == 1 || (mode == 2 && !c->fh->one_node && interleaved && !allcontig));
+  int mode = c->dir == LMPIO__WRITE ? c->fh->hints.cb_write : c->fh->hints.cb_read;
+  return any && (mode == LMPIO__HINT_ENABLE ||
+                 (mode == LMPIO__HINT_AUTOMATIC && !c->fh->one_node && interleaved && !allcontig));
 }
 
-/* Prepares my side: memory type, data range, file range.  Fills c. */
-static int setup(coll *c, MPI_Offset pos, int count, MPI_Datatype type) {
+/* Prepares my side: memory stream, data range, file range.  Fills c. */
+static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   int rc = lmpio__typemap_get(type, &c->m, c->call);
   if (rc != MPI_SUCCESS) {
     c->m = NULL;
     return rc;
   }
-  c->pos = pos;
-  c->total = (MPI_Count)count * c->m->size;
-  c->memcontig = c->total == 0 || (c->m->contiguous && (count == 1 || c->m->size == c->m->extent));
-  if (!c->memcontig && lmpio__cursor_init(&c->mc, c->m, c->m->extent) != MPI_SUCCESS) {
-    c->memcontig = 1; /* nothing to free */
+  if (lmpio__stream_init(&c->ms, c->buf, c->m, count) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
-  }
-  my_range(c);
+  lmpio__plan_init(&c->plan, c->fh, c->dir);
+  c->pos = pos;
+  c->total = c->ms.total;
+  c->memcontig = c->ms.contig;
+  if ((rc = my_range(c)) != MPI_SUCCESS) return rc;
   /* Reads: the data past end of file, as the file is now, is not touched,
    * so data that may reach it is received into a staging buffer. */
   c->valid = c->total;
   if (c->dir == LMPIO__READ && c->total > 0) {
-    struct stat sb;
-    if (fstat(c->fh->fd, &sb) < 0) return lmpio__err_errno(errno, c->call, "cannot stat", c->fh->path);
-    if (c->end > sb.st_size) {
-      MPI_Offset v = lmpio__view_data_before(&c->fh->view, sb.st_size) - c->pos;
+    MPI_Offset size;
+    if (lmpio__os_size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
+    if (c->end > size) {
+      MPI_Offset v = lmpio__view_data_before(&c->fh->view, size) - c->pos;
       c->valid = v < 0 ? 0 : v < c->total ? v : c->total;
     }
   }
@@ -562,12 +542,23 @@ static int setup(coll *c, MPI_Offset pos, int count, MPI_Datatype type) {
   return MPI_SUCCESS;
 }
 
-int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+/* Two-phase, from the file domains on; returns this rank's outcome. */
+static int two_phase(coll *c, int rc) {
+  file_domains(c, c->fh->hints.cb_nodes, c->fh->hints.cb_buffer_size);
+  take_kept(c);
+  /* A rank that fails says so in the next round's counts; all stop there. */
+  MPI_Offset next = 0;
+  for (MPI_Offset r = 0; r < c->rounds; r = next)
+    if (round_trip(c, r, &rc, &next) || next <= r) break;
+  return rc;
+}
+
+int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   int rc = pre_rc;
   /* The standard: no other collective access while a split collective is active. */
-  if (rc == MPI_SUCCESS && fh->split_kind != LMPIO__SPLIT_NONE)
+  if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   if (rc == MPI_SUCCESS)
     rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
@@ -575,10 +566,14 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
   /* A count that is not whole etypes on one rank must stop every rank
    * before anything is written. */
-  MPI_Offset n = 0;
+  MPI_Offset n = 0, pos = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
   MPI_Offset etpos = use_fp ? fh->fp : offset;
+  if (rc == MPI_SUCCESS && !lmpio__mul_ok(etpos, fh->view.esize, &pos))
+    rc = lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
+                    (long long)etpos, (long long)fh->view.esize);
   int size = fh->size;
+  lmpio__hold(fh);
 
   coll c;
   memset(&c, 0, sizeof c);
@@ -590,20 +585,20 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
   /* Two-phase needs a native view and no atomic mode (the same on every
    * rank: both are set collectively). */
   int eligible = fh->view.rep == NULL && !fh->atomic;
-  c.scnt = malloc(sizeof(int) * 8 * (size_t)size);
+  int nagg = size < MAX_AGGREGATORS ? size : MAX_AGGREGATORS;
+  c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
+  c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
   c.agg = malloc(sizeof(int) * (size_t)size);
-  c.d0 = malloc(sizeof(MPI_Offset) * (size_t)(size < MAX_AGGREGATORS ? size : MAX_AGGREGATORS));
+  c.d0 = malloc(sizeof(MPI_Offset) * (size_t)nagg);
   long long *g = malloc(sizeof(long long) * G_N * (size_t)size);
-  if (rc == MPI_SUCCESS && (!c.scnt || !c.agg || !c.d0 || !g))
+  if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.agg || !c.d0 || !g))
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, etpos * fh->view.esize, count, type);
+  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type);
 
-  /* 1. Everyone's range, argument check and rank 0's hints, in one allgather. */
+  /* 1. Everyone's range and argument check, in one allgather. */
   int fail = rc != MPI_SUCCESS;
   if (g) {
-    long long mine[G_N] = {fail, c.start, c.end, c.total == c.end - c.start,
-                           dir == LMPIO__WRITE ? fh->cb_write : fh->cb_read, fh->cb_buffer_size,
-                           fh->cb_nodes};
+    long long mine[G_N] = {fail, c.start, c.end, c.total == c.end - c.start};
     if (MPI_Allgather(mine, G_N, MPI_LONG_LONG, g, G_N, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS) {
       fail = 1;
     } else {
@@ -617,17 +612,16 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
     if (rc == MPI_SUCCESS) rc = lmpio__err(MPI_ERR_OTHER, call, "the collective exchange failed");
     free(g);
     coll_free(&c);
+    lmpio__release(fh);
     lmpio__set_status(status, 0);
     return rc;
   }
-  c.rcnt = c.scnt + 2 * size;
-  c.sdsp = c.scnt + 4 * size;
-  c.rdsp = c.scnt + 5 * size;
-  c.cnt2 = c.scnt + 6 * size; /* and 7 * size: scratch counts */
+  c.rcnt = c.scnt + 3 * size;
+  c.rdsp = c.sdsp + size;
+  c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
 
   /* 2. Two-phase or independent. */
   int twophase = eligible && choose(&c, g, size);
-  MPI_Offset cb_size = g[G_CBSIZE], cb_nodes = g[G_CBNODES];
   free(g);
   MPI_Count bytes = 0;
   MPI_Offset etypes = 0;
@@ -636,53 +630,32 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
     rc = lmpio__access(fh, etpos, buf, count, type, dir, &bytes, &etypes, call);
     if (use_fp) fh->fp += etypes;
     rc = lmpio__agree(fh->comm, rc, 0, call);
+    lmpio__release(fh);
     lmpio__set_status(status, bytes);
     return rc;
   }
 
-  /* 3.-5. Domains, then the rounds. */
-  file_domains(&c, cb_nodes, cb_size);
-  take_kept(&c);
-  /* A rank that fails says so in the next round's counts; all stop there. */
-  for (int r = 0; r < c.rounds; r++)
-    if (round_trip(&c, r, &rc)) break;
-
-  /* 6. Errors, agreed: lmpio__agree only when some rank failed. */
-  int bad = rc != MPI_SUCCESS, anybad = 1;
-  if (MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, fh->comm) != MPI_SUCCESS && rc == MPI_SUCCESS)
-    rc = lmpio__err(MPI_ERR_OTHER, call, "MPI_Allreduce failed");
-  if (anybad) {
-    rc = lmpio__agree(fh->comm, rc, 0, call);
-    if (rc == MPI_SUCCESS) rc = lmpio__err(MPI_ERR_OTHER, call, "the collective exchange failed");
-  }
+  /* 3.-5. Domains, then the rounds; 6. the outcome, agreed. */
+  rc = lmpio__agree(fh->comm, two_phase(&c, rc), 0, call);
   if (rc == MPI_SUCCESS) bytes = dir == LMPIO__READ ? c.valid : c.total;
   etypes = bytes / fh->view.esize;
   if (use_fp) fh->fp += etypes;
   coll_free(&c);
+  lmpio__release(fh);
   lmpio__set_status(status, bytes);
   return rc;
 }
 
-int lmpio_file_read_at_all(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                           MPI_Datatype datatype, MPI_Status *status) {
-  return lmpio__collective(fh, offset, 0, buf, count, datatype, LMPIO__READ, status, MPI_SUCCESS,
-                           "lmpio_file_read_at_all");
-}
-
-int lmpio_file_write_at_all(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
-                            MPI_Datatype datatype, MPI_Status *status) {
-  return lmpio__collective(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                           MPI_SUCCESS, "lmpio_file_write_at_all");
-}
-
-int lmpio_file_read_all(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
-                        MPI_Status *status) {
-  return lmpio__collective(fh, 0, 1, buf, count, datatype, LMPIO__READ, status, MPI_SUCCESS,
-                           "lmpio_file_read_all");
-}
-
-int lmpio_file_write_all(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                         MPI_Status *status) {
-  return lmpio__collective(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                           MPI_SUCCESS, "lmpio_file_write_all");
-}
+#define COLLECTIVE(name, args, offset, use_fp, buf, dir)                                           \
+  int lmpio_file_##name args {                                                                     \
+    return lmpio__collective(fh, offset, use_fp, (void *)buf, count, datatype, dir, status,        \
+                             MPI_SUCCESS, "lmpio_file_" #name);                                    \
+  }
+COLLECTIVE(read_at_all, (lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
+COLLECTIVE(write_at_all, (lmpio_file fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
+COLLECTIVE(read_all, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
+COLLECTIVE(write_all, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)
+COLLECTIVE(read_at_all_c, (lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
+COLLECTIVE(write_at_all_c, (lmpio_file fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
+COLLECTIVE(read_all_c, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
+COLLECTIVE(write_all_c, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)

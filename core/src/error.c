@@ -1,8 +1,6 @@
-/* Error classes, the per-thread detailed message, errno mapping, and the
- * agreement that makes collective calls fail the same way on every rank. */
+/* Error classes and the per-thread detailed message. */
 #include "internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,51 +85,6 @@ int lmpio__err(int cls, const char *call, const char *fmt, ...) {
   return cls;
 }
 
-int lmpio__errno_class(int e) {
-  switch (e) {
-  case ENOENT: return MPI_ERR_NO_SUCH_FILE;
-  case EACCES: case EPERM: return MPI_ERR_ACCESS;
-  case EEXIST: return MPI_ERR_FILE_EXISTS;
-  case ENOSPC: return MPI_ERR_NO_SPACE;
-#ifdef EDQUOT
-  case EDQUOT: return MPI_ERR_QUOTA;
-#endif
-  case EROFS: return MPI_ERR_READ_ONLY;
-  case ENAMETOOLONG: case EISDIR: case ENOTDIR: case ELOOP: return MPI_ERR_BAD_FILE;
-  case ETXTBSY: case EBUSY: return MPI_ERR_FILE_IN_USE;
-  case ENOMEM: return MPI_ERR_NO_MEM;
-  case EOPNOTSUPP: return MPI_ERR_UNSUPPORTED_OPERATION;
-  default: return MPI_ERR_IO;
-  }
-}
-
-int lmpio__err_errno(int e, const char *call, const char *what, const char *path) {
-  return lmpio__err(lmpio__errno_class(e), call, "%s \"%s\": %s", what,
-                    path ? path : "", strerror(e));
-}
-
-int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call) {
-  int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  /* MAX over (size - rank) for failing ranks finds the lowest failing rank. */
-  long long v[3] = {rc != MPI_SUCCESS ? (long long)(size - rank) : 0, same, -same};
-  long long r[3];
-  if (MPI_Allreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS)
-    return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
-  if (r[0] > 0) {
-    int root = size - (int)r[0];
-    struct { int rc; char msg[MSG_MAX]; } m;
-    m.rc = rc;
-    if (rank == root) memcpy(m.msg, last_message, MSG_MAX);
-    MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, root, comm);
-    if (rank != root && rc == MPI_SUCCESS) { /* a failing rank keeps its own message */
-      memcpy(last_message, m.msg, MSG_MAX);
-      last_message[MSG_MAX - 1] = '\0';
-    }
-    return m.rc;
-  }
-  if (r[1] != -r[2])
-    return lmpio__err(MPI_ERR_NOT_SAME, call, "an argument that must match differs between ranks");
-  return MPI_SUCCESS;
+void lmpio__err_set_message(const char *msg) {
+  snprintf(last_message, MSG_MAX, "%s", msg);
 }

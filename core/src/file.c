@@ -1,19 +1,11 @@
-/* The file handle's lifecycle: open, close, delete; amode; hints; size,
- * preallocation, sync and atomicity. */
+/* The file handle's lifecycle: open, close, delete; amode; hints; views;
+ * size, preallocation, sync and atomicity. */
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define DEFAULT_IND_RD_BUFFER_SIZE 4194304
-#define DEFAULT_IND_WR_BUFFER_SIZE 524288
-#define DEFAULT_CONVERSION_BUFFER_SIZE 4194304
-#define DEFAULT_CB_BUFFER_SIZE 16777216
 
 long long lmpio__hash(const char *s) {
   unsigned long long h = 1469598103934665603ULL; /* FNV-1a */
@@ -26,6 +18,11 @@ static const char *strip_prefix(const char *name) {
   if (strncmp(name, "ufs:", 4) == 0) return name + 4;
   if (strncmp(name, "nfs:", 4) == 0) return name + 4;
   return name;
+}
+
+static int check_fh(const struct lmpio_file_s *fh, const char *call) {
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  return MPI_SUCCESS;
 }
 
 static int check_amode(int amode, const char *call) {
@@ -44,61 +41,41 @@ static int check_amode(int amode, const char *call) {
   return MPI_SUCCESS;
 }
 
-static int parse_size_hint(MPI_Info info, const char *key, MPI_Offset *out) {
-  char val[MPI_MAX_INFO_VAL + 1];
-  int flag = 0;
-  if (MPI_Info_get(info, key, MPI_MAX_INFO_VAL, val, &flag) != MPI_SUCCESS || !flag) return 0;
-  char *end;
-  long long v = strtoll(val, &end, 10);
-  if (end == val || *end || v <= 0) return 0; /* hints may be ignored */
-  *out = v;
-  return 1;
-}
-
-static void parse_ds_hint(MPI_Info info, const char *key, int *out) {
-  char val[MPI_MAX_INFO_VAL + 1];
-  int flag = 0;
-  if (MPI_Info_get(info, key, MPI_MAX_INFO_VAL, val, &flag) != MPI_SUCCESS || !flag) return;
-  if (!strcmp(val, "enable")) *out = 1;
-  else if (!strcmp(val, "disable")) *out = 0;
-  else if (!strcmp(val, "automatic")) *out = 2;
-}
-
-void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info) {
-  if (info == MPI_INFO_NULL) return;
-  parse_size_hint(info, "ind_rd_buffer_size", &fh->ind_rd_buffer_size);
-  parse_size_hint(info, "ind_wr_buffer_size", &fh->ind_wr_buffer_size);
-  parse_size_hint(info, "lmpio_conversion_buffer_size", &fh->conv_buffer_size);
-  parse_ds_hint(info, "romio_ds_read", &fh->ds_read);
-  parse_ds_hint(info, "romio_ds_write", &fh->ds_write);
-  parse_ds_hint(info, "romio_cb_read", &fh->cb_read);
-  parse_ds_hint(info, "romio_cb_write", &fh->cb_write);
-  parse_size_hint(info, "cb_buffer_size", &fh->cb_buffer_size);
-  parse_size_hint(info, "cb_nodes", &fh->cb_nodes);
-}
-
-static int open_fd(const char *path, int amode, int create, int *readable) {
+/* Opens path; with create, *created says whether this call made the file
+ * (so a failed collective open can remove it again). */
+static int open_fd(const char *path, int amode, int create, int *readable, int *created) {
   int flags = (amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR;
-  if (create) flags |= O_CREAT | ((amode & MPI_MODE_EXCL) ? O_EXCL : 0);
-  int fd;
-  do fd = open(path, flags | O_CLOEXEC, 0666);
-  while (fd < 0 && errno == EINTR);
+  int fd = -1;
+  *created = 0;
+  if (create) {
+    fd = lmpio__os_open(path, flags | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) *created = 1;
+    else if (errno != EEXIST || (amode & MPI_MODE_EXCL)) create = -1; /* a real failure, or EXCL */
+  }
+  if (fd < 0 && create != -1) fd = lmpio__os_open(path, flags | O_CLOEXEC, 0666);
   *readable = 1;
   /* Write-only files are opened read-write for data sieving when allowed. */
-  if (fd < 0 && errno == EACCES && (amode & MPI_MODE_WRONLY)) {
-    do fd = open(path, (flags & ~O_RDWR) | O_WRONLY | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == EACCES && (amode & MPI_MODE_WRONLY) && create != -1) {
+    fd = lmpio__os_open(path, O_WRONLY | O_CLOEXEC, 0666);
     *readable = 0;
   }
   /* A directory opens read-only but is not a file: refuse it as open(2)
    * does for writers. */
   struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    close(fd);
+  if (fd >= 0 && lmpio__os_fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    lmpio__os_close(fd);
     errno = EISDIR;
     fd = -1;
   }
   return fd;
+}
+
+static void free_handle(lmpio_file fh) {
+  if (!fh) return;
+  if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
+  lmpio__view_free(&fh->view);
+  free(fh->path);
+  free(fh);
 }
 
 int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
@@ -109,41 +86,43 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   int inter = 0;
   if (comm == MPI_COMM_NULL || MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
     return lmpio__err(MPI_ERR_COMM, call, "invalid or inter-communicator");
-  int rc = MPI_SUCCESS;
-  if (!filename || !*filename) rc = lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
-  else rc = check_amode(amode, call);
-  long long same = filename ? lmpio__hash(filename) ^ ((long long)amode << 40) : 0;
-  rc = lmpio__agree(comm, rc, rc == MPI_SUCCESS ? same : 0, call);
-  if (rc == MPI_ERR_NOT_SAME)
-    lmpio__err(rc, call, "ranks passed different file names or amodes for \"%s\"", filename);
-  if (rc != MPI_SUCCESS) return rc;
-
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  int rc = MPI_SUCCESS;
+  lmpio__hints hints;
+  lmpio__hints_default(&hints, size);
+  if (!filename || !*filename) rc = lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
+  else rc = check_amode(amode, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&hints, info, size, call);
+  long long same[2] = {rc == MPI_SUCCESS ? lmpio__hash(filename) ^ ((long long)amode << 40) : 0,
+                       rc == MPI_SUCCESS ? lmpio__hints_same(&hints) : 0};
+  rc = lmpio__agree_values(comm, rc, same, 2, "file names, amodes or collective-buffering hints", NULL, 0, call);
+  if (rc != MPI_SUCCESS) return rc;
+
   const char *path = strip_prefix(filename);
-  int fd = -1, readable = 1, create = (amode & MPI_MODE_CREATE) != 0;
+  int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
   /* Rank 0 creates the file; the others open it once it exists. */
   if (create) {
     int e = 0;
     if (rank == 0) {
-      fd = open_fd(path, amode, 1, &readable);
+      fd = open_fd(path, amode, 1, &readable, &created);
       e = fd < 0 ? errno : 0;
     }
     MPI_Bcast(&e, 1, MPI_INT, 0, comm);
-    if (e == 0 && rank != 0) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 0, &readable);
+    int unused;
+    if (e == 0 && rank != 0) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 0, &readable, &unused);
     else if (e != 0) errno = e;
   } else {
-    fd = open_fd(path, amode, 0, &readable);
+    fd = open_fd(path, amode, 0, &readable, &created);
   }
-  rc = fd < 0 ? lmpio__err_errno(errno, call, "cannot open", path) : MPI_SUCCESS;
+  rc = fd < 0 ? lmpio__os_error(errno, call, "cannot open", path) : MPI_SUCCESS;
 
   lmpio_file fh = NULL;
   if (rc == MPI_SUCCESS) {
     fh = calloc(1, sizeof *fh);
     if (fh) {
       fh->comm = MPI_COMM_NULL;
-      fh->sh_fd = -1;
       fh->path = strdup(path);
     }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
@@ -152,23 +131,15 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->fd = fd;
     fh->amode = amode;
     fh->fd_readable = readable;
-    fh->fd_in_memory = lmpio__posix_in_memory(fd);
+    fh->fd_in_memory = lmpio__os_in_memory(fd);
     fh->rank = rank;
     fh->size = size;
-    fh->ind_rd_buffer_size = DEFAULT_IND_RD_BUFFER_SIZE;
-    fh->ind_wr_buffer_size = DEFAULT_IND_WR_BUFFER_SIZE;
-    fh->ds_read = fh->ds_write = 2;
-    fh->conv_buffer_size = DEFAULT_CONVERSION_BUFFER_SIZE;
-    fh->cb_read = fh->cb_write = 2;
-    fh->cb_buffer_size = DEFAULT_CB_BUFFER_SIZE;
-    fh->cb_nodes = fh->size;
-    lmpio__file_apply_hints(fh, info);
+    fh->hints = hints;
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", call);
   }
   if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND)) {
-    struct stat st;
-    if (fstat(fd, &st) < 0) rc = lmpio__err_errno(errno, call, "cannot stat", path);
-    else fh->fp = st.st_size; /* the default view counts bytes */
+    /* The default view counts bytes: the pointers start at the end. */
+    if (lmpio__os_size(fd, &fh->fp) < 0) rc = lmpio__os_error(errno, call, "cannot stat", path);
   }
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
@@ -180,20 +151,18 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
       MPI_Comm_size(node, &n);
       MPI_Comm_free(&node);
     }
-    int all = n == size, every = 0;
-    MPI_Allreduce(&all, &every, 1, MPI_INT, MPI_LAND, fh->comm);
-    fh->one_node = every;
+    long long all = n == size;
+    long long notall = !all;
+    rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, &notall, 1, call);
+    fh->one_node = !notall;
   }
   if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
   if (rc != MPI_SUCCESS) {
-    if (fd >= 0) close(fd);
-    if (fh) {
-      if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
-      free(fh->sh_path);
-      lmpio__view_free(&fh->view);
-      free(fh->path);
-      free(fh);
-    }
+    if (fd >= 0) lmpio__os_close(fd);
+    free_handle(fh);
+    /* A file this open created goes again: a failed open leaves nothing. */
+    MPI_Barrier(comm);
+    if (created) lmpio__os_unlink(path);
     return rc;
   }
   *fhp = fh;
@@ -204,23 +173,24 @@ int lmpio_file_close(lmpio_file *fhp) {
   const char *call = "lmpio_file_close";
   if (!fhp || *fhp == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   lmpio_file fh = *fhp;
+  /* A call on this handle is in progress (a conversion function is closing
+   * the file it converts for): refuse, here, without the collective. */
+  if (fh->busy > 0)
+    return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
   int rc = MPI_SUCCESS;
-  if (close(fh->fd) < 0 && errno != EINTR) rc = lmpio__err_errno(errno, call, "cannot close", fh->path);
+  if (lmpio__os_close(fh->fd) < 0) rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
   rc = lmpio__agree(fh->comm, rc, 0, call);
   if (fh->amode & MPI_MODE_DELETE_ON_CLOSE) {
     /* Every rank has closed; the file is gone when close returns anywhere. */
     int drc = MPI_SUCCESS;
-    if (fh->rank == 0 && unlink(fh->path) < 0 && errno != ENOENT)
-      drc = lmpio__err_errno(errno, call, "cannot delete", fh->path);
+    if (fh->rank == 0 && lmpio__os_unlink(fh->path) < 0 && errno != ENOENT)
+      drc = lmpio__os_error(errno, call, "cannot delete", fh->path);
     drc = lmpio__agree(fh->comm, drc, 0, call);
     if (rc == MPI_SUCCESS) rc = drc;
   }
   lmpio__shared_free(fh);
-  lmpio__view_free(&fh->view);
-  MPI_Comm_free(&fh->comm);
-  free(fh->path);
-  free(fh);
+  free_handle(fh);
   *fhp = LMPIO_FILE_NULL;
   return rc;
 }
@@ -230,12 +200,8 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
   (void)info;
   if (!filename || !*filename) return lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
   const char *path = strip_prefix(filename);
-  if (unlink(path) < 0) return lmpio__err_errno(errno, call, "cannot delete", path);
-  return MPI_SUCCESS;
-}
-
-static int check_fh(const struct lmpio_file_s *fh, const char *call) {
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (lmpio__os_unlink(path) < 0) return lmpio__os_error(errno, call, "cannot delete", path);
+  lmpio__shared_delete(path);
   return MPI_SUCCESS;
 }
 
@@ -247,18 +213,17 @@ static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *cal
     rc = lmpio__err(MPI_ERR_READ_ONLY, call, "file \"%s\" was opened MPI_MODE_RDONLY", fh->path);
   else if (fh->amode & MPI_MODE_SEQUENTIAL)
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  rc = lmpio__agree(fh->comm, rc, rc == MPI_SUCCESS ? size : 0, call);
+  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS ? size : 0}, 1, "sizes", NULL, 0, call);
   if (rc != MPI_SUCCESS) return rc;
   if (fh->rank == 0) {
-    struct stat st;
-    if (fstat(fh->fd, &st) < 0) {
-      rc = lmpio__err_errno(errno, call, "cannot stat", fh->path);
+    MPI_Offset now;
+    if (lmpio__os_size(fh->fd, &now) < 0) {
+      rc = lmpio__os_error(errno, call, "cannot stat", fh->path);
     } else if (!grow_only) {
-      if (st.st_size != size && ftruncate(fh->fd, (off_t)size) < 0)
-        rc = lmpio__err_errno(errno, call, "cannot truncate", fh->path);
-    } else if (size > st.st_size) {
-      int e = posix_fallocate(fh->fd, 0, (off_t)size);
-      if (e != 0) rc = lmpio__err_errno(e, call, "cannot preallocate", fh->path);
+      if (now != size && lmpio__os_ftruncate(fh->fd, size) < 0)
+        rc = lmpio__os_error(errno, call, "cannot truncate", fh->path);
+    } else if (size > now) {
+      if (lmpio__os_fallocate(fh->fd, 0, size) < 0) rc = lmpio__os_error(errno, call, "cannot preallocate", fh->path);
     }
   }
   return lmpio__agree(fh->comm, rc, 0, call);
@@ -279,9 +244,7 @@ int lmpio_file_get_size(lmpio_file fh, MPI_Offset *size) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   if (!size) return lmpio__err(MPI_ERR_ARG, call, "size is NULL");
-  struct stat st;
-  if (fstat(fh->fd, &st) < 0) return lmpio__err_errno(errno, call, "cannot stat", fh->path);
-  *size = st.st_size;
+  if (lmpio__os_size(fh->fd, size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
   return MPI_SUCCESS;
 }
 
@@ -303,13 +266,22 @@ int lmpio_file_get_amode(lmpio_file fh, int *amode) {
   return MPI_SUCCESS;
 }
 
+/* New hints, agreed: a bad value on one rank fails the call on every rank,
+ * and the hints every rank must pass alike are checked. */
+static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
+  lmpio__hints h = fh->hints;
+  if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  long long same = rc == MPI_SUCCESS ? lmpio__hints_same(&h) : 0;
+  rc = lmpio__agree_values(fh->comm, rc, &same, 1, "values for the collective-buffering hints", NULL, 0, call);
+  if (rc == MPI_SUCCESS) fh->hints = h;
+  return rc;
+}
+
 int lmpio_file_set_info(lmpio_file fh, MPI_Info info) {
   const char *call = "lmpio_file_set_info";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  rc = lmpio__agree(fh->comm, MPI_SUCCESS, 0, call);
-  if (rc == MPI_SUCCESS) lmpio__file_apply_hints(fh, info);
-  return rc;
+  return set_hints(fh, info, MPI_SUCCESS, call);
 }
 
 int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
@@ -317,24 +289,12 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   if (!info_used) return lmpio__err(MPI_ERR_ARG, call, "info_used is NULL");
-  static const char *ds[] = {"disable", "enable", "automatic"};
-  char v[64];
   MPI_Info info;
   if (MPI_Info_create(&info) != MPI_SUCCESS) return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_create failed");
-  snprintf(v, sizeof v, "%lld", (long long)fh->ind_rd_buffer_size);
-  MPI_Info_set(info, "ind_rd_buffer_size", v);
-  snprintf(v, sizeof v, "%lld", (long long)fh->ind_wr_buffer_size);
-  MPI_Info_set(info, "ind_wr_buffer_size", v);
-  snprintf(v, sizeof v, "%lld", (long long)fh->conv_buffer_size);
-  MPI_Info_set(info, "lmpio_conversion_buffer_size", v);
-  MPI_Info_set(info, "romio_ds_read", ds[fh->ds_read]);
-  MPI_Info_set(info, "romio_ds_write", ds[fh->ds_write]);
-  MPI_Info_set(info, "romio_cb_read", ds[fh->cb_read]);
-  MPI_Info_set(info, "romio_cb_write", ds[fh->cb_write]);
-  snprintf(v, sizeof v, "%lld", (long long)fh->cb_buffer_size);
-  MPI_Info_set(info, "cb_buffer_size", v);
-  snprintf(v, sizeof v, "%lld", (long long)fh->cb_nodes);
-  MPI_Info_set(info, "cb_nodes", v);
+  if (lmpio__hints_to_info(&fh->hints, info) != MPI_SUCCESS || MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS) {
+    MPI_Info_free(&info);
+    return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_set failed");
+  }
   *info_used = info;
   return MPI_SUCCESS;
 }
@@ -343,7 +303,7 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   const char *call = "lmpio_file_set_atomicity";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  rc = lmpio__agree(fh->comm, MPI_SUCCESS, flag != 0, call);
+  rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, (long long[]){flag != 0}, 1, "atomicity flags", NULL, 0, call);
   if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
   return rc;
 }
@@ -361,6 +321,102 @@ int lmpio_file_sync(lmpio_file fh) {
   const char *call = "lmpio_file_sync";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  if (fsync(fh->fd) < 0) rc = lmpio__err_errno(errno, call, "fsync of", fh->path);
+  if (lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
   return lmpio__agree(fh->comm, rc, 0, call);
+}
+
+/* ---- views --------------------------------------------------------------- */
+
+int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
+                        MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  const char *call = "lmpio_file_set_view";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  lmpio__view nv;
+  memset(&nv, 0, sizeof nv);
+  int rc = MPI_SUCCESS;
+  int seq = (fh->amode & MPI_MODE_SEQUENTIAL) != 0;
+  if (fh->split.kind != LMPIO__SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  else if (disp == MPI_DISPLACEMENT_CURRENT && !seq)
+    rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
+  if (seq && fh->size > 1) {
+    /* Synchronise before reading the shared pointer: every write_shared a
+     * rank made before entering set_view has then moved it, whichever rank
+     * reads first.  (Nobody resets it before all have read: the reset below
+     * is collective.) */
+    rc = lmpio__agree(fh->comm, rc, 0, call);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
+    /* Sequential files: the new view starts where the shared pointer is. */
+    MPI_Offset sh = 0, pos = 0;
+    if ((rc = lmpio__shared_get(fh, &sh, call)) == MPI_SUCCESS) {
+      if (!lmpio__mul_ok(sh, fh->view.esize, &pos)) rc = lmpio__err(MPI_ERR_ARG, call, "shared file pointer overflows");
+      else rc = lmpio__view_byte(&fh->view, pos, &disp, call);
+    }
+  }
+  lmpio__hints h = fh->hints;
+  if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  /* The data representation, the etype extent and the hints that must
+   * match agree on every rank; the same reduction tells every rank whether
+   * some view has holes. */
+  unsigned long long x = datarep ? (unsigned long long)lmpio__hash(datarep) : 0;
+  x = x * 31u + (unsigned long long)(rc == MPI_SUCCESS ? nv.eextent : 0);
+  long long same[2] = {rc == MPI_SUCCESS ? (long long)(x >> 2) : 0, rc == MPI_SUCCESS ? lmpio__hints_same(&h) : 0};
+  long long holes = rc == MPI_SUCCESS && nv.any_holes;
+  rc = lmpio__agree_values(fh->comm, rc, same, 2, "data representations, etype extents or collective-buffering hints",
+                           &holes, 1, call);
+  if (rc != MPI_SUCCESS) {
+    lmpio__view_free(&nv);
+    return rc;
+  }
+  nv.any_holes = (int)holes;
+  lmpio__view_free(&fh->view);
+  fh->view = nv;
+  fh->fp = 0;
+  fh->hints = h;
+  return lmpio__shared_reset(fh, call);
+}
+
+int lmpio_file_get_view(lmpio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
+                        MPI_Datatype *filetype, char *datarep) {
+  const char *call = "lmpio_file_get_view";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (!disp || !etype || !filetype || !datarep) return lmpio__err(MPI_ERR_ARG, call, "NULL output argument");
+  return lmpio__view_get(&fh->view, disp, etype, filetype, datarep, call);
+}
+
+int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset, MPI_Offset *disp) {
+  const char *call = "lmpio_file_get_byte_offset";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (!disp) return lmpio__err(MPI_ERR_ARG, call, "disp is NULL");
+  if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  MPI_Offset pos;
+  if (!lmpio__mul_ok(offset, fh->view.esize, &pos))
+    return lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
+                      (long long)offset, (long long)fh->view.esize);
+  return lmpio__view_byte(&fh->view, pos, disp, call);
+}
+
+static int type_extent(lmpio_file fh, MPI_Datatype datatype, MPI_Count *extent, const char *call) {
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (!extent) return lmpio__err(MPI_ERR_ARG, call, "extent is NULL");
+  const lmpio__tm_node *n;
+  int rc = lmpio__typemap_get_rep(datatype, fh->view.rep, &n, call);
+  if (rc != MPI_SUCCESS) return rc;
+  *extent = n->extent;
+  lmpio__typemap_release(n);
+  return MPI_SUCCESS;
+}
+
+int lmpio_file_get_type_extent(lmpio_file fh, MPI_Datatype datatype, MPI_Aint *extent) {
+  MPI_Count e = 0;
+  int rc = type_extent(fh, datatype, extent ? &e : NULL, "lmpio_file_get_type_extent");
+  if (rc == MPI_SUCCESS) *extent = (MPI_Aint)e;
+  return rc;
+}
+
+int lmpio_file_get_type_extent_c(lmpio_file fh, MPI_Datatype datatype, MPI_Count *extent) {
+  return type_extent(fh, datatype, extent, "lmpio_file_get_type_extent_c");
 }

@@ -7,34 +7,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- error: classes, detailed messages, agreement ------------------- */
+/* ---- error: classes and the per-thread detailed message ------------- */
 
 /* Records the detailed message of a failure for this thread and returns cls.
  * The message says which call failed, then the formatted text and the rank. */
 int lmpio__err(int cls, const char *call, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Same, for a failed system call on a path: appends strerror(e) and maps e
- * to its MPI error class. */
-int lmpio__err_errno(int e, const char *call, const char *what, const char *path);
-int lmpio__errno_class(int e);
-/* Collective agreement on the outcome of a call: every rank passes its own
- * class and a value that must be the same on every rank (or 0).  Returns the
- * class of the lowest failing rank on every rank, with its message;
- * MPI_ERR_NOT_SAME when the values differ. */
+/* Replaces this thread's message (the agreement hands one rank's to all). */
+void lmpio__err_set_message(const char *msg);
+
+/* ---- agree: the one agreement of collective calls (agree.c) ---------- */
+
+/* Every rank passes its own outcome rc, nsame values that must be equal on
+ * every rank, and nmax values that are reduced by MAX in place.  Returns on
+ * every rank the class and message of the lowest failing rank; when no rank
+ * failed but a value of `same` differs, MPI_ERR_NOT_SAME saying the ranks
+ * passed different `what_differs`. */
+int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
+                        const char *what_differs, long long *max, int nmax, const char *call);
+/* The same with one value that must match (0 on every rank: none). */
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 
-/* ---- posix: the only place where storage errors are born ------------- */
-
-/* Full transfers: retry EINTR and short transfers; pread stops at end of file.
- * Return the bytes moved, or -1 with errno set. */
-long long lmpio__posix_pread_all(int fd, void *buf, size_t len, MPI_Offset off);
-long long lmpio__posix_pwrite_all(int fd, const void *buf, size_t len, MPI_Offset off);
-/* Byte-range locks (fcntl, whole-process); 0 or -1 with errno set. */
-int lmpio__posix_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
-int lmpio__posix_unlock(int fd, MPI_Offset off, MPI_Offset len);
-/* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
- * there, so moving small blocks one by one pays off sooner. */
-int lmpio__posix_in_memory(int fd);
+#include "os.h"
+#include "hints.h"
 
 /* ---- typemap: flattened datatypes ----------------------------------- */
 
@@ -84,6 +79,7 @@ int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const cha
 int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
                            const lmpio__tm_node **node, const char *call);
 void lmpio__typemap_release(const lmpio__tm_node *node);
+void lmpio__typemap_retain(const lmpio__tm_node *node);
 /* Data bytes of one instance of a monotone node at offsets below x. */
 MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x);
 
@@ -129,7 +125,20 @@ MPI_Count lmpio__cursor_next_leaf(lmpio__cursor *c, MPI_Count max, MPI_Aint *off
 /* The predefined type of the next leaf item, without consuming it. */
 MPI_Datatype lmpio__cursor_peek_leaf(lmpio__cursor *c);
 
-/* ---- datarep: registry and conversion driver -------------------------- */
+/* ---- datarep: the registry (datarep.c) -------------------------------- */
+
+/* A registered representation.  Conversion functions take an int count
+ * (MPI_Register_datarep) or an MPI_Count (the large-count form). */
+struct lmpio__datarep {
+  char name[MPI_MAX_DATAREP_STRING];
+  MPI_Datarep_conversion_function *read_fn, *write_fn;
+  lmpio_datarep_conversion_function_c *read_fn_c, *write_fn_c;
+  int large;                 /* the _c functions are the ones to call */
+  MPI_Datarep_extent_function *extent_fn;
+  void *extra;
+  int builtin;               /* external32 layout, converted by lmpio itself */
+  struct lmpio__datarep *next;
+};
 
 /* Looks a representation up: *rep is NULL for "native".  Returns
  * MPI_ERR_UNSUPPORTED_DATAREP (with a message) for an unknown name. */
@@ -140,27 +149,25 @@ int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MP
 /* Records the detailed message of a failed conversion or extent function:
  * what, followed by the text the function gave (lmpio_conversion_error_detail). */
 int lmpio__datarep_error(int cls, const char *call, const char *what);
-/* Data access through the view's representation, converting through a
- * bounded staging buffer.  *bytes receives native data bytes moved. */
-int lmpio__datarep_access(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                          MPI_Datatype type, int dir, MPI_Count *bytes, MPI_Offset *etypes,
-                          const char *call);
+/* Clears the text a conversion function may leave, before calling one. */
+void lmpio__datarep_clear_detail(void);
 
-/* ---- view ----------------------------------------------------------- */
+/* ---- view (view.c) ----------------------------------------------------- */
 
 typedef struct {
   MPI_Offset disp;
   MPI_Datatype etype, filetype;  /* our own handles (dups of derived types) */
-  char datarep[MPI_MAX_DATAREP_STRING + 1];
+  char datarep[MPI_MAX_DATAREP_STRING];
   const lmpio__datarep *rep;     /* NULL for "native" */
   const lmpio__tm_node *ft;      /* laid out in the file's representation */
   MPI_Count esize;               /* etype size in bytes, in the file */
   MPI_Aint eextent;
   int contiguous;                /* data of the tiled filetype is one run */
+  int empty;                     /* the filetype has no data: only count 0 works */
   /* Some rank's view of this file has holes (agreed by set_view), so some
    * rank may sieve writes (read-modify-write of a window with holes): every
-   * write must then hold a byte-range lock that such a sieve respects.  When
-   * no rank's view has holes, independent writes take no locks. */
+   * direct write then takes a shared byte-range lock that such a sieve's
+   * exclusive lock excludes.  Sieved writes always lock. */
   int any_holes;
 } lmpio__view;
 
@@ -168,12 +175,39 @@ typedef struct {
 int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
                       MPI_Datatype filetype, const char *datarep, const char *call);
 void lmpio__view_free(lmpio__view *v);
-/* Absolute byte offset of data byte pos of the view. */
-MPI_Offset lmpio__view_byte(const lmpio__view *v, MPI_Offset pos);
+/* The view's parts as MPI_File_get_view returns them (new handles for
+ * derived types). */
+int lmpio__view_get(const lmpio__view *v, MPI_Offset *disp, MPI_Datatype *etype,
+                    MPI_Datatype *filetype, char *datarep, const char *call);
+/* Absolute byte offset of data byte pos of the view, or MPI_ERR_ARG when it
+ * does not fit in an MPI_Offset. */
+int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call);
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 
+#include "plan.h"
+
+/* ---- convert: data representations on the data path (convert.c) ------- */
+
+/* Moves count items of type between buf and the view of plan p at data byte
+ * pos of the view, converting through the bounded staging buffer.  *bytes:
+ * native data bytes moved; *file_bytes: file data bytes moved. */
+int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
+                   MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call);
+
 /* ---- file handle ---------------------------------------------------- */
+
+/* The split collective in progress (request.c): kind NONE when none. */
+enum { LMPIO__SPLIT_NONE, LMPIO__SPLIT_READ_ORDERED, LMPIO__SPLIT_WRITE_ORDERED,
+       LMPIO__SPLIT_READ_AT_ALL, LMPIO__SPLIT_WRITE_AT_ALL, LMPIO__SPLIT_READ_ALL,
+       LMPIO__SPLIT_WRITE_ALL };
+typedef struct {
+  int kind;
+  MPI_Count bytes;           /* for the status of _end */
+  const void *buf;           /* _end must pass the same */
+} lmpio__split;
+
+typedef struct lmpio__shared lmpio__shared; /* shared.c */
 
 struct lmpio_file_s {
   MPI_Comm comm;
@@ -182,100 +216,78 @@ struct lmpio_file_s {
   int fd;
   int amode;
   int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
-  int fd_in_memory;         /* the file is on tmpfs/ramfs (posix.c) */
+  int fd_in_memory;         /* the file is on tmpfs/ramfs (os.c) */
+  int one_node;             /* every rank on one node: one page cache for all */
   int atomic;
+  int busy;                 /* calls in progress on this handle (close refuses) */
   lmpio__view view;
   MPI_Offset fp;            /* individual file pointer, in etypes */
-  /* hints in effect */
-  MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size;
-  MPI_Offset conv_buffer_size;  /* staging buffer of data conversions */
-  int ds_read, ds_write;    /* 0 disable, 1 enable, 2 automatic */
-  /* collective buffering (collective.c): romio_cb_read / romio_cb_write
-   * (0 disable, 1 enable, 2 automatic), cb_buffer_size, cb_nodes (aggregators) */
-  int cb_read, cb_write;
-  int one_node;             /* every rank on one node: one page cache for all */
-  MPI_Offset cb_buffer_size;
-  MPI_Offset cb_nodes;
-  /* The shared file pointer (shared.c), in etypes of the current view.  With
-   * one rank it lives here; otherwise in a helper file beside the data file,
-   * updated under a byte-range lock, created on first use, removed at close. */
-  MPI_Offset sh_local;      /* the pointer when the communicator has one rank */
-  MPI_Offset sh_initial;    /* its value while the helper file is empty */
-  char *sh_path;
-  int sh_fd;
-  /* The split collective in progress (LMPIO__SPLIT_NONE: none), with the
-   * buffer its _begin received (its _end must pass the same). */
-  int split_kind;
-  int split_rc;
-  MPI_Count split_bytes;
-  const void *split_buf;
+  lmpio__hints hints;       /* in effect */
+  lmpio__shared *shared;    /* the shared file pointer (shared.c) */
+  lmpio__split split;       /* the split collective in progress (request.c) */
 };
 
-/* Kinds of split collective (shared.c keeps the state, request.c and
- * shared.c start them). */
-enum { LMPIO__SPLIT_NONE, LMPIO__SPLIT_READ_ORDERED, LMPIO__SPLIT_WRITE_ORDERED,
-       LMPIO__SPLIT_READ_AT_ALL, LMPIO__SPLIT_WRITE_AT_ALL, LMPIO__SPLIT_READ_ALL,
-       LMPIO__SPLIT_WRITE_ALL };
-
-/* ---- access: independent data access -------------------------------- */
+/* ---- entry: checks and pieces shared by the data access calls ------------ */
 
 enum { LMPIO__READ = 0, LMPIO__WRITE = 1 };
-
-/* Moves count items of type between buf and the view at data offset `offset`
- * (in etypes), converting when the view's representation is not native.
- * *bytes receives the (native) data bytes moved (short at end of file),
- * *etypes the whole etypes of the view they filled (for the pointers). */
-int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype type,
-                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
-/* The same without conversion, at data byte pos of the view. */
-int lmpio__access_at(lmpio_file fh, MPI_Offset pos, void *buf, int count,
-                     MPI_Datatype type, int dir, MPI_Count *bytes, const char *call);
-/* Packs (dir WRITE: user memory to p) or unpacks (READ: p to user memory)
- * n data bytes of the user's buffer buf, from where the memory-type cursor
- * mc stands; the cursor moves past them. */
-void lmpio__access_copy(lmpio__cursor *mc, char *buf, char *p, MPI_Count n, int dir);
-/* The blocking independent calls (explicit offset, or the individual pointer
- * when use_fp, which advances it); request.c starts nonblocking ones with it. */
-int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
-                       MPI_Datatype type, int dir, MPI_Status *status, const char *call);
-/* Sets the hints in effect from an info object (unknown keys are ignored). */
-void lmpio__file_apply_hints(lmpio_file fh, MPI_Info info);
-/* A string hash for checking that ranks passed the same argument. */
-long long lmpio__hash(const char *s);
-
 /* Which file pointer a data access call uses. */
 enum { LMPIO__EXPLICIT, LMPIO__INDIVIDUAL, LMPIO__SHARED };
+
 /* Checks the arguments common to every data access call. */
-int lmpio__check_access(lmpio_file fh, int count, MPI_Datatype type, int dir, int pointer,
+int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
                         const char *call);
 /* Number of etypes that count items of type make in the view, or an error. */
-int lmpio__count_etypes(lmpio_file fh, int count, MPI_Datatype type, MPI_Offset *n,
+int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
+/* Moves count items of type between buf and the view at `offset` etypes
+ * (plan, then the engine or the conversion driver).  *bytes: native data
+ * bytes moved (short at end of file); *etypes: whole etypes they filled. */
+int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
+                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
+/* The blocking independent calls (explicit offset, or the individual pointer
+ * when use_fp, which advances it). */
+int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
+                       MPI_Datatype type, int dir, MPI_Status *status, const char *call);
+void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
+/* A call in progress keeps its handle from being closed under it (by a
+ * conversion function, say). */
+static inline void lmpio__hold(lmpio_file fh) { fh->busy++; }
+static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
+/* A string hash for checking that ranks passed the same argument. */
+long long lmpio__hash(const char *s);
+/* Checked arithmetic on sizes and offsets from user input: 0 on overflow. */
+static inline int lmpio__mul_ok(MPI_Offset a, MPI_Offset b, MPI_Offset *r) {
+  return !__builtin_mul_overflow(a, b, r);
+}
+static inline int lmpio__add_ok(MPI_Offset a, MPI_Offset b, MPI_Offset *r) {
+  return !__builtin_add_overflow(a, b, r);
+}
 
-/* ---- shared: the shared file pointer -------------------------------- */
+/* ---- shared: the shared file pointer (shared.c) ------------------------ */
 
 /* Called by open on every rank once the file is open (collective). */
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
-/* Called by close after every rank closed the file: removes the helper. */
+/* Called by close after every rank closed the file. */
 void lmpio__shared_free(lmpio_file fh);
+/* Removes what a crashed job may have left of the pointer of file path. */
+void lmpio__shared_delete(const char *path);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
-void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
 /* The blocking write_shared / read_shared. */
-int lmpio__shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call);
-/* Split collective state: records a _begin that succeeded on every rank;
- * _end checks kind and buffer, clears the state and fills the status. */
-void lmpio__split_record(lmpio_file fh, int kind, const void *buf, MPI_Count bytes);
-int lmpio__split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *status, const char *call);
+/* The ordered collectives; pre_rc: an error this rank already met (agreed
+ * with the others).  *bytes receives the data bytes moved. */
+int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                   MPI_Count *bytes, int pre_rc, const char *call);
 
-/* ---- collective: the *_all calls ---------------------------------------- */
+/* ---- collective: the *_all calls (collective.c) ------------------------- */
 
 /* The blocking collective calls.  pre_rc: an error this rank already met
  * (agreed with the others like the call's own checks, before any transfer).
  * Fails on every rank while a split collective is active. */
-int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call);
 
 #endif

@@ -13,8 +13,8 @@
  * computation: that would need a progress thread (or asynchronous POSIX I/O)
  * carrying the transfer while the caller computes -- future work.
  *
- * Split collectives keep their state in the handle (shared.c: one active per
- * handle, _end must match _begin's kind and buffer). */
+ * Split collectives keep their state in the handle (fh->split, this file:
+ * one active per handle, _end must match _begin's kind and buffer). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -75,7 +75,7 @@ static int finish(int rc, const MPI_Status *st, record *r, MPI_Request *request)
   return rc;
 }
 
-static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                        MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
   record *r;
   int rc = prepare(request, &r, call);
@@ -85,7 +85,7 @@ static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
   return finish(rc, &st, r, request);
 }
 
-static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
+static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   record *r;
@@ -95,7 +95,7 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, i
   return finish(rc, &st, r, request);
 }
 
-static int shared(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                   MPI_Request *request, const char *call) {
   record *r;
   int rc = prepare(request, &r, call);
@@ -105,107 +105,105 @@ static int shared(lmpio_file fh, void *buf, int count, MPI_Datatype type, int di
   return finish(rc, &st, r, request);
 }
 
-int lmpio_file_iread_at(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                        MPI_Datatype datatype, MPI_Request *request) {
-  return independent(fh, offset, 0, buf, count, datatype, LMPIO__READ, request, "lmpio_file_iread_at");
-}
-
-int lmpio_file_iwrite_at(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
-                         MPI_Datatype datatype, MPI_Request *request) {
-  return independent(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, request,
-                     "lmpio_file_iwrite_at");
-}
-
-int lmpio_file_iread_at_all(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                            MPI_Datatype datatype, MPI_Request *request) {
-  return collective(fh, offset, 0, buf, count, datatype, LMPIO__READ, request, "lmpio_file_iread_at_all");
-}
-
-int lmpio_file_iwrite_at_all(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
-                             MPI_Datatype datatype, MPI_Request *request) {
-  return collective(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, request,
-                    "lmpio_file_iwrite_at_all");
-}
-
-int lmpio_file_iread(lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) {
-  return independent(fh, 0, 1, buf, count, datatype, LMPIO__READ, request, "lmpio_file_iread");
-}
-
-int lmpio_file_iwrite(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                      MPI_Request *request) {
-  return independent(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, request, "lmpio_file_iwrite");
-}
-
-int lmpio_file_iread_all(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
-                         MPI_Request *request) {
-  return collective(fh, 0, 1, buf, count, datatype, LMPIO__READ, request, "lmpio_file_iread_all");
-}
-
-int lmpio_file_iwrite_all(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                          MPI_Request *request) {
-  return collective(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, request, "lmpio_file_iwrite_all");
-}
-
-int lmpio_file_iread_shared(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
-                            MPI_Request *request) {
-  return shared(fh, buf, count, datatype, LMPIO__READ, request, "lmpio_file_iread_shared");
-}
-
-int lmpio_file_iwrite_shared(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                             MPI_Request *request) {
-  return shared(fh, (void *)buf, count, datatype, LMPIO__WRITE, request, "lmpio_file_iwrite_shared");
-}
+#define IACCESS(name, how, args, offset, use_fp, buf, dir)                                      \
+  int lmpio_file_##name args {                                                                 \
+    return how(fh, offset, use_fp, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name); \
+  }
+#define ISHARED(name, args, buf, dir)                                                           \
+  int lmpio_file_##name args {                                                                 \
+    return shared(fh, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name);         \
+  }
+#define IARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
+#define IARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
+IACCESS(iread_at, independent, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
+IACCESS(iwrite_at, independent, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
+IACCESS(iread, independent, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
+IACCESS(iwrite, independent, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
+IACCESS(iread_at_all, collective, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
+IACCESS(iwrite_at_all, collective, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
+IACCESS(iread_all, collective, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
+IACCESS(iwrite_all, collective, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
+ISHARED(iread_shared, IARGS(int, void *), buf, LMPIO__READ)
+ISHARED(iwrite_shared, IARGS(int, const void *), buf, LMPIO__WRITE)
+IACCESS(iread_at_c, independent, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
+IACCESS(iwrite_at_c, independent, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
+IACCESS(iread_c, independent, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
+IACCESS(iwrite_c, independent, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
+IACCESS(iread_at_all_c, collective, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
+IACCESS(iwrite_at_all_c, collective, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
+IACCESS(iread_all_c, collective, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
+IACCESS(iwrite_all_c, collective, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
+ISHARED(iread_shared_c, IARGS(MPI_Count, void *), buf, LMPIO__READ)
+ISHARED(iwrite_shared_c, IARGS(MPI_Count, const void *), buf, LMPIO__WRITE)
 
 /* ---- split collectives --------------------------------------------------- */
 
 /* _begin runs the blocking collective (which fails on every rank while a
- * split collective is active) and records the outcome for _end. */
-static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, int count,
-                       MPI_Datatype type, int dir, int kind, const char *call) {
+ * split collective is active) and records the outcome for _end; a failed
+ * _begin (the same error on every rank) leaves none active. */
+static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
+                       MPI_Datatype type, int kind, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  MPI_Status st;
-  int rc = lmpio__collective(fh, offset, use_fp, buf, count, type, dir, &st, MPI_SUCCESS, call);
-  if (rc != MPI_SUCCESS) return rc; /* agreed by every rank; nothing becomes active */
+  int dir = kind == LMPIO__SPLIT_READ_ORDERED || kind == LMPIO__SPLIT_READ_AT_ALL || kind == LMPIO__SPLIT_READ_ALL
+                ? LMPIO__READ : LMPIO__WRITE;
   MPI_Count bytes = 0;
-  if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
-  lmpio__split_record(fh, kind, buf, bytes);
+  int rc;
+  if (kind == LMPIO__SPLIT_READ_ORDERED || kind == LMPIO__SPLIT_WRITE_ORDERED) {
+    rc = fh->split.kind != LMPIO__SPLIT_NONE
+             ? lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path)
+             : MPI_SUCCESS;
+    rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);
+  } else {
+    MPI_Status st;
+    rc = lmpio__collective(fh, offset, use_fp, buf, count, type, dir, &st, MPI_SUCCESS, call);
+    if (rc == MPI_SUCCESS && (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED))
+      bytes = 0;
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  fh->split.kind = kind;
+  fh->split.bytes = bytes;
+  fh->split.buf = buf;
   return MPI_SUCCESS;
 }
 
-int lmpio_file_read_at_all_begin(lmpio_file fh, MPI_Offset offset, void *buf, int count,
-                                 MPI_Datatype datatype) {
-  return split_begin(fh, offset, 0, buf, count, datatype, LMPIO__READ, LMPIO__SPLIT_READ_AT_ALL,
-                     "lmpio_file_read_at_all_begin");
+static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *status, const char *call) {
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (fh->split.kind != kind)
+    return lmpio__err(MPI_ERR_OTHER, call, "no matching split collective is active on file \"%s\"", fh->path);
+  if (buf != fh->split.buf)
+    return lmpio__err(MPI_ERR_OTHER, call, "buf is not the buffer given to the matching _begin on file \"%s\"",
+                      fh->path);
+  fh->split.kind = LMPIO__SPLIT_NONE;
+  fh->split.buf = NULL;
+  lmpio__set_status(status, fh->split.bytes);
+  return MPI_SUCCESS;
 }
 
-int lmpio_file_read_at_all_end(lmpio_file fh, void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_READ_AT_ALL, buf, status, "lmpio_file_read_at_all_end");
-}
-
-int lmpio_file_write_at_all_begin(lmpio_file fh, MPI_Offset offset, const void *buf, int count,
-                                  MPI_Datatype datatype) {
-  return split_begin(fh, offset, 0, (void *)buf, count, datatype, LMPIO__WRITE, LMPIO__SPLIT_WRITE_AT_ALL,
-                     "lmpio_file_write_at_all_begin");
-}
-
-int lmpio_file_write_at_all_end(lmpio_file fh, const void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_WRITE_AT_ALL, buf, status, "lmpio_file_write_at_all_end");
-}
-
-int lmpio_file_read_all_begin(lmpio_file fh, void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, 0, 1, buf, count, datatype, LMPIO__READ, LMPIO__SPLIT_READ_ALL,
-                     "lmpio_file_read_all_begin");
-}
-
-int lmpio_file_read_all_end(lmpio_file fh, void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_READ_ALL, buf, status, "lmpio_file_read_all_end");
-}
-
-int lmpio_file_write_all_begin(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, 0, 1, (void *)buf, count, datatype, LMPIO__WRITE, LMPIO__SPLIT_WRITE_ALL,
-                     "lmpio_file_write_all_begin");
-}
-
-int lmpio_file_write_all_end(lmpio_file fh, const void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_WRITE_ALL, buf, status, "lmpio_file_write_all_end");
-}
+#define SPLIT(name, C, args, offset, use_fp, buf, kind)                                          \
+  int lmpio_file_##name args {                                                                 \
+    return split_begin(fh, offset, use_fp, (void *)buf, count, datatype, kind, "lmpio_file_" #name); \
+  }
+#define SPLIT_END(name, B, kind)                                                                \
+  int lmpio_file_##name(lmpio_file fh, B buf, MPI_Status *status) {                            \
+    return split_end(fh, kind, buf, status, "lmpio_file_" #name);                              \
+  }
+#define SARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype)
+#define SARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype)
+SPLIT(read_at_all_begin, int, SARGS_AT(int, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
+SPLIT(write_at_all_begin, int, SARGS_AT(int, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
+SPLIT(read_all_begin, int, SARGS(int, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
+SPLIT(write_all_begin, int, SARGS(int, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
+SPLIT(read_ordered_begin, int, SARGS(int, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
+SPLIT(write_ordered_begin, int, SARGS(int, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
+SPLIT(read_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
+SPLIT(write_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
+SPLIT(read_all_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
+SPLIT(write_all_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
+SPLIT(read_ordered_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
+SPLIT(write_ordered_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
+SPLIT_END(read_at_all_end, void *, LMPIO__SPLIT_READ_AT_ALL)
+SPLIT_END(write_at_all_end, const void *, LMPIO__SPLIT_WRITE_AT_ALL)
+SPLIT_END(read_all_end, void *, LMPIO__SPLIT_READ_ALL)
+SPLIT_END(write_all_end, const void *, LMPIO__SPLIT_WRITE_ALL)
+SPLIT_END(read_ordered_end, void *, LMPIO__SPLIT_READ_ORDERED)
+SPLIT_END(write_ordered_end, const void *, LMPIO__SPLIT_WRITE_ORDERED)

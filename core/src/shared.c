@@ -40,8 +40,7 @@
  * read (see ordered()).  Above ORDERED_GATHER_MAX ranks the Allgather is
  * replaced by an MPI_Exscan and an MPI_Allreduce (log(ranks) each).
  *
- * The state lives in the same allocation as the helper's name (fh->sh_path
- * points to its beginning, so freeing sh_path frees it all). */
+ * The state lives in fh->shared (struct lmpio__shared). */
 #include "internal.h"
 
 #include <errno.h>
@@ -72,12 +71,13 @@ typedef struct {
   long long *gather;      /* ordered: one entry per rank */
 } shstate;
 
-/* The block: the helper's name, then (aligned) the state. */
-static shstate *st_of(lmpio_file fh) {
-  size_t n = strlen(fh->sh_path) + 1;
-  n = (n + 15) & ~(size_t)15;
-  return (shstate *)(void *)(fh->sh_path + n);
-}
+struct lmpio__shared {
+  char *path;             /* the helper's name */
+  int fd;                 /* the helper, once opened */
+  shstate st;
+};
+
+static shstate *st_of(lmpio_file fh) { return &fh->shared->st; }
 
 /* A key that is the same on two ranks only when they run under the same
  * kernel (boot id, or host name where there is none) and see the same file. */
@@ -91,7 +91,7 @@ static long long kernel_file_key(int fd) {
   if (!id[0]) gethostname(id, sizeof id - 1);
   struct stat sb;
   unsigned long long dev = 0, ino = 0;
-  if (fstat(fd, &sb) == 0) {
+  if (lmpio__os_fstat(fd, &sb) == 0) {
     dev = (unsigned long long)sb.st_dev;
     ino = (unsigned long long)sb.st_ino;
   }
@@ -111,8 +111,6 @@ static long long view_sig(const lmpio__view *v) {
 }
 
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
-  fh->sh_fd = -1;
-  fh->sh_local = fh->sh_initial = 0;
   /* Rank 0 names the helper (unique per open) and gives the initial value;
    * every rank says which kernel and file it sees and whether LOCK is forced. */
   long long key = fh->size > 1 ? kernel_file_key(fh->fd) : 0;
@@ -140,11 +138,17 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   int dirlen = slash ? (int)(slash - fh->path + 1) : 0;
   const char *base = slash ? slash + 1 : fh->path;
   size_t n = strlen(fh->path) + 64;
-  size_t off = (n + 15) & ~(size_t)15;
-  char *block = calloc(1, off + sizeof(shstate));
-  if (!block) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  snprintf(block, n, "%.*s.%s.lmpio-shfp-%llx", dirlen, fh->path, base, (unsigned long long)out[0]);
-  fh->sh_path = block;
+  lmpio__shared *sh = calloc(1, sizeof *sh);
+  char *name = malloc(n);
+  if (!sh || !name) {
+    free(sh);
+    free(name);
+    return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+  }
+  snprintf(name, n, "%.*s.%s.lmpio-shfp-%llx", dirlen, fh->path, base, (unsigned long long)out[0]);
+  sh->path = name;
+  sh->fd = -1;
+  fh->shared = sh;
   shstate *st = st_of(fh);
   st->mode = fh->size == 1 ? MODE_LOCAL : (out[2] == -out[3] && !out[4]) ? MODE_MMAP : MODE_LOCK;
   st->base = out[1];
@@ -153,40 +157,38 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
 }
 
 void lmpio__shared_free(lmpio_file fh) {
-  if (!fh->sh_path) return;
+  if (!fh->shared) return;
   shstate *st = st_of(fh);
-  if (st->map) munmap(st->map, HELPER_SIZE);
+  lmpio__os_munmap(st->map, HELPER_SIZE);
   free(st->gather);
-  if (fh->sh_fd >= 0) close(fh->sh_fd);
-  fh->sh_fd = -1;
-  if (st->mode != MODE_LOCAL && fh->rank == 0) unlink(fh->sh_path); /* every rank closed the file */
-  free(fh->sh_path);
-  fh->sh_path = NULL;
+  if (fh->shared->fd >= 0) lmpio__os_close(fh->shared->fd);
+  if (st->mode != MODE_LOCAL && fh->rank == 0) lmpio__os_unlink(fh->shared->path); /* every rank closed the file */
+  free(fh->shared->path);
+  free(fh->shared);
+  fh->shared = NULL;
 }
 
 /* ---- the helper ---------------------------------------------------------- */
 
 static int helper_open(lmpio_file fh, shstate *st, const char *call) {
-  if (fh->sh_fd >= 0) return MPI_SUCCESS;
-  int fd;
-  do fd = open(fh->sh_path, O_RDWR | O_CLOEXEC | O_CREAT, 0600);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0) return lmpio__err_errno(errno, call, "cannot open the shared file pointer", fh->sh_path);
+  if (fh->shared->fd >= 0) return MPI_SUCCESS;
+  int fd = lmpio__os_open(fh->shared->path, O_RDWR | O_CLOEXEC | O_CREAT, 0600);
+  if (fd < 0) return lmpio__os_error(errno, call, "cannot open the shared file pointer", fh->shared->path);
   if (st->mode == MODE_MMAP) {
     /* Grow to one page (never shrink: another rank may have used it already). */
-    struct stat sb;
+    MPI_Offset size = 0;
     int e = 0;
-    if (fstat(fd, &sb) < 0) e = errno;
-    else if (sb.st_size < HELPER_SIZE && ftruncate(fd, HELPER_SIZE) < 0) e = errno;
-    void *p = e ? MAP_FAILED : mmap(NULL, HELPER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (!e && p == MAP_FAILED) e = errno;
+    if (lmpio__os_size(fd, &size) < 0) e = errno;
+    else if (size < HELPER_SIZE && lmpio__os_ftruncate(fd, HELPER_SIZE) < 0) e = errno;
+    void *p = e ? NULL : lmpio__os_mmap(HELPER_SIZE, fd);
+    if (!e && !p) e = errno;
     if (e) {
-      close(fd);
-      return lmpio__err_errno(e, call, "cannot map the shared file pointer", fh->sh_path);
+      lmpio__os_close(fd);
+      return lmpio__os_error(e, call, "cannot map the shared file pointer", fh->shared->path);
     }
     st->map = p;
   }
-  fh->sh_fd = fd;
+  fh->shared->fd = fd;
   return MPI_SUCCESS;
 }
 
@@ -208,18 +210,18 @@ static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offs
     return MPI_SUCCESS;
   }
   int write = set || add;
-  if (lmpio__posix_lock(fh->sh_fd, write, 0, sizeof(int64_t)) < 0)
-    return lmpio__err_errno(errno, call, "cannot lock the shared file pointer", fh->sh_path);
+  if (lmpio__os_lock(fh->shared->fd, write, 0, sizeof(int64_t)) < 0)
+    return lmpio__os_error(errno, call, "cannot lock the shared file pointer", fh->shared->path);
   int64_t cur = 0;
-  long long got = lmpio__posix_pread_all(fh->sh_fd, &cur, sizeof cur, 0);
-  if (got < 0) rc = lmpio__err_errno(errno, call, "cannot read the shared file pointer", fh->sh_path);
+  long long got = lmpio__os_pread_all(fh->shared->fd, &cur, sizeof cur, 0);
+  if (got < 0) rc = lmpio__os_error(errno, call, "cannot read the shared file pointer", fh->shared->path);
   else if (got < (long long)sizeof cur) cur = 0; /* fresh helper */
   if (rc == MPI_SUCCESS && write) {
     int64_t v = set ? (int64_t)*set : cur + (int64_t)add;
-    if (lmpio__posix_pwrite_all(fh->sh_fd, &v, sizeof v, 0) < 0)
-      rc = lmpio__err_errno(errno, call, "cannot write the shared file pointer", fh->sh_path);
+    if (lmpio__os_pwrite_all(fh->shared->fd, &v, sizeof v, 0) < 0)
+      rc = lmpio__os_error(errno, call, "cannot write the shared file pointer", fh->shared->path);
   }
-  lmpio__posix_unlock(fh->sh_fd, 0, sizeof(int64_t));
+  lmpio__os_unlock(fh->shared->fd, 0, sizeof(int64_t));
   *old = cur;
   return rc;
 }
@@ -247,20 +249,16 @@ int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
   return rc;
 }
 
-/* Every rank: an Allreduce of {failed, same, -same, dirty, sig, -sig};
- * failures and mismatches of `same` are agreed with their message. */
+/* Every rank: one agreement on the outcome and `same`, reducing whether
+ * some rank moved the pointer and whether the views' signatures match. */
 static int sync_state(lmpio_file fh, int rc, long long same, long long sig, int *anydirty,
                       int *sig_same, const char *call) {
   shstate *st = st_of(fh);
-  long long in[6] = {rc != MPI_SUCCESS, same, -same, st->dirty, sig, -sig}, out[6];
-  if (fh->size == 1) {
-    memcpy(out, in, sizeof out);
-  } else if (MPI_Allreduce(in, out, 6, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS) {
-    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allreduce failed");
-  }
-  if (out[0] || out[1] != -out[2]) return lmpio__agree(fh->comm, rc, same, call);
-  *anydirty = (int)out[3];
-  if (sig_same) *sig_same = out[4] == -out[5];
+  long long max[3] = {st->dirty, sig, -sig};
+  rc = lmpio__agree_values(fh->comm, rc, &same, 1, NULL, max, 3, call);
+  if (rc != MPI_SUCCESS) return rc;
+  *anydirty = (int)max[0];
+  if (sig_same) *sig_same = max[1] == -max[2];
   return MPI_SUCCESS;
 }
 
@@ -299,7 +297,7 @@ static int check_view(lmpio_file fh, const char *call) {
   return MPI_SUCCESS;
 }
 
-int lmpio__shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call) {
   int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
   MPI_Offset n = 0, d = 0;
@@ -318,17 +316,6 @@ int lmpio__shared_access(lmpio_file fh, void *buf, int count, MPI_Datatype type,
   }
   lmpio__set_status(status, bytes);
   return rc;
-}
-
-int lmpio_file_read_shared(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
-                           MPI_Status *status) {
-  return lmpio__shared_access(fh, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_shared");
-}
-
-int lmpio_file_write_shared(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                            MPI_Status *status) {
-  return lmpio__shared_access(fh, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                       "lmpio_file_write_shared");
 }
 
 int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset) {
@@ -351,7 +338,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   else if (fh->amode & MPI_MODE_SEQUENTIAL)
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
                     "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  else if (fh->split_kind != LMPIO__SPLIT_NONE)
+  else if (fh->split.kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   else rc = check_view(fh, call);
   int anydirty = 0;
@@ -363,10 +350,9 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   if (whence == MPI_SEEK_END) {
     /* Every rank is inside the call: nobody writes; the largest size seen wins
      * (ranks on different machines may see a size a little late). */
-    struct stat sb;
-    long long size = 0, maxsize;
-    if (fstat(fh->fd, &sb) < 0) rc = lmpio__err_errno(errno, call, "cannot stat", fh->path);
-    else size = sb.st_size;
+    MPI_Offset size = 0;
+    long long maxsize;
+    if (lmpio__os_size(fh->fd, &size) < 0) rc = lmpio__os_error(errno, call, "cannot stat", fh->path);
     rc = lmpio__agree(fh->comm, rc, 0, call);
     if (rc != MPI_SUCCESS) return rc;
     if (fh->size > 1) MPI_Allreduce(&size, &maxsize, 1, MPI_LONG_LONG, MPI_MAX, fh->comm);
@@ -428,7 +414,7 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
   return MPI_SUCCESS;
 }
 
-static int ordered(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
   shstate *st = st_of(fh);
@@ -460,78 +446,31 @@ static int ordered(lmpio_file fh, void *buf, int count, MPI_Datatype type, int d
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
-static int ordered_call(lmpio_file fh, void *buf, int count, MPI_Datatype type, int dir,
+static int ordered_call(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                         MPI_Status *status, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   MPI_Count bytes;
   int rc = MPI_SUCCESS;
-  if (fh->split_kind != LMPIO__SPLIT_NONE)
+  if (fh->split.kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
-  rc = ordered(fh, buf, count, type, dir, &bytes, rc, call);
+  rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);
   lmpio__set_status(status, bytes);
   return rc;
 }
 
-int lmpio_file_read_ordered(lmpio_file fh, void *buf, int count, MPI_Datatype datatype,
-                            MPI_Status *status) {
-  return ordered_call(fh, buf, count, datatype, LMPIO__READ, status, "lmpio_file_read_ordered");
-}
+#define SHARED(name, fn, args, buf, dir)                                                   \
+  int lmpio_file_##name args {                                                             \
+    return fn(fh, (void *)buf, count, datatype, dir, status, "lmpio_file_" #name);         \
+  }
+SHARED(read_ordered, ordered_call, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
+SHARED(write_ordered, ordered_call, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
+SHARED(read_ordered_c, ordered_call, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
+SHARED(write_ordered_c, ordered_call, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
+SHARED(read_shared, lmpio__shared_access, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
+SHARED(write_shared, lmpio__shared_access, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
+SHARED(read_shared_c, lmpio__shared_access, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
+SHARED(write_shared_c, lmpio__shared_access, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
 
-int lmpio_file_write_ordered(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype,
-                             MPI_Status *status) {
-  return ordered_call(fh, (void *)buf, count, datatype, LMPIO__WRITE, status,
-                      "lmpio_file_write_ordered");
-}
-
-/* Split collectives: _begin does the whole transfer, _end hands over the
- * status; one split collective may be active per file handle, and a
- * failed _begin (same error on every rank) leaves none active.  The other
- * split collectives (request.c) keep their state here too. */
-void lmpio__split_record(lmpio_file fh, int kind, const void *buf, MPI_Count bytes) {
-  fh->split_kind = kind;
-  fh->split_rc = MPI_SUCCESS;
-  fh->split_bytes = bytes;
-  fh->split_buf = buf;
-}
-
-static int split_begin(lmpio_file fh, void *buf, int count, MPI_Datatype type, int kind,
-                       const char *call) {
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  int rc = MPI_SUCCESS;
-  if (fh->split_kind != LMPIO__SPLIT_NONE)
-    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path);
-  MPI_Count bytes = 0;
-  rc = ordered(fh, buf, count, type, kind == LMPIO__SPLIT_READ_ORDERED ? LMPIO__READ : LMPIO__WRITE, &bytes, rc, call);
-  if (rc != MPI_SUCCESS) return rc; /* agreed by every rank; nothing becomes active */
-  lmpio__split_record(fh, kind, buf, bytes);
-  return MPI_SUCCESS;
-}
-
-int lmpio__split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *status, const char *call) {
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  if (fh->split_kind != kind)
-    return lmpio__err(MPI_ERR_OTHER, call, "no matching split collective is active on file \"%s\"", fh->path);
-  if (buf != fh->split_buf)
-    return lmpio__err(MPI_ERR_OTHER, call, "buf is not the buffer given to the matching _begin on file \"%s\"",
-                      fh->path);
-  fh->split_kind = LMPIO__SPLIT_NONE;
-  fh->split_buf = NULL;
-  lmpio__set_status(status, fh->split_bytes);
-  return fh->split_rc;
-}
-
-int lmpio_file_read_ordered_begin(lmpio_file fh, void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, buf, count, datatype, LMPIO__SPLIT_READ_ORDERED, "lmpio_file_read_ordered_begin");
-}
-
-int lmpio_file_read_ordered_end(lmpio_file fh, void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_READ_ORDERED, buf, status, "lmpio_file_read_ordered_end");
-}
-
-int lmpio_file_write_ordered_begin(lmpio_file fh, const void *buf, int count, MPI_Datatype datatype) {
-  return split_begin(fh, (void *)buf, count, datatype, LMPIO__SPLIT_WRITE_ORDERED, "lmpio_file_write_ordered_begin");
-}
-
-int lmpio_file_write_ordered_end(lmpio_file fh, const void *buf, MPI_Status *status) {
-  return lmpio__split_end(fh, LMPIO__SPLIT_WRITE_ORDERED, buf, status, "lmpio_file_write_ordered_end");
+void lmpio__shared_delete(const char *path) {
+  (void)path; /* the helper dies with its descriptors (see shared_init) */
 }

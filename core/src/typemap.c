@@ -40,6 +40,8 @@ void lmpio__typemap_release(const lmpio__tm_node *cn) {
   free(n);
 }
 
+void lmpio__typemap_retain(const lmpio__tm_node *n) { node_retain(n); }
+
 /* A node that is exactly one predefined item: its runs can absorb a block. */
 static int is_plain_basic(const lmpio__tm_node *c) {
   return c->nruns == 1 && c->runs[0].child == NULL && c->runs[0].disp == 0 &&

@@ -6,6 +6,7 @@
  * upper bounds included. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int is_named(MPI_Datatype t) {
@@ -79,7 +80,7 @@ static int runs_are_whole_etypes(const lmpio__tm_node *n, MPI_Aint base, MPI_Ain
 int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
                     MPI_Datatype filetype, const char *datarep, const char *call) {
   if (!datarep) return lmpio__err(MPI_ERR_ARG, call, "datarep is NULL");
-  if (strlen(datarep) > MPI_MAX_DATAREP_STRING)
+  if (strlen(datarep) >= MPI_MAX_DATAREP_STRING)
     return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call, "data representation name too long");
   const lmpio__datarep *rep;
   int rc = lmpio__datarep_find(datarep, &rep, call);
@@ -134,8 +135,9 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   nv.ft = ft;
   nv.rep = rep;
   nv.contiguous = ft->contiguous && ft->size == ft->extent;
+  nv.empty = ft->size == 0;
   nv.any_holes = !nv.contiguous; /* this rank's; set_view agrees on it */
-  strcpy(nv.datarep, datarep);
+  snprintf(nv.datarep, sizeof nv.datarep, "%s", datarep);
   nv.etype = nv.filetype = MPI_DATATYPE_NULL;
   rc = keep_handle(etype, &nv.etype);
   if (rc == MPI_SUCCESS) rc = keep_handle(filetype, &nv.filetype);
@@ -147,14 +149,28 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   return MPI_SUCCESS;
 }
 
-MPI_Offset lmpio__view_byte(const lmpio__view *v, MPI_Offset pos) {
-  if (v->contiguous) return v->disp + v->ft->data_lb + pos;
-  lmpio__cursor c;
-  if (lmpio__cursor_init(&c, v->ft, v->ft->extent) != MPI_SUCCESS) return -1;
-  lmpio__cursor_seek(&c, pos);
-  MPI_Aint off = lmpio__cursor_peek(&c);
-  lmpio__cursor_free(&c);
-  return v->disp + off;
+int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call) {
+  const lmpio__tm_node *ft = v->ft;
+  if (ft->size == 0) { /* an empty view: no data byte anywhere */
+    *byte = v->disp;
+    return MPI_SUCCESS;
+  }
+  MPI_Offset tile = pos / ft->size, rem = pos % ft->size, in, at;
+  if (v->contiguous) {
+    in = ft->data_lb + rem;
+  } else {
+    lmpio__cursor c;
+    if (lmpio__cursor_init(&c, ft, ft->extent) != MPI_SUCCESS) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+    lmpio__cursor_seek(&c, rem);
+    in = lmpio__cursor_peek(&c);
+    lmpio__cursor_free(&c);
+  }
+  if (!lmpio__mul_ok(tile, ft->extent, &at) || !lmpio__add_ok(at, in, &at) || !lmpio__add_ok(at, v->disp, &at))
+    return lmpio__err(MPI_ERR_ARG, call,
+                      "data byte %lld of the view lies past the largest 64-bit file offset (tile %lld of extent %lld)",
+                      (long long)pos, (long long)tile, (long long)ft->extent);
+  *byte = at;
+  return MPI_SUCCESS;
 }
 
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x) {
@@ -166,77 +182,12 @@ MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x) {
   return t * ft->size + lmpio__typemap_bytes_before(ft, (MPI_Aint)(rel - t * ft->extent));
 }
 
-/* ---- public calls ---------------------------------------------------- */
-
-int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
-                        MPI_Datatype filetype, const char *datarep, MPI_Info info) {
-  const char *call = "lmpio_file_set_view";
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  lmpio__view nv;
-  memset(&nv, 0, sizeof nv);
-  int rc = MPI_SUCCESS;
-  int seq = (fh->amode & MPI_MODE_SEQUENTIAL) != 0;
-  if (disp == MPI_DISPLACEMENT_CURRENT && !seq)
-    rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
-  if (seq && fh->size > 1) {
-    /* Synchronise before reading the shared pointer: every write_shared a
-     * rank made before entering set_view has then moved it, whichever rank
-     * reads first.  (Nobody resets it before all have read: the reset below
-     * is collective.) */
-    rc = lmpio__agree(fh->comm, rc, 0, call);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
-    /* Sequential files: the new view starts where the shared pointer is. */
-    MPI_Offset sh = 0;
-    if ((rc = lmpio__shared_get(fh, &sh, call)) == MPI_SUCCESS)
-      disp = lmpio__view_byte(&fh->view, sh * fh->view.esize);
-  }
-  if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
-  /* The data representation and the etype extent must agree on every rank;
-   * the same reduction tells every rank whether some view has holes. */
-  unsigned long long h = datarep ? (unsigned long long)lmpio__hash(datarep) : 0;
-  h = h * 31u + (unsigned long long)(rc == MPI_SUCCESS ? nv.eextent : 0);
-  long long same = rc == MPI_SUCCESS ? (long long)(h >> 2) : 0; /* nonnegative */
-  long long in[4] = {rc != MPI_SUCCESS, same, -same, rc == MPI_SUCCESS && nv.any_holes}, out[4];
-  if (fh->size == 1) memcpy(out, in, sizeof out);
-  else if (MPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS)
-    out[0] = 1;
-  if (out[0] || out[1] != -out[2]) { /* who failed and why, on every rank */
-    rc = lmpio__agree(fh->comm, rc, same, call);
-    if (rc == MPI_SUCCESS) rc = lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
-  }
-  if (rc != MPI_SUCCESS) {
-    lmpio__view_free(&nv);
-    return rc;
-  }
-  nv.any_holes = (int)out[3];
-  lmpio__view_free(&fh->view);
-  fh->view = nv;
-  fh->fp = 0;
-  if (info != MPI_INFO_NULL) lmpio__file_apply_hints(fh, info);
-  return lmpio__shared_reset(fh, call);
-}
-
-int lmpio_file_get_view(lmpio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
-                        MPI_Datatype *filetype, char *datarep) {
-  const char *call = "lmpio_file_get_view";
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  if (!disp || !etype || !filetype || !datarep) return lmpio__err(MPI_ERR_ARG, call, "NULL output argument");
-  *disp = fh->view.disp;
+int lmpio__view_get(const lmpio__view *v, MPI_Offset *disp, MPI_Datatype *etype,
+                    MPI_Datatype *filetype, char *datarep, const char *call) {
+  *disp = v->disp;
   /* Derived types are returned as new handles the caller frees, as in MPI. */
-  if (keep_handle(fh->view.etype, etype) != MPI_SUCCESS ||
-      keep_handle(fh->view.filetype, filetype) != MPI_SUCCESS)
+  if (keep_handle(v->etype, etype) != MPI_SUCCESS || keep_handle(v->filetype, filetype) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_TYPE, call, "cannot duplicate the view's datatypes");
-  strcpy(datarep, fh->view.datarep);
-  return MPI_SUCCESS;
-}
-
-int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset, MPI_Offset *disp) {
-  const char *call = "lmpio_file_get_byte_offset";
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  if (!disp) return lmpio__err(MPI_ERR_ARG, call, "disp is NULL");
-  if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
-  *disp = lmpio__view_byte(&fh->view, offset * fh->view.esize);
+  snprintf(datarep, MPI_MAX_DATAREP_STRING, "%s", v->datarep);
   return MPI_SUCCESS;
 }

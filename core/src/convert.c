@@ -1,0 +1,248 @@
+/* The conversion driver: data in a representation other than native moves
+ * through a staging buffer of bounded size (hint
+ * lmpio_conversion_buffer_size) that feeds the engine.
+ *
+ * The driver walks the predefined items of the memory type (a leaf cursor)
+ * and converts them chunk by chunk: when the data does not fit, conversion
+ * functions are called again with position advanced by the items already
+ * converted, as the standard describes.  The file side of each chunk is a
+ * run of the engine over bytes of the view, which the view's filetype lays
+ * out with the representation's extents.  Sizes are 64-bit throughout; a
+ * conversion function taking an int count is never given more than INT_MAX
+ * items at once. */
+#include "internal.h"
+#include "external32.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PIECES 65536
+
+/* A run of items of one predefined type: where it is in memory and in the
+ * staging buffer. */
+typedef struct {
+  MPI_Aint mem;
+  MPI_Offset stage;
+  MPI_Count n, fext, nsize;
+  MPI_Datatype basic;
+} piece;
+
+/* A few file extents remembered for the length of one call, so an extent
+ * function (perhaps written in Lua) is not called once per item. */
+typedef struct {
+  MPI_Datatype t[8];
+  MPI_Aint e[8];
+  int n, next;
+} extent_memo;
+
+static int memo_extent(const lmpio__datarep *rep, extent_memo *m, MPI_Datatype t, MPI_Aint *e) {
+  for (int i = 0; i < m->n; i++)
+    if (m->t[i] == t) {
+      *e = m->e[i];
+      return MPI_SUCCESS;
+    }
+  int rc = lmpio__datarep_type_extent(rep, t, e);
+  if (rc != MPI_SUCCESS) return rc;
+  m->t[m->next] = t;
+  m->e[m->next] = *e;
+  m->next = (m->next + 1) % 8;
+  if (m->n < 8) m->n++;
+  return MPI_SUCCESS;
+}
+
+static int conversion_error(const lmpio__datarep *rep, int dir, int code, MPI_Offset position,
+                            const char *call) {
+  char what[256];
+  snprintf(what, sizeof what, "the %s conversion of representation \"%s\" failed at item %lld (code %d)",
+           dir == LMPIO__READ ? "read" : "write", rep->name, (long long)position, code);
+  return lmpio__datarep_error(MPI_ERR_CONVERSION, call, what);
+}
+
+/* Calls the user's conversion function for items [position, position + n). */
+static int user_convert(const lmpio__datarep *rep, int dir, void *buf, MPI_Datatype type, MPI_Count n,
+                        char *stage, MPI_Offset position, const char *call) {
+  lmpio__datarep_clear_detail(); /* only what this call says counts */
+  int code;
+  if (rep->large)
+    code = (dir == LMPIO__READ ? rep->read_fn_c : rep->write_fn_c)(buf, type, n, stage, position, rep->extra);
+  else
+    code = (dir == LMPIO__READ ? rep->read_fn : rep->write_fn)(buf, type, (int)n, stage, position, rep->extra);
+  return code == MPI_SUCCESS ? MPI_SUCCESS : conversion_error(rep, dir, code, position, call);
+}
+
+static int has_user_fn(const lmpio__datarep *rep, int dir) {
+  if (rep->builtin) return 1;
+  if (rep->large) return (dir == LMPIO__READ ? rep->read_fn_c : rep->write_fn_c) != NULL;
+  return (dir == LMPIO__READ ? rep->read_fn : rep->write_fn) != MPI_CONVERSION_FN_NULL;
+}
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+  return comb == MPI_COMBINER_NAMED;
+}
+
+int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
+                   MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call) {
+  const lmpio__datarep *rep = p->rep;
+  const int dir = p->dir;
+  *bytes = 0;
+  *file_bytes = 0;
+  const lmpio__tm_node *m;
+  int rc = lmpio__typemap_get(type, &m, call);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!has_user_fn(rep, dir)) { /* MPI_CONVERSION_FN_NULL: the data moves in native form */
+    lmpio__stream s;
+    rc = lmpio__stream_init(&s, buf, m, count);
+    if (rc == MPI_SUCCESS) rc = lmpio__engine_run(p, pos, &s, call);
+    else rc = lmpio__err(rc, call, "out of memory");
+    *bytes = *file_bytes = s.done;
+    lmpio__stream_free(&s);
+    lmpio__typemap_release(m);
+    return rc;
+  }
+  MPI_Count total;
+  if (__builtin_mul_overflow(count, m->nitems, &total)) {
+    lmpio__typemap_release(m);
+    return lmpio__err(MPI_ERR_COUNT, call, "count %lld of a type of %lld items overflows", (long long)count,
+                      (long long)m->nitems);
+  }
+  if (total == 0) {
+    lmpio__typemap_release(m);
+    return MPI_SUCCESS;
+  }
+  /* The user's conversion function gets a handle of our own: it may free
+   * the caller's (a Lua converter can) while the call goes on. */
+  MPI_Datatype utype = type;
+  if (!rep->builtin && !is_named(type) && MPI_Type_dup(type, &utype) != MPI_SUCCESS) {
+    lmpio__typemap_release(m);
+    return lmpio__err(MPI_ERR_TYPE, call, "cannot duplicate the memory datatype");
+  }
+  MPI_Offset cap = p->hints.conv_buffer_size;
+  /* Small accesses get small buffers: an external32 item is at most twice
+   * its native size (long double as double -> binary128). */
+  MPI_Offset natbytes;
+  if (rep->builtin && !__builtin_mul_overflow(count, m->size, &natbytes) && natbytes <= cap / 2) cap = natbytes * 2;
+  if (cap < 1) cap = 1;
+  int max_pieces = total < MAX_PIECES ? (int)total : MAX_PIECES;
+  char *stage = (MPI_Offset)(size_t)cap == cap ? malloc((size_t)cap) : NULL;
+  piece *pc = malloc(sizeof *pc * (size_t)max_pieces);
+  lmpio__cursor c;
+  if (!stage || !pc || lmpio__cursor_init_leaves(&c, m, m->extent) != MPI_SUCCESS) {
+    free(stage);
+    free(pc);
+    if (utype != type) MPI_Type_free(&utype);
+    lmpio__typemap_release(m);
+    return lmpio__err(MPI_ERR_NO_MEM, call, "cannot allocate the %lld-byte conversion buffer", (long long)cap);
+  }
+  /* Items per call of an int-count conversion function. */
+  const MPI_Count call_max = rep->builtin || rep->large ? total : INT_MAX;
+  extent_memo memo = {{0}, {0}, 0, 0};
+  MPI_Offset position = 0, moved = 0; /* items converted, file bytes moved */
+  MPI_Count native = 0;
+  int eof = 0;
+  while (rc == MPI_SUCCESS && !eof && position < total) {
+    /* Plan a chunk: whole items, as many as fit the staging buffer. */
+    int np = 0;
+    MPI_Offset used = 0;
+    MPI_Count items = 0;
+    while (position + items < total && items < call_max && np < max_pieces) {
+      MPI_Aint fext;
+      MPI_Datatype basic = lmpio__cursor_peek_leaf(&c);
+      if ((rc = memo_extent(rep, &memo, basic, &fext)) != MPI_SUCCESS) {
+        rc = rc == MPI_ERR_TYPE
+                 ? lmpio__err(MPI_ERR_TYPE, call, "a predefined type in the data has no %s representation", rep->name)
+                 : lmpio__datarep_error(MPI_ERR_CONVERSION, call, "the extent function failed");
+        break;
+      }
+      MPI_Count fit = (cap - used) / fext;
+      if (fit == 0) {
+        if (used > 0) break;
+        char *bigger = realloc(stage, (size_t)fext); /* one item larger than the buffer */
+        if (!bigger) {
+          rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+          break;
+        }
+        stage = bigger;
+        cap = fext;
+        fit = 1;
+      }
+      MPI_Count want = total - position - items;
+      if (want > call_max - items) want = call_max - items;
+      piece *pp = &pc[np++];
+      pp->n = lmpio__cursor_next_leaf(&c, fit < want ? fit : want, &pp->mem, &pp->basic, &pp->nsize);
+      pp->fext = fext;
+      pp->stage = used;
+      used += pp->n * fext;
+      items += pp->n;
+    }
+    if (rc != MPI_SUCCESS) break;
+
+    MPI_Count nat = 0;
+    lmpio__stream s;
+    lmpio__stream_bytes(&s, stage, used);
+    if (dir == LMPIO__WRITE) {
+      if (rep->builtin) {
+        for (int i = 0; i < np && rc == MPI_SUCCESS; i++) {
+          MPI_Count bad = 0;
+          if (lmpio__external32_encode(pc[i].basic, (char *)buf + pc[i].mem, stage + pc[i].stage, pc[i].n, &bad) != MPI_SUCCESS)
+            rc = lmpio__err(MPI_ERR_CONVERSION, call, "item %lld does not fit its %s size in the file",
+                            (long long)(position + pc[i].stage / pc[i].fext + bad), rep->name);
+          nat += pc[i].n * pc[i].nsize;
+        }
+      } else {
+        /* A conversion function may leave bytes of its file buffer unset:
+         * they reach the file as zeros, never as stale heap contents. */
+        memset(stage, 0, (size_t)used);
+        rc = user_convert(rep, dir, buf, utype, items, stage, position, call);
+        for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
+      }
+      if (rc == MPI_SUCCESS) rc = lmpio__engine_run(p, pos + moved, &s, call);
+    } else {
+      rc = lmpio__engine_run(p, pos + moved, &s, call);
+      MPI_Offset got = s.done;
+      if (rc == MPI_SUCCESS && got < used) { /* end of file: convert the whole items that arrived */
+        eof = 1;
+        MPI_Count keep = 0;
+        int k = 0;
+        for (; k < np && pc[k].stage + pc[k].n * pc[k].fext <= got; k++) keep += pc[k].n;
+        if (k < np) {
+          pc[k].n = (got - pc[k].stage) / pc[k].fext;
+          keep += pc[k].n;
+          k++;
+        }
+        np = k;
+        items = keep;
+        used = 0;
+        for (int i = 0; i < np; i++) used += pc[i].n * pc[i].fext;
+      }
+      if (rc == MPI_SUCCESS && rep->builtin) {
+        for (int i = 0; i < np && rc == MPI_SUCCESS; i++) {
+          MPI_Count bad = 0;
+          if (lmpio__external32_decode(pc[i].basic, stage + pc[i].stage, (char *)buf + pc[i].mem, pc[i].n, &bad) != MPI_SUCCESS)
+            rc = lmpio__err(MPI_ERR_CONVERSION, call, "item %lld of the file does not fit its native type",
+                            (long long)(position + bad));
+          nat += pc[i].n * pc[i].nsize;
+        }
+      } else if (rc == MPI_SUCCESS && items > 0) {
+        rc = user_convert(rep, dir, buf, utype, items, stage, position, call);
+        for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
+      }
+    }
+    if (rc == MPI_SUCCESS) {
+      position += items;
+      moved += used;
+      native += nat;
+    }
+  }
+  *bytes = native;
+  *file_bytes = moved;
+  lmpio__cursor_free(&c);
+  free(stage);
+  free(pc);
+  if (utype != type) MPI_Type_free(&utype);
+  lmpio__typemap_release(m);
+  return rc;
+}

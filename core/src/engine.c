@@ -1,0 +1,258 @@
+/* The engine: runs the windows of a plan against a memory stream.  The one
+ * place where data moves between memory and the file: packing and unpacking
+ * through the memory-type cursor, the sieved read-modify-write under its
+ * byte-range lock, and end of file. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the memory stream -------------------------------------------------- */
+
+int lmpio__stream_init(lmpio__stream *s, void *buf, const lmpio__tm_node *m, MPI_Count count) {
+  memset(s, 0, sizeof *s);
+  s->buf = buf;
+  s->m = m;
+  s->total = count * m->size;
+  s->contig = s->total == 0 || (m->contiguous && (count == 1 || m->size == m->extent));
+  if (!s->contig && lmpio__cursor_init(&s->mc, m, m->extent) != MPI_SUCCESS) {
+    s->contig = 1;
+    return MPI_ERR_NO_MEM;
+  }
+  if (s->contig) s->buf = (char *)buf + (s->total ? m->data_lb : 0);
+  return MPI_SUCCESS;
+}
+
+void lmpio__stream_bytes(lmpio__stream *s, void *buf, MPI_Count n) {
+  memset(s, 0, sizeof *s);
+  s->buf = buf;
+  s->contig = 1;
+  s->total = n;
+}
+
+void lmpio__stream_free(lmpio__stream *s) {
+  if (!s->contig) lmpio__cursor_free(&s->mc);
+  s->contig = 1;
+}
+
+void lmpio__stream_seek(lmpio__stream *s, MPI_Count pos) {
+  s->done = pos;
+  if (!s->contig) lmpio__cursor_seek(&s->mc, pos);
+}
+
+void lmpio__stream_copy(lmpio__stream *s, char *p, MPI_Count n, int dir) {
+  if (s->contig) {
+    char *mem = s->buf + s->done;
+    if (dir == LMPIO__WRITE) memcpy(p, mem, (size_t)n);
+    else memcpy(mem, p, (size_t)n);
+    s->done += n;
+    return;
+  }
+  s->done += n;
+  while (n > 0) {
+    MPI_Aint mo;
+    MPI_Count ml = lmpio__cursor_next(&s->mc, n, &mo);
+    if (dir == LMPIO__WRITE) memcpy(p, s->buf + mo, (size_t)ml);
+    else memcpy(s->buf + mo, p, (size_t)ml);
+    p += ml;
+    n -= ml;
+  }
+}
+
+/* n blocks of len bytes between strided memory f (stride apart) and
+ * contiguous memory m; fixed lengths become single loads and stores. */
+#define STRIDED_LOOP(L)                                                           \
+  do {                                                                            \
+    if (to_f)                                                                     \
+      for (MPI_Offset i = 0; i < n; i++) memcpy(f + i * stride, m + i * (L), (L)); \
+    else                                                                          \
+      for (MPI_Offset i = 0; i < n; i++) memcpy(m + i * (L), f + i * stride, (L)); \
+  } while (0)
+
+static void copy_strided(char *f, MPI_Offset stride, char *m, MPI_Offset len, MPI_Offset n, int to_f) {
+  switch (len) {
+  case 1: STRIDED_LOOP(1); break;
+  case 2: STRIDED_LOOP(2); break;
+  case 4: STRIDED_LOOP(4); break;
+  case 8: STRIDED_LOOP(8); break;
+  case 16: STRIDED_LOOP(16); break;
+  default: STRIDED_LOOP((size_t)len); break;
+  }
+}
+
+/* Copies the first n blocks of v between the stage (holding file bytes from
+ * lo) and the stream. */
+static void copy_vec(lmpio__stream *s, char *stage, MPI_Offset lo, const lmpio__vec *v, MPI_Offset n,
+                     int dir) {
+  char *f = stage + (v->off - lo);
+  if (s->contig) {
+    copy_strided(f, v->stride, s->buf + s->done, v->len, n, dir == LMPIO__WRITE);
+    s->done += n * v->len;
+    return;
+  }
+  for (MPI_Offset j = 0; j < n; j++) lmpio__stream_copy(s, f + j * v->stride, v->len, dir);
+}
+
+/* ---- system calls --------------------------------------------------------- */
+
+static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offset off, MPI_Offset *got,
+              const char *call) {
+  long long n = dir == LMPIO__READ ? lmpio__os_pread_all(p->fd, mem, len, off)
+                                   : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  if (n < 0) return lmpio__os_error(errno, call, dir == LMPIO__READ ? "pread of" : "pwrite to", p->path);
+  *got = n;
+  return MPI_SUCCESS;
+}
+
+static int stage(lmpio__engine *e, MPI_Offset size, const char *call) {
+  if ((MPI_Offset)e->size >= size) return MPI_SUCCESS;
+  free(e->stage);
+  e->stage = malloc((size_t)size);
+  e->size = e->stage ? (size_t)size : 0;
+  if (!e->stage) return lmpio__err(MPI_ERR_NO_MEM, call, "cannot allocate a %lld-byte buffer", (long long)size);
+  return MPI_SUCCESS;
+}
+
+void lmpio__engine_free(lmpio__engine *e) {
+  free(e->stage);
+  e->stage = NULL;
+  e->size = 0;
+}
+
+/* ---- windows --------------------------------------------------------------- */
+
+/* One piece of len bytes at off, directly (staged in chunks when memory is
+ * not contiguous). */
+static int direct_piece(const lmpio__plan *p, lmpio__engine *e, lmpio__stream *s, MPI_Offset off,
+                        MPI_Offset len, int *eof, const char *call) {
+  MPI_Offset got = 0;
+  if (s->contig) {
+    int rc = io(p, p->dir, s->buf + s->done, len, off, &got, call);
+    if (rc == MPI_SUCCESS) {
+      s->done += got;
+      if (got < len) *eof = 1;
+    }
+    return rc;
+  }
+  MPI_Offset chunk = lmpio__plan_buffer(p);
+  if (chunk > len) chunk = len;
+  int rc = stage(e, chunk, call);
+  for (MPI_Offset at = 0; rc == MPI_SUCCESS && at < len; at += chunk) {
+    MPI_Offset n = len - at < chunk ? len - at : chunk;
+    if (p->dir == LMPIO__WRITE) {
+      lmpio__stream_copy(s, e->stage, n, LMPIO__WRITE);
+      rc = io(p, LMPIO__WRITE, e->stage, n, off + at, &got, call);
+    } else {
+      rc = io(p, LMPIO__READ, e->stage, n, off + at, &got, call);
+      if (rc == MPI_SUCCESS) lmpio__stream_copy(s, e->stage, got, LMPIO__READ);
+      if (rc == MPI_SUCCESS && got < n) {
+        *eof = 1;
+        break;
+      }
+    }
+  }
+  return rc;
+}
+
+/* A sieved read: what lies in [lo, lo + got) reaches the stream, up to the
+ * first piece end of file cuts. */
+static void sieve_copy_out(lmpio__stream *s, char *stage, const lmpio__window *w, MPI_Offset got, int *eof) {
+  for (size_t i = 0; i < w->n; i++) {
+    const lmpio__vec *v = &w->v[i];
+    MPI_Offset end = v->off - w->lo + (v->count - 1) * v->stride + v->len;
+    if (end <= got) {
+      copy_vec(s, stage, w->lo, v, v->count, LMPIO__READ);
+      continue;
+    }
+    for (MPI_Offset j = 0; j < v->count; j++) { /* end of file inside this vector */
+      MPI_Offset at = v->off - w->lo + j * v->stride;
+      MPI_Offset avail = got - at < v->len ? got - at : v->len;
+      if (avail > 0) lmpio__stream_copy(s, stage + at, avail, LMPIO__READ);
+      if (avail < v->len) break;
+    }
+    *eof = 1;
+    return;
+  }
+}
+
+int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__window *w,
+                         lmpio__stream *s, int *eof, const char *call) {
+  MPI_Offset span = w->hi - w->lo, got = 0;
+  int rc = MPI_SUCCESS;
+  if (w->lock != LMPIO__LOCK_NONE && lmpio__os_lock(p->fd, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
+    return lmpio__os_error(errno, call, "byte-range lock on", p->path);
+  if (!w->sieve) {
+    for (size_t i = 0; i < w->n && rc == MPI_SUCCESS && !*eof; i++)
+      for (MPI_Offset j = 0; j < w->v[i].count && rc == MPI_SUCCESS && !*eof; j++)
+        rc = direct_piece(p, e, s, w->v[i].off + j * w->v[i].stride, w->v[i].len, eof, call);
+  } else if ((rc = stage(e, span, call)) == MPI_SUCCESS) {
+    if (p->dir == LMPIO__READ) {
+      rc = io(p, LMPIO__READ, e->stage, span, w->lo, &got, call);
+      if (rc == MPI_SUCCESS && got < span && w->zero_eof) {
+        memset(e->stage + got, 0, (size_t)(span - got));
+        got = span;
+      }
+      if (rc == MPI_SUCCESS) sieve_copy_out(s, e->stage, w, got, eof);
+    } else {
+      if (w->fill) { /* holes keep what the file has there */
+        rc = io(p, LMPIO__READ, e->stage, span, w->lo, &got, call);
+        if (rc == MPI_SUCCESS && got < span) memset(e->stage + got, 0, (size_t)(span - got));
+      }
+      for (size_t i = 0; i < w->n && rc == MPI_SUCCESS; i++)
+        copy_vec(s, e->stage, w->lo, &w->v[i], w->v[i].count, LMPIO__WRITE);
+      if (rc == MPI_SUCCESS) rc = io(p, LMPIO__WRITE, e->stage, span, w->lo, &got, call);
+    }
+  }
+  if (w->lock != LMPIO__LOCK_NONE) lmpio__os_unlock(p->fd, w->lo, span);
+  return rc;
+}
+
+int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, const char *call) {
+  MPI_Offset total = s->total - s->done;
+  if (total <= 0) return MPI_SUCCESS;
+  lmpio__plan_iter it;
+  lmpio__window w;
+  lmpio__engine e = {NULL, 0};
+  memset(&w, 0, sizeof w);
+  int rc = lmpio__plan_start(&it, p, pos, pos + total);
+  if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "out of memory");
+  /* Atomic mode locks the whole range once (the windows then take none). */
+  MPI_Offset lo = 0, hi = 0;
+  if (p->atomic) {
+    /* The view is monotone: the first and last bytes bound the access. */
+    if (p->contiguous) {
+      lo = p->disp + p->ft->data_lb + pos;
+      hi = lo + total;
+    } else {
+      lmpio__cursor c;
+      if (lmpio__cursor_init(&c, p->ft, p->ft->extent) != MPI_SUCCESS) {
+        rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+      } else {
+        lmpio__cursor_seek(&c, pos);
+        lo = p->disp + lmpio__cursor_peek(&c);
+        lmpio__cursor_seek(&c, pos + total - 1);
+        hi = p->disp + lmpio__cursor_peek(&c) + 1;
+        lmpio__cursor_free(&c);
+      }
+    }
+    if (rc == MPI_SUCCESS && lmpio__os_lock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
+      rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
+      hi = lo;
+    }
+  }
+  MPI_Offset bound = lmpio__plan_buffer(p);
+  int eof = 0, more;
+  while (rc == MPI_SUCCESS && !eof && (more = lmpio__plan_next(&it, bound, 1, &w)) != 0) {
+    if (more < 0) {
+      rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+      break;
+    }
+    rc = lmpio__engine_window(p, &e, &w, s, &eof, call);
+  }
+  if (p->atomic && hi > lo) lmpio__os_unlock(p->fd, lo, hi - lo);
+  lmpio__plan_stop(&it);
+  lmpio__window_free(&w);
+  lmpio__engine_free(&e);
+  return rc;
+}

@@ -1,0 +1,129 @@
+/* The hints lmpio knows, in one table: defaults, parsing, validation,
+ * get_info and the README's table all come from it. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SIZE, MODE, RANKS };
+
+typedef struct {
+  const char *key;
+  size_t field;      /* offset in lmpio__hints */
+  int kind;          /* SIZE: bytes > 0; MODE: disable/enable/automatic; RANKS: 1..ranks */
+  long long def;     /* default (RANKS: 0 means every rank) */
+  int agree;         /* every rank must pass the same value */
+  const char *what;  /* for the README */
+} hint_def;
+
+#define F(name) offsetof(lmpio__hints, name)
+static const hint_def table[] = {
+    {"ind_rd_buffer_size", F(ind_rd_buffer_size), SIZE, 4194304, 0, "data sieving window of independent reads"},
+    {"ind_wr_buffer_size", F(ind_wr_buffer_size), SIZE, 524288, 0, "data sieving window of independent writes"},
+    {"romio_ds_read", F(ds_read), MODE, LMPIO__HINT_AUTOMATIC, 0, "data sieving of reads"},
+    {"romio_ds_write", F(ds_write), MODE, LMPIO__HINT_AUTOMATIC, 0, "data sieving of writes"},
+    {"romio_cb_read", F(cb_read), MODE, LMPIO__HINT_AUTOMATIC, 1, "two-phase collective reads"},
+    {"romio_cb_write", F(cb_write), MODE, LMPIO__HINT_AUTOMATIC, 1, "two-phase collective writes"},
+    {"cb_buffer_size", F(cb_buffer_size), SIZE, 16777216, 1, "two-phase window of each aggregator"},
+    {"cb_nodes", F(cb_nodes), RANKS, 0, 1, "aggregators of two-phase calls (at most the ranks)"},
+    {"lmpio_conversion_buffer_size", F(conv_buffer_size), SIZE, 4194304, 0,
+     "staging buffer of data conversions"},
+};
+#undef F
+#define NHINTS (int)(sizeof table / sizeof table[0])
+
+/* Sizes up to 2^50 bytes: large enough for any buffer, small enough that
+ * sums and products of them never overflow. */
+#define SIZE_MAX_HINT (1LL << 50)
+
+static const char *modes[] = {"disable", "enable", "automatic"};
+
+static MPI_Offset *size_field(lmpio__hints *h, const hint_def *d) {
+  return (MPI_Offset *)(void *)((char *)h + d->field);
+}
+static int *mode_field(lmpio__hints *h, const hint_def *d) { return (int *)(void *)((char *)h + d->field); }
+
+void lmpio__hints_default(lmpio__hints *h, int nranks) {
+  for (int i = 0; i < NHINTS; i++) {
+    const hint_def *d = &table[i];
+    if (d->kind == MODE) *mode_field(h, d) = (int)d->def;
+    else *size_field(h, d) = d->kind == RANKS && d->def == 0 ? nranks : d->def;
+  }
+}
+
+static int parse_one(lmpio__hints *h, const hint_def *d, const char *val, int nranks, const char *call) {
+  if (d->kind == MODE) {
+    for (int m = 0; m < 3; m++)
+      if (strcmp(val, modes[m]) == 0) {
+        *mode_field(h, d) = m;
+        return MPI_SUCCESS;
+      }
+    return lmpio__err(MPI_ERR_INFO_VALUE, call, "hint %s=\"%s\": the value must be enable, disable or automatic",
+                      d->key, val);
+  }
+  char *end;
+  errno = 0;
+  long long v = strtoll(val, &end, 10);
+  while (end != val && *end == ' ') end++;
+  long long hi = d->kind == RANKS ? 1LL << 30 : SIZE_MAX_HINT;
+  if (end == val || *end || errno == ERANGE || v < 1 || v > hi)
+    return lmpio__err(MPI_ERR_INFO_VALUE, call, "hint %s=\"%s\": the value must be %s from 1 to %lld",
+                      d->key, val, d->kind == RANKS ? "a number of processes" : "a size in bytes", hi);
+  /* More aggregators than ranks cannot be: the value in effect is the ranks. */
+  if (d->kind == RANKS && v > nranks) v = nranks;
+  *size_field(h, d) = v;
+  return MPI_SUCCESS;
+}
+
+int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *call) {
+  if (info == MPI_INFO_NULL) return MPI_SUCCESS;
+  lmpio__hints n = *h;
+  for (int i = 0; i < NHINTS; i++) {
+    char val[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    if (MPI_Info_get(info, table[i].key, MPI_MAX_INFO_VAL, val, &flag) != MPI_SUCCESS)
+      return lmpio__err(MPI_ERR_INFO, call, "invalid info object");
+    if (!flag) continue;
+    int rc = parse_one(&n, &table[i], val, nranks, call);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  *h = n;
+  return MPI_SUCCESS;
+}
+
+long long lmpio__hints_same(const lmpio__hints *h) {
+  unsigned long long x = 1469598103934665603ULL;
+  for (int i = 0; i < NHINTS; i++) {
+    if (!table[i].agree) continue;
+    long long v = table[i].kind == MODE ? *mode_field((lmpio__hints *)h, &table[i])
+                                        : *size_field((lmpio__hints *)h, &table[i]);
+    x = (x ^ (unsigned long long)v) * 1099511628211ULL;
+  }
+  return (long long)(x >> 2);
+}
+
+int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info) {
+  for (int i = 0; i < NHINTS; i++) {
+    char v[32];
+    const hint_def *d = &table[i];
+    if (d->kind == MODE) snprintf(v, sizeof v, "%s", modes[*mode_field((lmpio__hints *)h, d)]);
+    else snprintf(v, sizeof v, "%lld", (long long)*size_field((lmpio__hints *)h, d));
+    if (MPI_Info_set(info, d->key, v) != MPI_SUCCESS) return MPI_ERR_INFO;
+  }
+  return MPI_SUCCESS;
+}
+
+const char *lmpio__hints_row(int i, char *buf, size_t n) {
+  if (i < 0 || i >= NHINTS) return NULL;
+  const hint_def *d = &table[i];
+  char def[32];
+  if (d->kind == MODE) snprintf(def, sizeof def, "%s", modes[d->def]);
+  else if (d->kind == RANKS) snprintf(def, sizeof def, "number of ranks");
+  else snprintf(def, sizeof def, "%lld", d->def);
+  snprintf(buf, n, "| `%s` | %s | %s | %s | %s |", d->key, d->what, def,
+           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == RANKS ? "1 to the number of ranks" : "bytes, 1 to 2^50",
+           d->agree ? "yes" : "no");
+  return buf;
+}

@@ -1,0 +1,34 @@
+/* Hints: one table (hints.c) gives each key its field, parser, default and
+ * whether every rank must pass the same value. */
+#ifndef LMPIO_HINTS_H
+#define LMPIO_HINTS_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* Modes of the romio_ds_* and romio_cb_* hints. */
+enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
+
+typedef struct {
+  MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
+  MPI_Offset conv_buffer_size;                      /* staging buffer of conversions */
+  int ds_read, ds_write;                            /* romio_ds_read / romio_ds_write */
+  int cb_read, cb_write;                            /* romio_cb_read / romio_cb_write */
+  MPI_Offset cb_buffer_size;                        /* two-phase window per aggregator */
+  MPI_Offset cb_nodes;                              /* aggregators, at most the ranks */
+} lmpio__hints;
+
+void lmpio__hints_default(lmpio__hints *h, int nranks);
+/* Applies the keys of info that the table knows (others are ignored, as the
+ * standard allows) to *h; an invalid value leaves *h unchanged and is
+ * MPI_ERR_INFO_VALUE naming the key and the accepted values. */
+int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *call);
+/* A hash of the hints every rank must pass alike (for the agreement). */
+long long lmpio__hints_same(const lmpio__hints *h);
+/* The values in effect, set into info. */
+int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info);
+/* Row i of the README's table of hints ("| key | default | values |"), or
+ * NULL past the last row. */
+const char *lmpio__hints_row(int i, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,201 @@
+/* System calls through one table; EINTR and short-transfer loops; errno to
+ * MPI error class.  The only file of the core that calls the system. */
+#include "internal.h"
+
+#include <linux/magic.h>
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static int real_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+static int real_fcntl_lock(int fd, int cmd, struct flock *fl) { return fcntl(fd, cmd, fl); }
+
+const lmpio__os_table lmpio__os_real = {
+    real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap};
+
+lmpio__os_table lmpio__os = {
+    real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap};
+
+int lmpio__os_open(const char *path, int flags, mode_t mode) {
+  int fd;
+  do fd = lmpio__os.open(path, flags, mode);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+int lmpio__os_close(int fd) {
+  /* Linux releases the descriptor even when close reports EINTR: retrying
+   * could close a descriptor another thread just opened. */
+  if (lmpio__os.close(fd) < 0 && errno != EINTR) return -1;
+  return 0;
+}
+
+int lmpio__os_fstat(int fd, struct stat *st) {
+  int r;
+  do r = lmpio__os.fstat(fd, st);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int lmpio__os_size(int fd, MPI_Offset *size) {
+  struct stat st;
+  if (lmpio__os_fstat(fd, &st) < 0) return -1;
+  *size = (MPI_Offset)st.st_size;
+  return 0;
+}
+
+int lmpio__os_ftruncate(int fd, MPI_Offset length) {
+  int r;
+  do r = lmpio__os.ftruncate(fd, (off_t)length);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int lmpio__os_fallocate(int fd, MPI_Offset offset, MPI_Offset length) {
+  int e;
+  do e = lmpio__os.fallocate(fd, (off_t)offset, (off_t)length);
+  while (e == EINTR);
+  if (e == 0) return 0;
+  errno = e;
+  return -1;
+}
+
+int lmpio__os_fsync(int fd) {
+  int r;
+  do r = lmpio__os.fsync(fd);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int lmpio__os_unlink(const char *path) {
+  int r;
+  do r = lmpio__os.unlink(path);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+void *lmpio__os_mmap(size_t length, int fd) {
+  void *p = lmpio__os.mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void lmpio__os_munmap(void *addr, size_t length) {
+  if (addr) lmpio__os.munmap(addr, length);
+}
+
+/* Whether [off, off + len) lies within the offsets a file can have. */
+static int range_ok(MPI_Offset len, MPI_Offset off) {
+  if (off < 0 || len < 0 || len > (MPI_Offset)INT64_MAX - off) {
+    errno = EFBIG;
+    return 0;
+  }
+  return 1;
+}
+
+long long lmpio__os_pread_all(int fd, void *buf, MPI_Offset len, MPI_Offset off) {
+  if (!range_ok(len, off)) return -1;
+  MPI_Offset done = 0;
+  while (done < len) {
+    size_t want = (size_t)(len - done);
+    if (want > ((size_t)1 << 30)) want = (size_t)1 << 30; /* Linux moves at most ~2 GiB per call */
+    ssize_t n = lmpio__os.pread(fd, (char *)buf + done, want, (off_t)(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break; /* end of file */
+    done += n;
+  }
+  return (long long)done;
+}
+
+long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offset off) {
+  if (!range_ok(len, off)) return -1;
+  MPI_Offset done = 0;
+  while (done < len) {
+    size_t want = (size_t)(len - done);
+    if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
+    ssize_t n = lmpio__os.pwrite(fd, (const char *)buf + done, want, (off_t)(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) { /* no progress and no error: report it rather than spin */
+      errno = EIO;
+      return -1;
+    }
+    done += n;
+  }
+  return (long long)done;
+}
+
+static int setlk(int fd, short type, MPI_Offset off, MPI_Offset len) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)off;
+  fl.l_len = (off_t)len;
+#ifdef F_OFD_SETLKW
+  /* Open-file-description locks belong to this descriptor, not to the whole
+   * process: closing another descriptor of the same file keeps them, and
+   * threads and handles of one process exclude each other. */
+  for (;;) {
+    if (lmpio__os.fcntl_lock(fd, F_OFD_SETLKW, &fl) == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno != EINVAL) return -1;
+    break; /* kernel or file system without OFD locks */
+  }
+  fl.l_pid = 0;
+#endif
+  while (lmpio__os.fcntl_lock(fd, F_SETLKW, &fl) < 0)
+    if (errno != EINTR) return -1;
+  return 0;
+}
+
+int lmpio__os_lock(int fd, int write, MPI_Offset off, MPI_Offset len) {
+  if (len <= 0) return 0;
+  if (!range_ok(len, off)) return -1;
+  return setlk(fd, write ? F_WRLCK : F_RDLCK, off, len);
+}
+
+int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len) {
+  if (len <= 0 || !range_ok(len, off)) return 0;
+  return setlk(fd, F_UNLCK, off, len);
+}
+
+int lmpio__os_in_memory(int fd) {
+  struct statfs sf;
+  if (lmpio__os.fstatfs(fd, &sf) != 0) return 0;
+  return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
+int lmpio__os_class(int e) {
+  switch (e) {
+  case ENOENT: return MPI_ERR_NO_SUCH_FILE;
+  case EACCES: case EPERM: return MPI_ERR_ACCESS;
+  case EEXIST: return MPI_ERR_FILE_EXISTS;
+  case ENOSPC: return MPI_ERR_NO_SPACE;
+#ifdef EDQUOT
+  case EDQUOT: return MPI_ERR_QUOTA;
+#endif
+  case EROFS: return MPI_ERR_READ_ONLY;
+  case ENAMETOOLONG: case EISDIR: case ENOTDIR: case ELOOP: return MPI_ERR_BAD_FILE;
+  case ETXTBSY: case EBUSY: return MPI_ERR_FILE_IN_USE;
+  case ENOMEM: return MPI_ERR_NO_MEM;
+  case EOPNOTSUPP: return MPI_ERR_UNSUPPORTED_OPERATION;
+  /* An offset past what the file system allows: the caller's offset. */
+  case EFBIG: case EOVERFLOW: return MPI_ERR_ARG;
+  default: return MPI_ERR_IO;
+  }
+}
+
+int lmpio__os_error(int e, const char *call, const char *what, const char *path) {
+  return lmpio__err(lmpio__os_class(e), call, "%s \"%s\": %s%s", what, path ? path : "", strerror(e),
+                    e == EFBIG ? " (the offset is past the largest one the file system allows)" : "");
+}

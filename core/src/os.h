@@ -1,0 +1,69 @@
+/* The ground floor: every system call of the core goes through one table of
+ * function pointers (as SQLite's aSyscall[] does), so tests can replace an
+ * entry and inject a failure anywhere.  The loops that retry EINTR and short
+ * transfers, and the mapping of errno to an MPI error class, exist only in
+ * os.c.  Nothing here is exported from the shared library. */
+#ifndef LMPIO_OS_H
+#define LMPIO_OS_H
+
+#include <mpi.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/vfs.h>
+
+/* The system calls, with the signatures of their POSIX originals (fallocate:
+ * posix_fallocate's, returning an errno value).  A replaced entry must
+ * behave like the original: return -1 and set errno on failure. */
+typedef struct {
+  int (*open)(const char *path, int flags, mode_t mode);
+  int (*close)(int fd);
+  int (*fstat)(int fd, struct stat *st);
+  int (*fstatfs)(int fd, struct statfs *st);
+  int (*ftruncate)(int fd, off_t length);
+  int (*fallocate)(int fd, off_t offset, off_t length);
+  int (*fsync)(int fd);
+  int (*unlink)(const char *path);
+  ssize_t (*pread)(int fd, void *buf, size_t count, off_t offset);
+  ssize_t (*pwrite)(int fd, const void *buf, size_t count, off_t offset);
+  int (*fcntl_lock)(int fd, int cmd, struct flock *lock);
+  void *(*mmap)(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
+  int (*munmap)(void *addr, size_t length);
+} lmpio__os_table;
+
+extern lmpio__os_table lmpio__os;
+/* The real system calls (tests restore the table from it). */
+extern const lmpio__os_table lmpio__os_real;
+
+/* Each returns 0 (or a descriptor, or bytes) on success and -1 with errno
+ * set on failure; EINTR is retried, never returned. */
+int lmpio__os_open(const char *path, int flags, mode_t mode);
+int lmpio__os_close(int fd);
+int lmpio__os_fstat(int fd, struct stat *st);
+int lmpio__os_size(int fd, MPI_Offset *size);
+int lmpio__os_ftruncate(int fd, MPI_Offset length);
+int lmpio__os_fallocate(int fd, MPI_Offset offset, MPI_Offset length);
+int lmpio__os_fsync(int fd);
+int lmpio__os_unlink(const char *path);
+void *lmpio__os_mmap(size_t length, int fd); /* shared read-write, offset 0; NULL on failure */
+void lmpio__os_munmap(void *addr, size_t length);
+/* Full transfers: short transfers and EINTR are retried; pread stops at end
+ * of file.  Return the bytes moved, or -1 with errno set.  A range that
+ * would end past the largest offset a file can have fails with EFBIG. */
+long long lmpio__os_pread_all(int fd, void *buf, MPI_Offset len, MPI_Offset off);
+long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offset off);
+/* Byte-range locks (open-file-description locks where the kernel has them). */
+int lmpio__os_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
+int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len);
+/* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
+ * there, so moving small blocks one by one pays off sooner. */
+int lmpio__os_in_memory(int fd);
+
+/* The MPI error class of an errno value, and the detailed message of a
+ * failed system call: records "<what> "<path>": <strerror>" for call and
+ * returns the class. */
+int lmpio__os_class(int e);
+int lmpio__os_error(int e, const char *call, const char *what, const char *path);
+
+#endif
