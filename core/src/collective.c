@@ -12,7 +12,7 @@
  *                    Non-native representations and atomic mode always take
  *                    the independent path.
  *  3. file_domains:  the union of the ranges split into one domain per
- *                    aggregator (hint cb_nodes, at most MAX_AGGREGATORS),
+ *                    aggregator (hint cb_nodes, at most LMPIO__MAX_AGGREGATORS),
  *                    aligned to ALIGN bytes when the domains are that large;
  *                    each domain is done in rounds of windows of at most
  *                    cb_buffer_size bytes.
@@ -42,7 +42,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_AGGREGATORS 64
 #define ALIGN 4096
 #define MAX_CB_TOTAL (1 << 30) /* aggregators x cb_buffer_size, so int counts fit */
 
@@ -123,7 +122,7 @@ static void file_domains(coll *c, MPI_Offset cb_nodes, MPI_Offset cb_size) {
   int size = c->fh->size;
   MPI_Offset n = cb_nodes < 1 ? 1 : cb_nodes;
   if (n > size) n = size;
-  if (n > MAX_AGGREGATORS) n = MAX_AGGREGATORS;
+  if (n > LMPIO__MAX_AGGREGATORS) n = LMPIO__MAX_AGGREGATORS;
   c->naggr = (int)n;
   c->me = -1;
   for (int k = 0; k < c->naggr; k++) {
@@ -585,7 +584,7 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   /* Two-phase needs a native view and no atomic mode (the same on every
    * rank: both are set collectively). */
   int eligible = fh->view.rep == NULL && !fh->atomic;
-  int nagg = size < MAX_AGGREGATORS ? size : MAX_AGGREGATORS;
+  int nagg = size < LMPIO__MAX_AGGREGATORS ? size : LMPIO__MAX_AGGREGATORS;
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
   c.agg = malloc(sizeof(int) * (size_t)size);

@@ -27,7 +27,7 @@ static const hint_def table[] = {
     {"romio_cb_read", F(cb_read), MODE, LMPIO__HINT_AUTOMATIC, 1, "two-phase collective reads"},
     {"romio_cb_write", F(cb_write), MODE, LMPIO__HINT_AUTOMATIC, 1, "two-phase collective writes"},
     {"cb_buffer_size", F(cb_buffer_size), SIZE, 16777216, 1, "two-phase window of each aggregator"},
-    {"cb_nodes", F(cb_nodes), RANKS, 0, 1, "aggregators of two-phase calls (at most the ranks)"},
+    {"cb_nodes", F(cb_nodes), RANKS, 0, 1, "aggregators of two-phase calls"},
     {"lmpio_conversion_buffer_size", F(conv_buffer_size), SIZE, 4194304, 0,
      "staging buffer of data conversions"},
 };
@@ -40,6 +40,9 @@ static const hint_def table[] = {
 
 static const char *modes[] = {"disable", "enable", "automatic"};
 
+/* The largest value in effect of a RANKS hint. */
+static int max_ranks(int nranks) { return nranks < LMPIO__MAX_AGGREGATORS ? nranks : LMPIO__MAX_AGGREGATORS; }
+
 static MPI_Offset *size_field(lmpio__hints *h, const hint_def *d) {
   return (MPI_Offset *)(void *)((char *)h + d->field);
 }
@@ -49,7 +52,7 @@ void lmpio__hints_default(lmpio__hints *h, int nranks) {
   for (int i = 0; i < NHINTS; i++) {
     const hint_def *d = &table[i];
     if (d->kind == MODE) *mode_field(h, d) = (int)d->def;
-    else *size_field(h, d) = d->kind == RANKS && d->def == 0 ? nranks : d->def;
+    else *size_field(h, d) = d->kind == RANKS ? max_ranks(nranks) : d->def;
   }
 }
 
@@ -71,8 +74,9 @@ static int parse_one(lmpio__hints *h, const hint_def *d, const char *val, int nr
   if (end == val || *end || errno == ERANGE || v < 1 || v > hi)
     return lmpio__err(MPI_ERR_INFO_VALUE, call, "hint %s=\"%s\": the value must be %s from 1 to %lld",
                       d->key, val, d->kind == RANKS ? "a number of processes" : "a size in bytes", hi);
-  /* More aggregators than ranks cannot be: the value in effect is the ranks. */
-  if (d->kind == RANKS && v > nranks) v = nranks;
+  /* More aggregators than ranks cannot be: the value in effect is the ranks
+   * (and at most LMPIO__MAX_AGGREGATORS). */
+  if (d->kind == RANKS && v > max_ranks(nranks)) v = max_ranks(nranks);
   *size_field(h, d) = v;
   return MPI_SUCCESS;
 }
@@ -120,10 +124,10 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
   const hint_def *d = &table[i];
   char def[32];
   if (d->kind == MODE) snprintf(def, sizeof def, "%s", modes[d->def]);
-  else if (d->kind == RANKS) snprintf(def, sizeof def, "number of ranks");
+  else if (d->kind == RANKS) snprintf(def, sizeof def, "ranks, at most %d", LMPIO__MAX_AGGREGATORS);
   else snprintf(def, sizeof def, "%lld", d->def);
   snprintf(buf, n, "| `%s` | %s | %s | %s | %s |", d->key, d->what, def,
-           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == RANKS ? "1 to the number of ranks" : "bytes, 1 to 2^50",
+           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == RANKS ? "1 up; more than the default counts as the default" : "bytes, 1 to 2^50",
            d->agree ? "yes" : "no");
   return buf;
 }

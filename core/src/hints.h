@@ -6,6 +6,9 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* Two-phase uses at most this many aggregators (cb_nodes). */
+#define LMPIO__MAX_AGGREGATORS 64
+
 /* Modes of the romio_ds_* and romio_cb_* hints. */
 enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
 

@@ -1,0 +1,135 @@
+/* Hints: one table (core/src/hints.c) gives defaults, parsing, validation,
+ * get_info and the README's table.  `hints_test --table` prints the table
+ * as the README shows it. */
+#include "testlib.h"
+#include "internal.h"
+
+static void set(MPI_Info info, const char *k, const char *v) { MPI_Info_set(info, k, v); }
+
+/* Opening with one bad value is MPI_ERR_INFO_VALUE naming the key. */
+static void expect_bad(const char *key, const char *value, const char *accepted) {
+  char *path = tl_path("badhint");
+  MPI_Info info;
+  MPI_Info_create(&info);
+  set(info, key, value);
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_RC(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh), MPI_ERR_INFO_VALUE);
+  TL_CHECK(fh == LMPIO_FILE_NULL);
+  const char *m = lmpio_last_error_message();
+  TL_CHECK(strstr(m, key) != NULL);
+  TL_CHECK(strstr(m, accepted) != NULL);
+  if (tl_case_failed) fprintf(stderr, "[rank %d] %s=%s: %s\n", tl_rank, key, value, m);
+  MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+static void test_invalid_values(void) {
+  expect_bad("romio_cb_write", "yes", "enable, disable or automatic");
+  expect_bad("romio_ds_read", "sometimes", "enable, disable or automatic");
+  expect_bad("cb_buffer_size", "lots", "a size in bytes");
+  expect_bad("ind_rd_buffer_size", "-4096", "a size in bytes");
+  expect_bad("lmpio_conversion_buffer_size", "0", "a size in bytes");
+  expect_bad("cb_nodes", "99999999999999999999", "a number of processes");
+  /* set_info and set_view refuse them too, and keep what was in effect */
+  char *path = tl_path("hints");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  MPI_Info info, used;
+  MPI_Info_create(&info);
+  set(info, "ind_wr_buffer_size", "4096");
+  set(info, "romio_cb_read", "maybe");
+  TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_INFO_VALUE);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info), MPI_ERR_INFO_VALUE);
+  TL_OK(lmpio_file_get_info(fh, &used));
+  char v[MPI_MAX_INFO_VAL + 1];
+  int flag = 0;
+  MPI_Info_get(used, "ind_wr_buffer_size", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "524288") == 0);
+  MPI_Info_free(&used);
+  MPI_Info_free(&info);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* get_info reports the values in effect: cb_nodes is never more than the
+ * ranks; lmpio_version says which MPI-IO serves the file. */
+static void test_values_in_effect(void) {
+  char *path = tl_path("effect");
+  MPI_Info info, used;
+  MPI_Info_create(&info);
+  set(info, "cb_nodes", "1000");
+  set(info, "cb_buffer_size", " 8192");
+  set(info, "romio_ds_write", "disable");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  TL_OK(lmpio_file_get_info(fh, &used));
+  char v[MPI_MAX_INFO_VAL + 1];
+  int flag = 0;
+  MPI_Info_get(used, "cb_nodes", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && atoi(v) == tl_size);
+  MPI_Info_get(used, "cb_buffer_size", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "8192") == 0);
+  MPI_Info_get(used, "romio_ds_write", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "disable") == 0);
+  MPI_Info_get(used, "romio_ds_read", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "automatic") == 0);
+  MPI_Info_get(used, "lmpio_version", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, LMPIO_VERSION) == 0);
+  MPI_Info_free(&used);
+  MPI_Info_free(&info);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Collective-buffering hints must match on every rank: a mismatch is
+ * MPI_ERR_NOT_SAME on every rank, not a hang or a silent choice. */
+static void test_must_agree(void) {
+  if (tl_size < 2) return;
+  char *path = tl_path("agree");
+  MPI_Info info;
+  MPI_Info_create(&info);
+  set(info, "cb_buffer_size", tl_rank == 1 ? "4096" : "8192");
+  set(info, "ind_rd_buffer_size", tl_rank == 1 ? "4096" : "8192"); /* may differ */
+  lmpio_file fh;
+  TL_RC(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "hints") != NULL);
+  MPI_Info_delete(info, "cb_buffer_size");
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info_set(info, "romio_cb_write", tl_rank == 1 ? "enable" : "disable");
+  TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+/* The README's table is the table of hints.c, row for row. */
+static void test_readme_table(void) {
+  FILE *f = fopen("README.md", "r");
+  if (!f) return; /* run from elsewhere: nothing to compare */
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  char row[512];
+  for (int i = 0; lmpio__hints_row(i, row, sizeof row); i++) {
+    if (!strstr(text, row)) {
+      tl_case_failed = 1;
+      fprintf(stderr, "[rank %d] README.md lacks the row (build/test/hints_test --table prints them):\n%s\n", tl_rank, row);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--table") == 0) {
+    char row[512];
+    printf("| key | meaning | default | values | same on every rank |\n| --- | --- | --- | --- | --- |\n");
+    for (int i = 0; lmpio__hints_row(i, row, sizeof row); i++) printf("%s\n", row);
+    return 0;
+  }
+  tl_init(&argc, &argv);
+  tl_run("invalid hint values are errors naming the key", test_invalid_values);
+  tl_run("get_info reports the values in effect", test_values_in_effect);
+  tl_run("collective-buffering hints must match", test_must_agree);
+  tl_run("README table of hints comes from the table", test_readme_table);
+  return tl_finish();
+}
