@@ -7,12 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-long long lmpio__hash(const char *s) {
-  unsigned long long h = 1469598103934665603ULL; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  return (long long)(h >> 2);
-}
-
 /* ROMIO-style "ufs:" prefixes name the file system; the path follows. */
 static const char *strip_prefix(const char *name) {
   if (strncmp(name, "ufs:", 4) == 0) return name + 4;

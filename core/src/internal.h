@@ -253,8 +253,13 @@ void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
  * conversion function, say). */
 static inline void lmpio__hold(lmpio_file fh) { fh->busy++; }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
-/* A string hash for checking that ranks passed the same argument. */
-long long lmpio__hash(const char *s);
+/* A string hash (FNV-1a, nonnegative) for checking that ranks passed the
+ * same argument. */
+static inline long long lmpio__hash(const char *s) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return (long long)(h >> 2);
+}
 /* Checked arithmetic on sizes and offsets from user input: 0 on overflow. */
 static inline int lmpio__mul_ok(MPI_Offset a, MPI_Offset b, MPI_Offset *r) {
   return !__builtin_mul_overflow(a, b, r);
