@@ -1,0 +1,74 @@
+/* The agreement of collective calls: when ranks fail with different
+ * classes, every rank returns the class of the lowest failing rank and a
+ * message that names that class (ENOSPC on one rank, EIO on another must not
+ * give a rank one class and a message naming the other). */
+#include "testlib.h"
+#include "internal.h"
+
+#include <errno.h>
+
+static int fail_errno; /* this rank's pwrite fails with it (0: never) */
+
+static ssize_t failing_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  if (fail_errno) {
+    errno = fail_errno;
+    return -1;
+  }
+  return lmpio__os_real.pwrite(fd, buf, n, off);
+}
+
+static void check_consistent(int rc) {
+  int lo, hi;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  TL_EQ(lo, hi);
+  TL_CHECK(rc != MPI_SUCCESS);
+  const char *m = lmpio_last_error_message();
+  TL_CHECK(strstr(m, lmpio_error_class_name(rc)) != NULL);
+  if (tl_case_failed) fprintf(stderr, "[rank %d] returned %s, message: %s\n", tl_rank, lmpio_error_class_name(rc), m);
+}
+
+static void test_different_classes(void) {
+  char *path = tl_path("agree");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  int v[4] = {1, 2, 3, 4};
+  /* rank 0 runs out of space, rank 1 meets an I/O error, others succeed;
+   * then the other way round */
+  for (int round = 0; round < 2; round++) {
+    fail_errno = tl_rank == 0 ? (round ? EIO : ENOSPC) : tl_rank == 1 ? (round ? ENOSPC : EIO) : 0;
+    lmpio__os.pwrite = failing_pwrite;
+    int rc = lmpio_file_write_at_all(fh, 16 * tl_rank, v, 4, MPI_INT, MPI_STATUS_IGNORE);
+    lmpio__os.pwrite = lmpio__os_real.pwrite;
+    check_consistent(rc);
+    TL_EQ(rc, round ? MPI_ERR_IO : MPI_ERR_NO_SPACE); /* rank 0's class */
+    /* the same through sync: every rank calls fsync */
+  }
+  fail_errno = 0;
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* A mismatch of an argument that must match names the argument. */
+static void test_not_same_names_argument(void) {
+  if (tl_size < 2) return;
+  char *path = tl_path("notsame");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_RC(lmpio_file_set_size(fh, tl_rank == 1 ? 10 : 20), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "sizes") != NULL);
+  TL_RC(lmpio_file_set_atomicity(fh, tl_rank == 1), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "atomicity") != NULL);
+  TL_RC(lmpio_file_set_view(fh, 0, tl_rank == 1 ? MPI_INT : MPI_DOUBLE, tl_rank == 1 ? MPI_INT : MPI_DOUBLE,
+                            "native", MPI_INFO_NULL), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "etype") != NULL);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  tl_run("ranks failing with different classes agree on class and message", test_different_classes);
+  tl_run("MPI_ERR_NOT_SAME names the argument that differs", test_not_same_names_argument);
+  return tl_finish();
+}
