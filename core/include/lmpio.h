@@ -232,6 +232,15 @@ LMPIO_API int lmpio_file_read_ordered_begin_c(lmpio_file fh, void *buf, MPI_Coun
 LMPIO_API int lmpio_file_write_ordered_begin_c(lmpio_file fh, const void *buf, MPI_Count count,
                                                MPI_Datatype datatype);
 
+/* For bindings (an lmpio extension): makes the next collective call of this
+ * thread (any *_all, *_ordered, split _begin, set_view, set_size,
+ * preallocate, set_info, set_atomicity, sync, seek_shared, close) fail on
+ * every rank with errorclass and message, as if this rank had found its
+ * arguments invalid: the ranks agree on it and nothing is transferred.  A
+ * binding that finds an argument error before a collective call uses it so
+ * that the other ranks fail too instead of waiting. */
+LMPIO_API void lmpio_fail_next_collective(int errorclass, const char *message);
+
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
 LMPIO_API int lmpio_error_string(int errorcode, char *string, int *resultlen);

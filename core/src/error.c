@@ -88,3 +88,20 @@ int lmpio__err(int cls, const char *call, const char *fmt, ...) {
 void lmpio__err_set_message(const char *msg) {
   snprintf(last_message, MSG_MAX, "%s", msg);
 }
+
+/* A failure a binding asked for (lmpio_fail_next_collective), per thread. */
+static _Thread_local int pending_class;
+static _Thread_local char pending_message[MSG_MAX];
+
+void lmpio_fail_next_collective(int errorclass, const char *message) {
+  pending_class = errorclass == MPI_SUCCESS ? MPI_ERR_ARG : errorclass;
+  snprintf(pending_message, MSG_MAX, "%s", message ? message : "invalid argument");
+}
+
+int lmpio__pending(int rc, const char *call) {
+  if (!pending_class) return rc;
+  int cls = pending_class;
+  pending_class = 0;
+  if (rc != MPI_SUCCESS) return rc;
+  return lmpio__err(cls, call, "%s", pending_message);
+}

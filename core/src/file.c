@@ -171,7 +171,10 @@ int lmpio_file_close(lmpio_file *fhp) {
    * the file it converts for): refuse, here, without the collective. */
   if (fh->busy > 0)
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
-  int rc = MPI_SUCCESS;
+  /* A failure a binding asked for fails the close everywhere, and every
+   * rank keeps its handle. */
+  int rc = lmpio__agree(fh->comm, lmpio__pending(MPI_SUCCESS, call), 0, call);
+  if (rc != MPI_SUCCESS) return rc;
   if (lmpio__os_close(fh->fd) < 0) rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
   rc = lmpio__agree(fh->comm, rc, 0, call);
@@ -201,11 +204,11 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
 
 /* set_size and preallocate: arguments agreed, rank 0 acts, outcome agreed. */
 static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *call) {
-  int rc = MPI_SUCCESS;
-  if (size < 0) rc = lmpio__err(MPI_ERR_ARG, call, "negative size %lld", (long long)size);
-  else if (fh->amode & MPI_MODE_RDONLY)
+  int rc = lmpio__pending(MPI_SUCCESS, call);
+  if (rc == MPI_SUCCESS && size < 0) rc = lmpio__err(MPI_ERR_ARG, call, "negative size %lld", (long long)size);
+  else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_RDONLY))
     rc = lmpio__err(MPI_ERR_READ_ONLY, call, "file \"%s\" was opened MPI_MODE_RDONLY", fh->path);
-  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+  else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_SEQUENTIAL))
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
   rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS ? size : 0}, 1, "sizes", NULL, 0, call);
   if (rc != MPI_SUCCESS) return rc;
@@ -264,6 +267,7 @@ int lmpio_file_get_amode(lmpio_file fh, int *amode) {
  * and the hints every rank must pass alike are checked. */
 static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   lmpio__hints h = fh->hints;
+  rc = lmpio__pending(rc, call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
   long long same = rc == MPI_SUCCESS ? lmpio__hints_same(&h) : 0;
   rc = lmpio__agree_values(fh->comm, rc, &same, 1, "values for the collective-buffering hints", NULL, 0, call);
@@ -297,7 +301,8 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   const char *call = "lmpio_file_set_atomicity";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, (long long[]){flag != 0}, 1, "atomicity flags", NULL, 0, call);
+  rc = lmpio__pending(MPI_SUCCESS, call);
+  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS && flag != 0}, 1, "atomicity flags", NULL, 0, call);
   if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
   return rc;
 }
@@ -315,7 +320,8 @@ int lmpio_file_sync(lmpio_file fh) {
   const char *call = "lmpio_file_sync";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  if (lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
+  rc = lmpio__pending(MPI_SUCCESS, call);
+  if (rc == MPI_SUCCESS && lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
@@ -327,11 +333,11 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
-  int rc = MPI_SUCCESS;
+  int rc = lmpio__pending(MPI_SUCCESS, call);
   int seq = (fh->amode & MPI_MODE_SEQUENTIAL) != 0;
-  if (fh->split.kind != LMPIO__SPLIT_NONE)
+  if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
-  else if (disp == MPI_DISPLACEMENT_CURRENT && !seq)
+  else if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT && !seq)
     rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
   if (seq && fh->size > 1) {
     /* Synchronise before reading the shared pointer: every write_shared a

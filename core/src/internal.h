@@ -15,6 +15,9 @@ int lmpio__err(int cls, const char *call, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Replaces this thread's message (the agreement hands one rank's to all). */
 void lmpio__err_set_message(const char *msg);
+/* Collective entries call this first: rc, or the failure a binding asked for
+ * with lmpio_fail_next_collective (then cleared). */
+int lmpio__pending(int rc, const char *call);
 
 /* ---- agree: the one agreement of collective calls (agree.c) ---------- */
 

@@ -332,15 +332,15 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   const char *call = "lmpio_file_seek_shared";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   shstate *st = st_of(fh);
-  int rc = MPI_SUCCESS;
-  if (whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
+  int rc = lmpio__pending(MPI_SUCCESS, call);
+  if (rc == MPI_SUCCESS && whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
     rc = lmpio__err(MPI_ERR_ARG, call, "whence %d is not MPI_SEEK_SET, MPI_SEEK_CUR or MPI_SEEK_END", whence);
-  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+  else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_SEQUENTIAL))
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
                     "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  else if (fh->split.kind != LMPIO__SPLIT_NONE)
+  else if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
-  else rc = check_view(fh, call);
+  else if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   int anydirty = 0;
   rc = sync_state(fh, rc, (long long)offset * 4 + whence, 0, &anydirty, NULL, call);
   if (rc == MPI_ERR_NOT_SAME)
@@ -418,7 +418,7 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
   shstate *st = st_of(fh);
-  int rc = pre_rc;
+  int rc = lmpio__pending(pre_rc, call);
   MPI_Offset n = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);

@@ -66,9 +66,42 @@ static void test_not_same_names_argument(void) {
   tl_unlink(path);
 }
 
+/* A binding's argument error on one rank fails the collective everywhere
+ * (lmpio_fail_next_collective), nothing written, and only once. */
+static void test_fail_next_collective(void) {
+  char *path = tl_path("pending");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  int v[2] = {7, 8};
+  int last = tl_size - 1;
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_COUNT, "bad argument #3 to 'write_at_all'");
+  int rc = lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+  TL_EQ(rc, MPI_ERR_COUNT);
+  TL_CHECK(strstr(lmpio_last_error_message(), "bad argument #3") != NULL);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
+  /* every kind of collective takes it */
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad offset");
+  TL_RC(lmpio_file_set_size(fh, 100), MPI_ERR_ARG);
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_TYPE, "bad etype");
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_TYPE);
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad table");
+  TL_RC(lmpio_file_write_ordered(fh, v, 2, MPI_INT, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad close");
+  TL_RC(lmpio_file_close(&fh), MPI_ERR_ARG);
+  TL_CHECK(fh != LMPIO_FILE_NULL); /* still open on every rank */
+  TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 8 * tl_size);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("ranks failing with different classes agree on class and message", test_different_classes);
   tl_run("MPI_ERR_NOT_SAME names the argument that differs", test_not_same_names_argument);
+  tl_run("lmpio_fail_next_collective fails the collective on every rank", test_fail_next_collective);
   return tl_finish();
 }
