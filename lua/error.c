@@ -1,5 +1,6 @@
 /* MPI-IO failures as Lua error objects: {class = n, name = "MPI_ERR_...",
- * message = "..."} with a __tostring that prints all three. */
+ * message = "...", where = "script.lua:12", rank = r, call = "write_at"}
+ * with a __tostring that prints where, name, class and message. */
 #include "lmpio_lua.h"
 
 #include <string.h>
@@ -10,9 +11,40 @@ static int error_tostring(lua_State *L) {
   lua_getfield(L, 1, "name");
   lua_getfield(L, 1, "class");
   lua_getfield(L, 1, "message");
-  lua_pushfstring(L, "%s (error class %d): %s", luaL_optstring(L, 2, "?"),
-                  (int)luaL_optinteger(L, 3, -1), luaL_optstring(L, 4, ""));
+  lua_getfield(L, 1, "where");
+  const char *where = lua_tostring(L, 5);
+  lua_pushfstring(L, "%s%s%s (error class %d): %s", where ? where : "", where ? ": " : "",
+                  luaL_optstring(L, 2, "?"), (int)luaL_optinteger(L, 3, -1), luaL_optstring(L, 4, ""));
   return 1;
+}
+
+/* The script's file:line of the call: the innermost Lua function. */
+static void push_where(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 0; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushnil(L);
+}
+
+/* The call a core message names ("lmpio_file_write_at: ..." -> "write_at"). */
+static void push_call(lua_State *L, const char *msg) {
+  const char *p = msg ? strstr(msg, "lmpio_") : NULL;
+  if (p != msg) {
+    lua_pushnil(L);
+    return;
+  }
+  const char *e = strchr(p, ':');
+  if (!e) {
+    lua_pushnil(L);
+    return;
+  }
+  if (strncmp(p, "lmpio_file_", 11) == 0) p += 11;
+  else p += 6;
+  lua_pushlstring(L, p, (size_t)(e - p));
 }
 
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
@@ -25,18 +57,32 @@ void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
   } else {
     lua_pushstring(L, msg);
   }
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 6);
   lua_insert(L, -2);
+  push_call(L, lua_tostring(L, -1));
+  lua_setfield(L, -3, "call");
   lua_setfield(L, -2, "message");
   lua_pushinteger(L, cls);
   lua_setfield(L, -2, "class");
   lua_pushstring(L, lmpio_error_class_name(cls));
   lua_setfield(L, -2, "name");
+  push_where(L);
+  lua_setfield(L, -2, "where");
+  int init = 0, fin = 0, rank = -1;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  lua_pushinteger(L, rank);
+  lua_setfield(L, -2, "rank");
   luaL_setmetatable(L, LMPIO_LUA_ERROR);
 }
 
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   lmpio_lua_pusherror(L, cls, msg);
+  /* lua5.4 prints no traceback for an uncaught error object: keep one. */
+  luaL_traceback(L, L, luaL_tolstring(L, -1, NULL), 1);
+  lmpio_lua_note_traceback(lua_tostring(L, -1));
+  lua_pop(L, 2);
   return lua_error(L);
 }
 

@@ -17,11 +17,13 @@
 #include <strings.h>
 
 _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+_Thread_local int lmpio_lua_entered;
 
 #define OPEN_KEY "lmpio.open_files" /* registry: lightuserdata -> file object */
 
 typedef struct lfile {
   lmpio_file fh;           /* LMPIO_FILE_NULL once closed */
+  int nranks;              /* of the file's communicator */
   void *owner;             /* lmpio_lua_owner of the lua_State that opened it */
   struct lfile *prev, *next; /* open files, in the order they were opened */
 } lfile;
@@ -43,6 +45,7 @@ static void unlink_open(lfile *f) {
 static void close_open_files(void *owner) {
   int fin = 1;
   MPI_Finalized(&fin);
+  if (lmpio_lua_failing()) return; /* the job is being aborted: nothing collective */
   lfile *f = open_head;
   while (f) {
     lfile *next = f->next;
@@ -171,12 +174,9 @@ static void pushamode_string(lua_State *L, int amode) {
 
 /* ---- open / close / delete ----------------------------------------------- */
 
-/* lmpio.open([comm,] path, amode [, info]) */
-static int l_open(lua_State *L) {
-  if (lua_type(L, 1) == LUA_TSTRING) { /* the communicator defaults to world */
-    lua_getfield(L, lua_upvalueindex(1), "world");
-    lua_insert(L, 1);
-  }
+/* lmpio.open([comm,] path, amode [, info]), once the communicator is known
+ * (l_open, below, agrees on argument errors). */
+static int open_checked(lua_State *L) {
   lua_settop(L, 4);
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   const char *path = luaL_checkstring(L, 2);
@@ -192,6 +192,7 @@ static int l_open(lua_State *L) {
   int fidx = lua_absindex(L, -2);
   MPI_Info info = lmpio_lua_checkinfo(L, 4);
   int rc;
+  MPI_Comm_size(comm, &f->nranks);
   LMPIO_LUA_CORE(L, rc, lmpio_file_open(comm, path, amode, info, &f->fh));
   lmpio_lua_freeinfo(&info);
   lmpio_lua_check(L, rc);
@@ -206,6 +207,36 @@ static int l_open(lua_State *L) {
   lua_rawset(L, -3);
   lua_pop(L, 1);
   return 1;
+}
+
+static void fix_argerror(lua_State *L, const char *name, int self);
+
+/* lmpio.open: collective, so an argument error on one rank fails the open
+ * on every rank (see collective_call below). */
+static int l_open(lua_State *L) {
+  int inserted = lua_type(L, 1) == LUA_TSTRING;
+  if (inserted) { /* the communicator defaults to world */
+    lua_getfield(L, lua_upvalueindex(1), "world");
+    lua_insert(L, 1);
+  }
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int n = lua_gettop(L);
+  lua_pushcfunction(L, open_checked);
+  lua_insert(L, 1);
+  int saved = lmpio_lua_entered;
+  lmpio_lua_entered = 0;
+  int st = lua_pcall(L, n, 1, 0);
+  int entered = lmpio_lua_entered;
+  lmpio_lua_entered = saved;
+  if (st == LUA_OK) return 1;
+  if (entered || lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
+  fix_argerror(L, "open", inserted);
+  const char *msg = lua_tostring(L, -1);
+  lmpio_fail_next_collective(MPI_ERR_ARG, msg);
+  lmpio_file dummy = LMPIO_FILE_NULL;
+  if (lmpio_file_open(comm, "?", MPI_MODE_RDONLY, MPI_INFO_NULL, &dummy) == MPI_SUCCESS)
+    lmpio_file_close(&dummy); /* cannot happen: the open fails on every rank */
+  return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
 }
 
 static int dropfile(lua_State *L, lfile *f) {
@@ -232,8 +263,13 @@ static int f_close(lua_State *L) {
   return 0;
 }
 
-/* __close: as fh:close() (every rank leaves the scope the same way). */
+/* __close: as fh:close() when the scope ends normally.  Leaving it with an
+ * error must not start the collective close, which the other ranks may
+ * never join: the file stays open; an uncaught error then aborts the job
+ * (lmpio.c), a caught one leaves it to fh:close() or the exit. */
 static int f_close_meta(lua_State *L) {
+  lfile *f = tofile(L);
+  if (!lua_isnoneornil(L, 2) && f->nranks > 1) return 0;
   lua_settop(L, 1);
   return f_close(L);
 }
@@ -790,6 +826,99 @@ static int f_write_all_begin(lua_State *L) { return split_begin(L, S_WRITE_ALL);
 static int f_read_all_end(lua_State *L) { return split_end(L, S_READ_ALL); }
 static int f_write_all_end(lua_State *L) { return split_end(L, S_WRITE_ALL); }
 
+/* ---- collective methods agree on argument errors ------------------------------
+ *
+ * A collective method runs its argument checks under a protected call.  An
+ * error raised before the core was entered (a bad argument on this rank) is
+ * handed to the core with lmpio_fail_next_collective and the same collective
+ * is entered with empty arguments: every rank then fails with the same class
+ * and this rank's message, instead of the others waiting for this one.  This
+ * rank raises an error object of that class whose message is the argument
+ * error. */
+
+typedef void (*fail_fn)(lfile *f);
+static void fail_io(lfile *f) { lmpio_file_write_at_all(f->fh, 0, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
+static void fail_ordered(lfile *f) { lmpio_file_write_ordered(f->fh, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
+static void fail_view(lfile *f) { lmpio_file_set_view(f->fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL); }
+static void fail_size(lfile *f) { lmpio_file_set_size(f->fh, 0); }
+static void fail_info(lfile *f) { lmpio_file_set_info(f->fh, MPI_INFO_NULL); }
+static void fail_atomicity(lfile *f) { lmpio_file_set_atomicity(f->fh, 0); }
+static void fail_sync(lfile *f) { lmpio_file_sync(f->fh); }
+static void fail_seek_shared(lfile *f) { lmpio_file_seek_shared(f->fh, 0, MPI_SEEK_SET); }
+static void fail_close(lfile *f) { lmpio_file_close(&f->fh); }
+
+typedef struct {
+  const char *name;
+  lua_CFunction fn;
+  fail_fn fail;
+} collective_method;
+
+/* "bad argument #3 to '?'": the protected call hid the method's name and
+ * that the first argument is self. */
+static void fix_argerror(lua_State *L, const char *name, int self) {
+  const char *msg = lua_tostring(L, -1);
+  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
+  int n = 0, used = 0;
+  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
+  lua_pushlstring(L, msg, (size_t)(p - msg));
+  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - self, name, p + used);
+  lua_concat(L, 2);
+  lua_remove(L, -2);
+}
+
+static int collective_call(lua_State *L) {
+  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
+  int n = lua_gettop(L);
+  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
+  lua_pushvalue(L, 1); /* keeps self alive below the call */
+  lua_pushcfunction(L, cm->fn);
+  lua_rotate(L, 1, 2); /* self, fn, args... */
+  int saved = lmpio_lua_entered;
+  lmpio_lua_entered = 0;
+  int st = lua_pcall(L, n, LUA_MULTRET, 0);
+  int entered = lmpio_lua_entered;
+  lmpio_lua_entered = saved;
+  if (st == LUA_OK) return lua_gettop(L) - 1;
+  if (entered || !f || f->fh == LMPIO_FILE_NULL || (st != LUA_ERRRUN && st != LUA_ERRMEM) ||
+      lua_type(L, -1) != LUA_TSTRING)
+    return lua_error(L); /* the core's own (agreed) error, or nothing to agree on */
+  fix_argerror(L, cm->name, 1);
+  const char *msg = lua_tostring(L, -1);
+  lmpio_fail_next_collective(MPI_ERR_ARG, msg);
+  lua_State *saved_caller = lmpio_lua_caller;
+  lmpio_lua_caller = L;
+  cm->fail(f);
+  lmpio_lua_caller = saved_caller;
+  return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
+}
+
+static const collective_method collective_methods[] = {
+  {"close", f_close, fail_close},
+  {"set_size", f_set_size, fail_size}, {"preallocate", f_preallocate, fail_size},
+  {"sync", f_sync, fail_sync}, {"set_info", f_set_info, fail_info},
+  {"set_atomicity", f_set_atomicity, fail_atomicity}, {"set_view", f_set_view, fail_view},
+  {"seek_shared", f_seek_shared, fail_seek_shared},
+  {"read_at_all", f_read_at_all, fail_io}, {"write_at_all", f_write_at_all, fail_io},
+  {"read_all", f_read_all, fail_io}, {"write_all", f_write_all, fail_io},
+  {"read_ordered", f_read_ordered, fail_ordered}, {"write_ordered", f_write_ordered, fail_ordered},
+  {"read_ordered_begin", f_read_ordered_begin, fail_ordered},
+  {"write_ordered_begin", f_write_ordered_begin, fail_ordered},
+  {"read_at_all_begin", f_read_at_all_begin, fail_io}, {"write_at_all_begin", f_write_at_all_begin, fail_io},
+  {"read_all_begin", f_read_all_begin, fail_io}, {"write_all_begin", f_write_all_begin, fail_io},
+  {"iread_at_all", f_iread_at_all, fail_io}, {"iwrite_at_all", f_iwrite_at_all, fail_io},
+  {"iread_all", f_iread_all, fail_io}, {"iwrite_all", f_iwrite_all, fail_io},
+};
+
+/* Replaces the collective methods of the methods table on top of the stack
+ * by their agreeing wrappers. */
+static void wrap_collectives(lua_State *L) {
+  for (size_t i = 0; i < sizeof collective_methods / sizeof collective_methods[0]; i++) {
+    lua_pushlightuserdata(L, (void *)&collective_methods[i]);
+    lua_pushcclosure(L, collective_call, 1);
+    lua_setfield(L, -2, collective_methods[i].name);
+  }
+}
+
 static void exit_hook(void *owner) { close_open_files(owner); }
 
 int lmpio_lua_file_open(lua_State *L) {
@@ -825,6 +954,7 @@ int lmpio_lua_file_open(lua_State *L) {
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
+    wrap_collectives(L);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

@@ -9,12 +9,22 @@
 #include "lmpio_lua.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SENTINEL_KEY "lmpio.sentinel"
 
 static int we_initialized;  /* MPI_Init was ours: finalise at exit */
+/* How the script ends.  In a job of several ranks, a rank whose script ends
+ * with an uncaught error (or os.exit with a failure status) must not run
+ * the collective close of its open files nor MPI_Finalize: the other ranks
+ * would never join them.  It aborts the job instead (after lua5.4 printed
+ * the error and its traceback), as python -m mpi4py does.  A return hook on
+ * the main thread sees the script's main chunk return normally. */
+static lua_State *main_thread;
+static int watching;        /* the return hook is installed */
+static int main_returned;   /* the script's main chunk returned, or os.exit(success) */
 static int states;          /* lua_States holding a sentinel */
 static int exiting_done;
 
@@ -35,6 +45,86 @@ void *lmpio_lua_owner(lua_State *L) {
   return p;
 }
 
+static int world_size(void) {
+  int init = 0, fin = 0, n = 1;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+/* The traceback of the last lmpio error object raised (lua5.4 prints no
+ * traceback for an error object with __tostring). */
+static char last_traceback[4096];
+
+void lmpio_lua_note_traceback(const char *tb) {
+  snprintf(last_traceback, sizeof last_traceback, "%s", tb ? tb : "");
+}
+
+static void abort_job(const char *why) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fflush(stdout);
+  if (last_traceback[0]) fprintf(stderr, "lmpio: rank %d: last lmpio error raised here: %s\n", rank, last_traceback);
+  fprintf(stderr, "lmpio: rank %d of %d %s; aborting the job (MPI_Abort)\n", rank, world_size(), why);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Whether this rank is leaving because its script failed. */
+static int failed_exit(void) {
+  return watching && !main_returned && main_thread && lua_gethook(main_thread) != NULL && world_size() > 1;
+}
+
+static void return_hook(lua_State *L, lua_Debug *ar) {
+  lua_Debug up;
+  /* the outermost chunk of the main thread: pmain below it, nothing more */
+  if (L != main_thread || lua_getstack(L, 2, &up)) return;
+  if (!lua_getinfo(L, "S", ar) || strcmp(ar->what, "main") != 0) return;
+  main_returned = 1;
+  lua_sethook(L, NULL, 0, 0);
+}
+
+static void watch_main(lua_State *L) {
+  if (watching || world_size() < 2) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  lua_State *m = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (!m || lua_gethook(m) != NULL) return; /* a debugger's hook: leave it */
+  main_thread = m;
+  lua_sethook(m, return_hook, LUA_MASKRET, 0);
+  watching = 1;
+}
+
+/* os.exit([code [, close]]): a failure on one rank of a job ends the job; a
+ * success exits as usual (the other ranks are expected to finish too). */
+static int l_os_exit(lua_State *L) {
+  int ok = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : luaL_optinteger(L, 1, 0) == 0;
+  if (!ok && world_size() > 1) abort_job("called os.exit with a failure status");
+  main_returned = 1;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static void wrap_os_exit(lua_State *L) {
+  if (lua_getglobal(L, "os") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getfield(L, -1, "exit");
+  if (lua_tocfunction(L, -1) == l_os_exit || !lua_isfunction(L, -1)) {
+    lua_pop(L, 2);
+    return;
+  }
+  lua_pushcclosure(L, l_os_exit, 1);
+  lua_setfield(L, -2, "exit");
+  lua_pop(L, 1);
+}
+
+int lmpio_lua_failing(void) { return failed_exit(); }
+
 static void run_exit_fns(void *owner) {
   for (int i = 0; i < n_exit_fns; i++) exit_fns[i](owner);
 }
@@ -49,6 +139,7 @@ static void finalize_mpi(void) {
 /* Process exit without the state being closed (os.exit(n) in a script). */
 static void at_process_exit(void) {
   if (exiting_done) return;
+  if (failed_exit()) abort_job("exited without finishing its script");
   exiting_done = 1;
   int fin = 1;
   MPI_Finalized(&fin);
@@ -60,6 +151,7 @@ static void at_process_exit(void) {
  * state, so its finalizer runs after theirs. */
 static int sentinel_gc(lua_State *L) {
   void **owner = lua_touserdata(L, 1);
+  if (failed_exit()) abort_job("ended with an uncaught error (reported above)");
   run_exit_fns(*owner);
   if (--states == 0 && !exiting_done) {
     exiting_done = 1;
@@ -133,6 +225,8 @@ void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
 
 LUAMOD_API int luaopen_lmpio(lua_State *L) {
   init_mpi(L);
+  watch_main(L);
+  wrap_os_exit(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, SENTINEL_KEY) == LUA_TNIL) {
     void **owner = lua_newuserdatauv(L, sizeof(void *), 0);
     *owner = lmpio_lua_owner(L);

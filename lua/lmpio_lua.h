@@ -24,6 +24,15 @@
 #define LMPIO_LUA_ERROR "lmpio.error"
 #define LMPIO_LUA_REQUEST "lmpio.request"
 
+/* ---- lmpio.c: the module and MPI's lifetime ---------------------------- */
+
+/* Whether this rank is leaving a job of several ranks because its script
+ * failed (then nothing collective may run: the job is aborted). */
+int lmpio_lua_failing(void);
+/* Remembers the traceback of the last error object raised, printed when an
+ * uncaught error aborts the job. */
+void lmpio_lua_note_traceback(const char *tb);
+
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
 /* Pushes an error object {class=, name=, message=} with metatable
@@ -47,10 +56,14 @@ void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what);
  * a converter written in Lua runs on the caller's thread (coroutine).  Every
  * core call of the module goes through LMPIO_LUA_CORE. */
 extern _Thread_local lua_State *lmpio_lua_caller;
+/* Set when a method has entered the core (lua/file.c: an error raised before
+ * that is an argument error, which collective methods agree on). */
+extern _Thread_local int lmpio_lua_entered;
 #define LMPIO_LUA_CORE(L, rcvar, expr)                                         \
   do {                                                                         \
     lua_State *lmpio_lua_saved_ = lmpio_lua_caller;                            \
     lmpio_lua_caller = (L);                                                    \
+    lmpio_lua_entered = 1;                                                     \
     (rcvar) = (expr);                                                          \
     lmpio_lua_caller = lmpio_lua_saved_;                                       \
   } while (0)

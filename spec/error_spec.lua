@@ -17,6 +17,11 @@ describe("errors", function()
     assert.matches(path, e.message, 1, true)
     local s = tostring(e)
     assert.matches("MPI_ERR_NO_SUCH_FILE", s)
+    -- where the script made the call, which rank, which call
+    assert.matches("error_spec.lua:%d+", e.where)
+    assert.matches(e.where, s, 1, true)
+    assert.equal(rank, e.rank)
+    assert.equal("open", e.call)
     assert.matches("error class " .. e.class, s)
     assert.matches("No such file", s)
     assert.matches("no such file", lmpio.error_string(e.class))
@@ -113,8 +118,40 @@ describe("errors", function()
     for i, f in ipairs(calls) do
       local ok, e = pcall(f)
       assert.is_false(ok, "call " .. i)
-      assert.is_string(e, "call " .. i)
+      -- collective methods agree on argument errors: an MPI_ERR_ARG object
+      if lmpio.iserror(e) then
+        assert.equal("MPI_ERR_ARG", e.name, "call " .. i)
+        assert.matches("bad argument", e.message, 1, true)
+      else
+        assert.is_string(e, "call " .. i)
+      end
     end
+  end)
+
+  it("an argument error of a collective method on one rank raises on every rank", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    local last = rank == size - 1
+    local bad = {
+      {"write_at_all", function() return fh:write_at_all(0, "abcd", last and -1 or 4) end},
+      {"write_at_all", function() return fh:write_at_all(last and 0.5 or 0, "abcd") end},
+      {"set_view", function() return fh:set_view(0, last and "INT" or lmpio.type.INT) end},
+      {"write_ordered", function() return fh:write_ordered(last and {} or "x") end},
+      {"read_all", function() return fh:read_all(last and -3 or 4) end},
+      {"set_size", function() return fh:set_size(last and "big" or 10) end},
+      {"open", function() return lmpio.open(world, path .. "-x", last and "bogus" or "w") end},
+    }
+    for _, b in ipairs(bad) do
+      local ok, e = pcall(b[2])
+      assert.is_false(ok, b[1])
+      assert.is_true(lmpio.iserror(e), b[1])
+      assert.equal("MPI_ERR_ARG", e.name, b[1])
+      assert.matches("bad argument", e.message, 1, true)
+      assert.matches(b[1], e.message, 1, true)
+      assert.is_true(H.all(e.class == lmpio.ERR_ARG))
+    end
+    -- the file is still usable by every rank afterwards
+    assert.equal(1, fh:write_at_all(rank, "z"))
   end)
 
   it("delete of a missing file", function()

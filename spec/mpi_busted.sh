@@ -34,6 +34,28 @@ for how in end os.exit; do
     sed 's/^/# /' "$dir/at_exit.log" | tail -n 20
   fi
 done
+# One rank failing (an uncaught error, one inside a <close> scope, an
+# argument error of a collective, os.exit with a failure) ends the job within
+# 10 s with its message and a non-zero status.
+for how in error argerror mpierror os.exit; do
+  start=$(date +%s)
+  timeout -k 2 10 "$MPIRUN" "$@" "$LUA" spec/fail_one_rank.lua "$dir/fail_$how" "$how" >"$dir/fail.log" 2>&1
+  rc=$?
+  took=$(($(date +%s) - start))
+  case $how in
+    error) want="boom on the last rank" ;;
+    argerror) want="bad argument #3 to 'write_at_all'" ;;
+    mpierror) want="negative offset -5" ;;
+    *) want="boom: os.exit(3)" ;;
+  esac
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$took" -le 10 ] &&
+     grep -qF "$want" "$dir/fail.log"; then
+    echo "ok one rank failing ($how) ends the job promptly with its message"
+  else
+    echo "not ok one rank failing ($how) ends the job promptly with its message (status $rc after ${took} s)"
+    sed 's/^/# /' "$dir/fail.log" | tail -n 20
+  fi
+done
 files=$(ls spec/*_spec.lua | LC_ALL=C sort)
 # shellcheck disable=SC2086
 timeout -k 5 "$T" "$MPIRUN" "$@" sh spec/busted_rank.sh "$dir" $files

@@ -86,8 +86,14 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   int rc = MPI_SUCCESS;
   lmpio__hints hints;
   lmpio__hints_default(&hints, size);
-  if (!filename || !*filename) rc = lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
-  else rc = check_amode(amode, call);
+  rc = lmpio__pending(rc, call);
+  if (rc != MPI_SUCCESS) {
+    /* a binding's argument error: agreed below */
+  } else if (!filename || !*filename) {
+    rc = lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
+  } else {
+    rc = check_amode(amode, call);
+  }
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&hints, info, size, call);
   long long same[2] = {rc == MPI_SUCCESS ? lmpio__hash(filename) ^ ((long long)amode << 40) : 0,
                        rc == MPI_SUCCESS ? lmpio__hints_same(&hints) : 0};
