@@ -485,7 +485,7 @@ static void coll_free(coll *c) {
 
 /* ---- the calls -------------------------------------------------------- */
 
-enum { G_RC, G_START, G_END, G_CONTIG, G_N };
+enum { G_RC, G_START, G_END, G_CONTIG, G_ELIGIBLE, G_N };
 
 /* 2. Whether the ranges interleave: some two nonempty ranges overlap. */
 static int choose(coll *c, const long long *g, int size) {
@@ -581,9 +581,10 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.call = call;
   c.buf = buf;
   c.memcontig = 1;
-  /* Two-phase needs a native view and no atomic mode (the same on every
-   * rank: both are set collectively). */
-  int eligible = fh->view.rep == NULL && !fh->atomic;
+  /* Two-phase needs a native view, no atomic mode and a filetype that does
+   * not overlap itself (the same on every rank: they are set collectively,
+   * and an overlapping filetype only on a read-only file). */
+  int eligible = fh->view.rep == NULL && !fh->atomic && fh->view.ft->monotone;
   int nagg = size < LMPIO__MAX_AGGREGATORS ? size : LMPIO__MAX_AGGREGATORS;
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
@@ -597,7 +598,7 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   /* 1. Everyone's range and argument check, in one allgather. */
   int fail = rc != MPI_SUCCESS;
   if (g) {
-    long long mine[G_N] = {fail, c.start, c.end, c.total == c.end - c.start};
+    long long mine[G_N] = {fail, c.start, c.end, c.total == c.end - c.start, eligible};
     if (MPI_Allgather(mine, G_N, MPI_LONG_LONG, g, G_N, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS) {
       fail = 1;
     } else {
@@ -619,8 +620,10 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.rdsp = c.sdsp + size;
   c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
 
-  /* 2. Two-phase or independent. */
-  int twophase = eligible && choose(&c, g, size);
+  /* 2. Two-phase or independent: the same answer on every rank. */
+  int all_eligible = 1;
+  for (int j = 0; j < size; j++) all_eligible &= g[j * G_N + G_ELIGIBLE] != 0;
+  int twophase = all_eligible && choose(&c, g, size);
   free(g);
   MPI_Count bytes = 0;
   MPI_Offset etypes = 0;

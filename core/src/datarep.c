@@ -23,6 +23,7 @@
 static lmpio__datarep external32 = {"external32", NULL, NULL, NULL, NULL, 0, NULL, NULL, 1, NULL};
 static lmpio__datarep internal = {"internal", NULL, NULL, NULL, NULL, 0, NULL, NULL, 1, &external32};
 static lmpio__datarep *registry = &internal;
+#define EXTENT_MAX ((MPI_Aint)1 << 40)
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static lmpio__datarep *lookup(const char *name) {
@@ -112,7 +113,18 @@ int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MP
   }
   MPI_Aint e = 0;
   conversion_detail[0] = '\0'; /* only what this call says counts */
-  if (rep->extent_fn(basic, &e, rep->extra) != MPI_SUCCESS || e <= 0) return MPI_ERR_CONVERSION;
+  if (rep->extent_fn(basic, &e, rep->extra) != MPI_SUCCESS) return MPI_ERR_CONVERSION;
+  /* An extent no item can have (at most 2^40 bytes) would make every size
+   * computed from it wrap: the extent function is wrong. */
+  if (e <= 0 || e > EXTENT_MAX) {
+    char name[MPI_MAX_OBJECT_NAME] = "a predefined type";
+    int len = 0;
+    MPI_Type_get_name(basic, name, &len);
+    snprintf(conversion_detail, sizeof conversion_detail,
+             "the extent function of \"%s\" answered %lld bytes for %s (1 to 2^40 are possible)", rep->name,
+             (long long)e, name);
+    return MPI_ERR_CONVERSION;
+  }
   *ext = e;
   return MPI_SUCCESS;
 }

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,8 +221,12 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
   /* Atomic mode locks the whole range once (the windows then take none). */
   MPI_Offset lo = 0, hi = 0;
   if (p->atomic) {
-    /* The view is monotone: the first and last bytes bound the access. */
-    if (p->contiguous) {
+    /* A monotone view: the first and last bytes bound the access; a
+     * filetype that overlaps itself (read-only files) locks from disp on. */
+    if (!p->ft->monotone) {
+      lo = p->disp;
+      hi = INT64_MAX;
+    } else if (p->contiguous) {
       lo = p->disp + p->ft->data_lb + pos;
       hi = lo + total;
     } else {

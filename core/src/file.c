@@ -135,7 +135,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->rank = rank;
     fh->size = size;
     fh->hints = hints;
-    rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", call);
+    rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", 1, call);
   }
   if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND)) {
     /* The default view counts bytes: the pointers start at the end. */
@@ -362,7 +362,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
     }
   }
   lmpio__hints h = fh->hints;
-  if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, !(fh->amode & MPI_MODE_RDONLY), call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
   /* The data representation, the etype extent and the hints that must
    * match agree on every rank; the same reduction tells every rank whether

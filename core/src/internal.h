@@ -67,6 +67,7 @@ struct lmpio__tm_node {
   MPI_Aint lb, extent;        /* as MPI defines them (markers, resized) */
   MPI_Aint data_lb, data_ub;  /* bounds of the data bytes (0, 0 if none) */
   int monotone;               /* data in nondecreasing, non-overlapping order */
+  int nondecreasing;          /* displacements never decrease (data may overlap) */
   int contiguous;             /* one segment: monotone and size == data span */
   lmpio__tm_node **owned;     /* children released with this node */
   int nowned;
@@ -174,9 +175,11 @@ typedef struct {
   int any_holes;
 } lmpio__view;
 
-/* Validates and builds a view into *v (which holds nothing yet). */
+/* Validates and builds a view into *v (which holds nothing yet).  writable:
+ * the file is open for writing (a filetype that overlaps itself is then
+ * refused; reading through one is allowed). */
 int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
-                      MPI_Datatype filetype, const char *datarep, const char *call);
+                      MPI_Datatype filetype, const char *datarep, int writable, const char *call);
 void lmpio__view_free(lmpio__view *v);
 /* The view's parts as MPI_File_get_view returns them (new handles for
  * derived types). */

@@ -247,7 +247,7 @@ static int walk_window(lmpio__plan_iter *it, MPI_Offset bound, lmpio__window *w)
   MPI_Offset remaining = it->end - it->pos;
   MPI_Aint off;
   MPI_Count len = lmpio__cursor_next(&it->fc, remaining, &off), wdata = len;
-  MPI_Aint ws = off, we = off + (MPI_Aint)len;
+  MPI_Aint ws = off, we = off + (MPI_Aint)len, wlo = off;
   int rc = lmpio__window_push(w, p->disp + off, len, len, 1);
   MPI_Offset nseg = 1;
   if (len < bound) {
@@ -260,11 +260,12 @@ static int walk_window(lmpio__plan_iter *it, MPI_Offset bound, lmpio__window *w)
       rc = lmpio__window_push(w, p->disp + off, len, len, 1);
       wdata += len;
       if (off + (MPI_Aint)len > we) we = off + (MPI_Aint)len;
+      if (off < wlo) wlo = off; /* a filetype that overlaps itself (read-only files) */
       nseg++;
     }
   }
   it->segs = nseg;
-  w->lo = p->disp + ws;
+  w->lo = p->disp + wlo;
   w->hi = p->disp + we;
   w->data = wdata;
   it->pos += wdata;

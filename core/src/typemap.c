@@ -61,7 +61,9 @@ static int add_run(lmpio__tm_node *n, MPI_Aint disp, MPI_Count count, MPI_Aint s
       child = NULL;
     } else if (count == 1 && child->nruns == 1) { /* one element: inline its run */
       const lmpio__tm_run *r = &child->runs[0];
-      return add_run(n, disp + r->disp, r->count, r->stride, r->child, r->basic, r->esize);
+      MPI_Aint d;
+      if (__builtin_add_overflow(disp, r->disp, &d)) return MPI_ERR_ARG;
+      return add_run(n, d, r->count, r->stride, r->child, r->basic, r->esize);
     }
   } else if (bsize == 0) {
     return MPI_SUCCESS;
@@ -83,19 +85,23 @@ static int add_run(lmpio__tm_node *n, MPI_Aint disp, MPI_Count count, MPI_Aint s
   return MPI_SUCCESS;
 }
 
-/* Computes the derived fields once all runs are in. */
-static void node_finish(lmpio__tm_node *n) {
+/* Computes the derived fields once all runs are in.  MPI_ERR_ARG when a
+ * size, displacement or bound does not fit 64 bits (a user's datatype, or a
+ * representation's extents, can ask for that): nothing may wrap. */
+static int node_finish(lmpio__tm_node *n) {
   MPI_Count size = 0, nitems = 0;
-  MPI_Aint prev_hi = 0;
-  int depth = 0, full_depth = 0;
-  n->monotone = 1;
+  MPI_Aint prev_hi = 0, prev_start = 0;
+  int depth = 0, full_depth = 0, over = 0;
+  n->monotone = n->nondecreasing = 1;
   n->data_lb = n->data_ub = 0;
   for (int i = 0; i < n->nruns; i++) {
     lmpio__tm_run *r = &n->runs[i];
     const lmpio__tm_node *c = r->child;
+    MPI_Count bytes, items;
     r->size_before = size;
-    size += r->count * r->esize;
-    nitems += r->count * (c ? c->nitems : 1);
+    over |= __builtin_mul_overflow(r->count, r->esize, &bytes) || __builtin_add_overflow(size, bytes, &size);
+    over |= __builtin_mul_overflow(r->count, c ? c->nitems : 1, &items) ||
+            __builtin_add_overflow(nitems, items, &nitems);
     if (c && c->full_depth > full_depth) full_depth = c->full_depth;
     r->lo = c ? c->data_lb : 0;
     MPI_Aint span = c ? c->data_ub - c->data_lb : (MPI_Aint)r->esize;
@@ -103,21 +109,29 @@ static void node_finish(lmpio__tm_node *n) {
     else if (c->contiguous) r->kind = r->stride == (MPI_Aint)c->size ? LMPIO__RUN_FLAT : LMPIO__RUN_ELEMS;
     else r->kind = LMPIO__RUN_NEST;
     if (r->kind == LMPIO__RUN_NEST && c->depth > depth) depth = c->depth;
-    MPI_Aint first = r->disp + r->lo;
-    MPI_Aint last = first + (MPI_Aint)(r->count - 1) * r->stride;
+    MPI_Aint first, last, hi, step;
+    over |= __builtin_add_overflow(r->disp, r->lo, &first) ||
+            __builtin_mul_overflow((MPI_Aint)(r->count - 1), r->stride, &step) ||
+            __builtin_add_overflow(first, step, &last);
     MPI_Aint lo = first < last ? first : last;
-    MPI_Aint hi = (first < last ? last : first) + span;
+    over |= __builtin_add_overflow(first < last ? last : first, span, &hi);
+    if (over) break;
     if (i == 0 || lo < n->data_lb) n->data_lb = lo;
     if (i == 0 || hi > n->data_ub) n->data_ub = hi;
     int mono = (!c || c->monotone) && (r->count == 1 || r->stride >= span);
     if (!mono || (i > 0 && lo < prev_hi)) n->monotone = 0;
+    /* Nondecreasing: each element starts at or after the one before. */
+    if ((c && !c->nondecreasing) || (r->count > 1 && r->stride < 0) || (i > 0 && lo < prev_start))
+      n->nondecreasing = 0;
     prev_hi = hi;
+    prev_start = last;
   }
   n->size = size;
   n->nitems = nitems;
   n->depth = depth + 1;
   n->full_depth = full_depth + 1;
   n->contiguous = n->monotone && size == (MPI_Count)(n->data_ub - n->data_lb);
+  return over ? MPI_ERR_ARG : MPI_SUCCESS;
 }
 
 /* A node with one run of count elements of child spaced stride apart. */
@@ -126,7 +140,7 @@ static int make_repeat(const lmpio__tm_node *child, MPI_Count count, MPI_Aint st
   lmpio__tm_node *n = node_new();
   if (!n) return MPI_ERR_NO_MEM;
   int rc = add_run(n, disp, count, stride, child, MPI_DATATYPE_NULL, 0);
-  node_finish(n);
+  if (rc == MPI_SUCCESS) rc = node_finish(n);
   n->lb = n->data_lb;
   n->extent = n->data_ub - n->data_lb;
   if (rc != MPI_SUCCESS) {
@@ -210,11 +224,11 @@ static int build_dims(const lmpio__tm_node *old, MPI_Aint oldext, int ndims, con
         lmpio__typemap_release(block);
       }
     }
-    if (!last) node_finish(n);
+    if (!last && rc == MPI_SUCCESS) rc = node_finish(n);
     if (held) lmpio__typemap_release(held);
     held = last ? NULL : n;
     cur = n;
-    stride *= gsizes[d];
+    if (rc == MPI_SUCCESS && __builtin_mul_overflow(stride, (MPI_Aint)gsizes[d], &stride)) rc = MPI_ERR_ARG;
     if (rc != MPI_SUCCESS) break;
   }
   if (held) lmpio__typemap_release(held);
@@ -442,10 +456,11 @@ static int decode_uncached(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_
   } else {
     rc = decode_derived(t, rep, comb, ni, na, nd, n, &rlb, &rub);
   }
-  if (rc == MPI_SUCCESS) node_finish(n);
+  if (rc == MPI_SUCCESS) rc = node_finish(n);
   if (rc == MPI_SUCCESS && rep) {
     n->lb = named ? 0 : rlb;
-    n->extent = named ? (MPI_Aint)n->size : rub - rlb;
+    if (named) n->extent = (MPI_Aint)n->size;
+    else if (__builtin_sub_overflow(rub, rlb, &n->extent)) rc = MPI_ERR_ARG;
   } else if (rc == MPI_SUCCESS) {
     MPI_Count lb, extent, size;
     if (MPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS || MPI_Type_size_x(t, &size) != MPI_SUCCESS)
@@ -579,6 +594,9 @@ int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
   if (rc == MPI_ERR_CONVERSION || rc == MPI_ERR_UNSUPPORTED_DATAREP)
     return lmpio__datarep_error(rc, call, "the data representation gives no file extent for a type");
   if (rc == MPI_ERR_NO_MEM) return lmpio__err(rc, call, "out of memory while flattening a datatype");
+  if (rc == MPI_ERR_ARG)
+    return lmpio__err(rc, call, "the datatype's size, extent or displacements overflow 64 bits%s",
+                      rep ? " in this data representation" : "");
   if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "cannot decode the datatype");
   *node = n;
   return MPI_SUCCESS;

@@ -6,6 +6,7 @@
  * upper bounds included. */
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,7 +79,7 @@ static int runs_are_whole_etypes(const lmpio__tm_node *n, MPI_Aint base, MPI_Ain
 }
 
 int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
-                    MPI_Datatype filetype, const char *datarep, const char *call) {
+                    MPI_Datatype filetype, const char *datarep, int writable, const char *call) {
   if (!datarep) return lmpio__err(MPI_ERR_ARG, call, "datarep is NULL");
   if (strlen(datarep) >= MPI_MAX_DATAREP_STRING)
     return lmpio__err(MPI_ERR_UNSUPPORTED_DATAREP, call, "data representation name too long");
@@ -102,26 +103,31 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   MPI_Aint eext = et->extent;
   int econtig = et->contiguous && esize == eext;
   lmpio__typemap_release(et);
+  /* A filetype of size 0 is a view with no data (a block darray or subarray
+   * split can give a rank nothing): only accesses of count 0 work on it. */
+  int has = ft->size > 0;
   if (esize <= 0) rc = lmpio__err(MPI_ERR_TYPE, call, "etype has size 0");
   else if (ft->size % esize != 0)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype size %lld is not a multiple of the etype size %lld",
                     (long long)ft->size, (long long)esize);
-  else if (ft->size > 0 && ft->data_lb < 0)
+  else if (has && ft->data_lb < 0)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a negative displacement");
-  else if (ft->size > 0 && !ft->monotone)
-    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype displacements are not monotonically nondecreasing");
-  else if (ft->size > 0 && ft->extent <= 0)
+  else if (has && !ft->nondecreasing)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype displacements decrease (the standard requires them nondecreasing)");
+  else if (has && !ft->monotone && writable)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype overlaps itself (a data byte is used twice), which is only allowed on files opened MPI_MODE_RDONLY");
+  else if (has && ft->extent <= 0)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a nonpositive extent");
-  else if (ft->size > 0 && ft->data_ub - ft->data_lb > ft->extent)
-    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype data spans more than its extent, so its tiles would overlap");
-  else if (ft->size > 0 && econtig && !runs_are_whole_etypes(ft, ft->data_lb, eext) &&
+  else if (has && writable && ft->data_ub - ft->data_lb > ft->extent)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype data spans more than its extent, so its tiles would overlap (only allowed on files opened MPI_MODE_RDONLY)");
+  else if (has && econtig && ft->monotone && !runs_are_whole_etypes(ft, ft->data_lb, eext) &&
            !segments_are_whole_etypes(ft, eext))
-    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype is not made of whole etypes (a hole or block is not a multiple of the etype extent)");
-  else if (ft->size > 0 && econtig && (ft->extent - (ft->data_ub - ft->data_lb)) % eext != 0)
-    rc = lmpio__err(MPI_ERR_TYPE, call, "the hole between two tiles of the filetype (%lld bytes) is not a multiple of the etype extent %lld",
+    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype is not made of whole etypes (a hole or block is not a multiple of the %lld-byte etype; an etype of MPI_BYTE allows any layout)",
+                    (long long)eext);
+  else if (has && econtig && ft->data_ub - ft->data_lb <= ft->extent &&
+           (ft->extent - (ft->data_ub - ft->data_lb)) % eext != 0)
+    rc = lmpio__err(MPI_ERR_TYPE, call, "the hole between two tiles of the filetype (%lld bytes) is not a multiple of the etype extent %lld (an etype of MPI_BYTE allows any hole)",
                     (long long)(ft->extent - (ft->data_ub - ft->data_lb)), (long long)eext);
-  else if (ft->size == 0)
-    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has size 0");
   if (rc != MPI_SUCCESS) {
     lmpio__typemap_release(ft);
     return rc;
@@ -134,7 +140,7 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   nv.eextent = eext;
   nv.ft = ft;
   nv.rep = rep;
-  nv.contiguous = ft->contiguous && ft->size == ft->extent;
+  nv.contiguous = ft->size > 0 && ft->contiguous && ft->size == ft->extent;
   nv.empty = ft->size == 0;
   nv.any_holes = !nv.contiguous; /* this rank's; set_view agrees on it */
   snprintf(nv.datarep, sizeof nv.datarep, "%s", datarep);
@@ -176,10 +182,11 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x) {
   const lmpio__tm_node *ft = v->ft;
   MPI_Offset rel = x - v->disp;
-  if (rel <= ft->data_lb) return 0;
+  if (ft->size == 0 || rel <= ft->data_lb) return 0;
   /* Tiles before t end at or before x; tile t may hold x; later ones start after. */
-  MPI_Offset t = (rel - ft->data_lb) / ft->extent;
-  return t * ft->size + lmpio__typemap_bytes_before(ft, (MPI_Aint)(rel - t * ft->extent));
+  MPI_Offset t = (rel - ft->data_lb) / ft->extent, before;
+  if (__builtin_mul_overflow(t, ft->size, &before)) return INT64_MAX; /* overlapping tiles, far out */
+  return before + lmpio__typemap_bytes_before(ft, (MPI_Aint)(rel - t * ft->extent));
 }
 
 int lmpio__view_get(const lmpio__view *v, MPI_Offset *disp, MPI_Datatype *etype,
