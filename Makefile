@@ -67,10 +67,22 @@ $(BUILD)/examples/%: examples/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(MPICC) $(ALLCFLAGS) $< -o $@ $(LIBA) -lm
 
+# The Lua module sees the core through its public header only.  It links the
+# shared library, found beside it through its rpath (build/lua/../lib);
+# LUA_LINK=static puts the core inside the module instead (the rock does).
+LUA_LINK ?= shared
+ifeq ($(LUA_LINK),static)
+LUA_LIBDEP := $(LIBA)
+LUA_LIBS   := $(LIBA)
+else
+LUA_LIBDEP := $(LIBSO)
+LUA_LIBS   := -L$(BUILD)/lib -llmpio -Wl,-rpath,'$$ORIGIN/../lib'
+endif
 lua: $(LUA_MOD)
-$(BUILD)/lua/lmpio.so: $(LUA_SRC) $(wildcard lua/*.h) $(LIBA)
+$(BUILD)/lua/lmpio.so: $(LUA_SRC) $(wildcard lua/*.h) core/include/lmpio.h $(LUA_LIBDEP)
 	@mkdir -p $(@D)
-	$(MPICC) $(ALLCFLAGS) $(LUA_CFLAGS) -fPIC -shared $(LUA_SRC) -o $@ $(LIBA) -lm
+	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Icore/include $(LUA_CFLAGS) -fPIC -shared \
+	  $(LUA_SRC) -o $@ $(LUA_LIBS) -lm
 
 # Installs from Debian's archive whatever of the toolchain is missing.
 deps:

@@ -432,6 +432,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
     m->count = (int)n;
     m->type = t;
     m->type_size = type_size(L, t);
+    m->tobj = lmpio_lua_totype(L, idx + 1);
     return 2;
   }
   case LUA_TUSERDATA: {
@@ -485,6 +486,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   m->count = (int)count;
   m->type = t;
   m->type_size = type_size(L, t);
+  m->tobj = lmpio_lua_totype(L, tidx);
   if (!m->ptr) m->ptr = (void *)""; /* zero-length buffer */
   return 3;
 }

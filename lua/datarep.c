@@ -4,7 +4,9 @@
  *     f(userbuf, datatype, count, filebuf, position)   file -> memory
  *     g(userbuf, datatype, count, filebuf, position)   memory -> file
  *     h(datatype) -> file extent of a predefined type (or a table
- *                    { DOUBLE = 8, ... } of extents by type name)
+ *                    { DOUBLE = 8, ... } of extents by type name); asked
+ *                    once per type: its first answer is the type's file
+ *                    extent for good, for the core and the converters alike
  *   Either converter may be omitted: that direction moves native bytes
  *   (MPI_CONVERSION_FN_NULL).  position and count count predefined items of
  *   datatype tiled over the user's buffer (0-based position, as in MPI).
@@ -34,9 +36,8 @@
  * that state is closed, the representation fails every conversion.
  *
  * The predefined items of a derived datatype are walked with the core's
- * typemap leaf cursor (core/src/internal.h), the one walker of the project. */
+ * public item walker (lmpio_items_*, over its typemap leaf cursor). */
 #include "lmpio_lua.h"
-#include "internal.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -49,14 +50,17 @@
 enum { FORM_FULL, FORM_CODEC, FORM_FORMATS };
 enum { DIR_READ, DIR_WRITE };
 
-#define NEXT 32
 typedef struct rep {
   char name[MPI_MAX_DATAREP_STRING + 1];
   void *owner;   /* lmpio_lua_owner of the registering state */
   int alive;     /* 0 once that state is closed */
   int form;
-  struct { MPI_Datatype t; MPI_Aint e; } ext[NEXT]; /* extents seen so far */
-  int next;
+  /* Every extent the extent function gave, one per type, for good: the core
+   * and the converters both get their extents from here, so a converter's
+   * filebuf is always the size the core made it, whatever the function
+   * would answer if asked again. */
+  struct ext { MPI_Datatype t; MPI_Aint e; } *ext;
+  int next, cap;
   struct rep *link;
 } rep;
 
@@ -82,7 +86,7 @@ static void push_spec(lua_State *L, rep *r) {
 }
 
 static int cached_extent(const rep *r, MPI_Datatype t, MPI_Aint *e) {
-  for (int i = 0; i < NEXT && i < r->next; i++)
+  for (int i = 0; i < r->next; i++)
     if (r->ext[i].t == t) {
       *e = r->ext[i].e;
       return 1;
@@ -90,11 +94,19 @@ static int cached_extent(const rep *r, MPI_Datatype t, MPI_Aint *e) {
   return 0;
 }
 
-/* The file extent of predefined type t, from the cache or the Lua extent
- * function or table (raises on failure: call in protected mode). */
+/* The file extent of predefined type t: the one recorded, or else the Lua
+ * extent function's or table's answer, recorded (raises on failure: call in
+ * protected mode). */
 static MPI_Aint lua_extent(lua_State *L, rep *r, MPI_Datatype t) {
   MPI_Aint e;
   if (cached_extent(r, t, &e)) return e;
+  if (r->next == r->cap) { /* room first: an answer is never left unrecorded */
+    int cap = r->cap ? 2 * r->cap : 16;
+    struct ext *grown = realloc(r->ext, sizeof *grown * (size_t)cap);
+    if (!grown) luaL_error(L, "out of memory");
+    r->ext = grown;
+    r->cap = cap;
+  }
   const char *tname = lmpio_lua_typename(t);
   push_spec(L, r);
   int kind = lua_getfield(L, -1, "extent");
@@ -116,12 +128,13 @@ static MPI_Aint lua_extent(lua_State *L, rep *r, MPI_Datatype t) {
                luaL_tolstring(L, -1, NULL));
   }
   lua_pop(L, kind == LUA_TTABLE ? 3 : 2);
+  /* The function may have made a data access that recorded t already. */
+  if (cached_extent(r, t, &e)) return e;
+  if (r->next == r->cap) luaL_error(L, "out of memory");
   e = (MPI_Aint)v;
-  if (r->next < NEXT) {
-    r->ext[r->next].t = t;
-    r->ext[r->next].e = e;
-    r->next++;
-  }
+  r->ext[r->next].t = t;
+  r->ext[r->next].e = e;
+  r->next++;
   return e;
 }
 
@@ -139,43 +152,43 @@ typedef struct {
   MPI_Offset position;
   MPI_Datatype ext_type;   /* extent function: the type asked */
   MPI_Aint ext;            /* ... and its answer */
-  const lmpio__tm_node *node;
-  lmpio__cursor cur;
-  int have_cursor;
-  MPI_Aint base;           /* memory offset of the instance the walk started in */
+  MPI_Count per;           /* predefined items of one instance of dt (0: not known yet) */
+  lmpio_items items;       /* the walk of this chunk's items */
   const char *what;        /* "read conversion", ... for messages */
 } call_ctx;
 
 static void ctx_free(call_ctx *c) {
-  if (c->have_cursor) lmpio__cursor_free(&c->cur);
-  if (c->node) lmpio__typemap_release(c->node);
-  c->have_cursor = 0;
-  c->node = NULL;
+  lmpio_items_close(c->items);
+  c->items = NULL;
 }
 
-/* Starts a walk of the predefined items of the tiled datatype at item
- * c->position (raises on failure). */
+/* Predefined items of one instance of c->dt (raises on failure). */
+static MPI_Count items_per_instance(lua_State *L, call_ctx *c) {
+  if (c->per > 0) return c->per;
+  lmpio_items one;
+  if (lmpio_items_open(c->dt, 1, &one) != MPI_SUCCESS) luaL_error(L, "%s", lmpio_last_error_message());
+  c->per = lmpio_items_skip(one, (MPI_Count)1 << 62); /* the whole instance, without walking it */
+  lmpio_items_close(one);
+  if (c->per <= 0) luaL_error(L, "the datatype has no data");
+  return c->per;
+}
+
+/* Starts a walk of this chunk's predefined items: c->count of them from item
+ * c->position of the datatype tiled over the user's buffer (raises on
+ * failure). */
 static void walk_start(lua_State *L, call_ctx *c) {
-  if (lmpio__typemap_get(c->dt, &c->node, "lmpio datarep") != MPI_SUCCESS)
+  MPI_Count per = items_per_instance(L, c);
+  MPI_Count instances = (c->position + c->count + per - 1) / per;
+  if (lmpio_items_open(c->dt, instances, &c->items) != MPI_SUCCESS)
     luaL_error(L, "%s", lmpio_last_error_message());
-  if (c->node->nitems <= 0) luaL_error(L, "the datatype has no data");
-  if (lmpio__cursor_init_leaves(&c->cur, c->node, c->node->extent) != MPI_SUCCESS)
-    luaL_error(L, "out of memory");
-  c->have_cursor = 1;
-  MPI_Count skip = c->position % c->node->nitems;
-  c->base = (MPI_Aint)(c->position / c->node->nitems) * c->node->extent;
-  while (skip > 0) {
-    MPI_Aint off;
-    MPI_Datatype b;
-    MPI_Count es;
-    skip -= lmpio__cursor_next_leaf(&c->cur, skip, &off, &b, &es);
-  }
+  if (lmpio_items_skip(c->items, c->position) != c->position) luaL_error(L, "the datatype has too few items");
 }
 
 /* Up to max items of one predefined type back to back in memory at *off. */
-static MPI_Count walk_next(call_ctx *c, MPI_Count max, MPI_Aint *off, MPI_Datatype *basic, MPI_Count *esize) {
-  MPI_Count n = lmpio__cursor_next_leaf(&c->cur, max, off, basic, esize);
-  *off += c->base;
+static MPI_Count walk_next(lua_State *L, call_ctx *c, MPI_Count max, MPI_Aint *off, MPI_Datatype *basic,
+                           MPI_Count *esize) {
+  MPI_Count n = lmpio_items_next(c->items, max, off, basic, esize);
+  if (n <= 0) luaL_error(L, "the datatype has too few items");
   return n;
 }
 
@@ -207,15 +220,7 @@ static void user_bytes(lua_State *L, call_ctx *c, size_t *bytes) {
     if (span(c->dt, m->count, bytes)) return;
   }
   /* Unknown: up to the end of the instance that holds this chunk's last item. */
-  MPI_Count nitems;
-  if (lmpio_lua_isnamed(c->dt)) {
-    nitems = 1;
-  } else {
-    if (!c->node && lmpio__typemap_get(c->dt, &c->node, "lmpio datarep") != MPI_SUCCESS)
-      luaL_error(L, "%s", lmpio_last_error_message());
-    nitems = c->node->nitems;
-  }
-  if (nitems <= 0) luaL_error(L, "the datatype has no data");
+  MPI_Count nitems = items_per_instance(L, c);
   MPI_Count inst = (c->position + c->count + nitems - 1) / nitems;
   if (!span(c->dt, inst, bytes)) luaL_error(L, "the datatype reaches before the start of the buffer");
 }
@@ -233,7 +238,7 @@ static size_t file_bytes(lua_State *L, call_ctx *c) {
     MPI_Aint off;
     MPI_Datatype b;
     MPI_Count es;
-    MPI_Count n = walk_next(c, left, &off, &b, &es);
+    MPI_Count n = walk_next(L, c, left, &off, &b, &es);
     total += (size_t)n * (size_t)lua_extent(L, c->r, b);
     left -= n;
   }
@@ -383,7 +388,7 @@ static int codec_items(lua_State *L) {
     MPI_Aint off;
     MPI_Datatype b;
     MPI_Count es;
-    MPI_Count n = walk_next(c, left, &off, &b, &es);
+    MPI_Count n = walk_next(L, c, left, &off, &b, &es);
     MPI_Aint fext = lua_extent(L, c->r, b);
     const char *tname = lmpio_lua_typename(b);
     if (!tname) tname = "?";

@@ -146,11 +146,16 @@ int lmpio_lua_istype(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LMPIO_LUA_DATATYPE) != NULL;
 }
 
+lmpio_lua_datatype *lmpio_lua_totype(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, LMPIO_LUA_DATATYPE);
+}
+
 static lmpio_lua_datatype *newud(lua_State *L, MPI_Datatype t, int owned) {
   lmpio_lua_datatype *d = lua_newuserdatauv(L, sizeof *d, 0);
   d->type = t;
   d->owned = owned;
   d->valid = 1;
+  d->in_use = 0;
   luaL_setmetatable(L, LMPIO_LUA_DATATYPE);
   return d;
 }
@@ -181,10 +186,13 @@ static int t_gc(lua_State *L) {
   return 0;
 }
 
-/* t:free(): frees the type now (it is also freed when collected). */
+/* t:free(): frees the type now (it is also freed when collected); refused
+ * while a core call that uses it is in progress (a converter or extent
+ * function written in Lua runs inside one), whose handle it would pull away. */
 static int t_free(lua_State *L) {
   lmpio_lua_datatype *d = checkud(L, 1);
   if (!d->owned) return luaL_error(L, "cannot free a predefined or borrowed datatype");
+  if (d->in_use) return luaL_error(L, "cannot free a datatype that a call in progress uses (free it once the call returned)");
   return t_gc(L);
 }
 

@@ -454,7 +454,13 @@ static int f_set_view(lua_State *L) {
   const char *rep = luaL_optstring(L, 5, "native");
   MPI_Info info = lmpio_lua_checkinfo(L, 6);
   int rc;
+  /* An extent function written in Lua runs inside: it cannot free the types. */
+  lmpio_lua_datatype *eo = lmpio_lua_totype(L, 3), *fo = lmpio_lua_totype(L, 4);
+  lmpio_lua_type_use(eo);
+  lmpio_lua_type_use(fo);
   LMPIO_LUA_CORE(L, rc, lmpio_file_set_view(fh, disp, etype, ftype, rep, info));
+  lmpio_lua_type_unuse(fo);
+  lmpio_lua_type_unuse(eo);
   lmpio_lua_freeinfo(&info);
   lmpio_lua_check(L, rc);
   return 0;
@@ -492,7 +498,10 @@ static int f_get_type_extent(lua_State *L) {
   MPI_Datatype t = lmpio_lua_checktype(L, 2);
   MPI_Aint ext = 0;
   int rc;
+  lmpio_lua_datatype *to = lmpio_lua_totype(L, 2);
+  lmpio_lua_type_use(to); /* an extent function written in Lua runs inside */
   LMPIO_LUA_CORE(L, rc, lmpio_file_get_type_extent(fh, t, &ext));
+  lmpio_lua_type_unuse(to);
   lmpio_lua_check(L, rc);
   lua_pushinteger(L, (lua_Integer)ext);
   return 1;

@@ -104,6 +104,7 @@ typedef struct {
   MPI_Datatype type;
   MPI_Count type_size;   /* data bytes of one item of type */
   lmpio_lua_buffer *buf; /* NULL for a string */
+  struct lmpio_lua_datatype *tobj; /* the datatype object given, if any (kept in use during the call) */
 } lmpio_lua_mem;
 /* Parses the memory arguments.  writing: strings are accepted.  For reads,
  * a number at idx allocates a new buffer (pushed on the stack) of that
@@ -112,12 +113,15 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m);
 /* datarep.c: the memory of the data access call in progress on this thread,
  * so that a converter's userbuf covers the caller's whole buffer. */
 extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
-/* LMPIO_LUA_CORE for data access calls: also records their memory. */
+/* LMPIO_LUA_CORE for data access calls: also records their memory, and
+ * keeps its datatype object in use (a converter cannot free it). */
 #define LMPIO_LUA_CORE_MEM(L, m, rcvar, expr)                                  \
   do {                                                                         \
     const lmpio_lua_mem *lmpio_lua_saved_mem_ = lmpio_lua_caller_mem;          \
     lmpio_lua_caller_mem = (m);                                                \
+    lmpio_lua_type_use((m)->tobj);                                             \
     LMPIO_LUA_CORE(L, rcvar, expr);                                            \
+    lmpio_lua_type_unuse((m)->tobj);                                           \
     lmpio_lua_caller_mem = lmpio_lua_saved_mem_;                               \
   } while (0)
 
@@ -130,9 +134,22 @@ typedef struct lmpio_lua_datatype {
   MPI_Datatype type;
   int owned;   /* freed by __gc */
   int valid;   /* 0: borrowed and no longer valid */
+  int in_use;  /* core calls in progress that use the type: free() refuses */
 } lmpio_lua_datatype;
 
 MPI_Datatype lmpio_lua_checktype(lua_State *L, int idx);
+/* The datatype object at idx, or NULL when idx holds none. */
+lmpio_lua_datatype *lmpio_lua_totype(lua_State *L, int idx);
+/* Around a core call that uses d's type (d may be NULL): while the call is
+ * in progress (a converter or extent function written in Lua runs inside
+ * it), d:free() raises instead of freeing the handle the core holds.  Only
+ * around calls that cannot raise: every use needs its unuse. */
+static inline void lmpio_lua_type_use(lmpio_lua_datatype *d) {
+  if (d) d->in_use++;
+}
+static inline void lmpio_lua_type_unuse(lmpio_lua_datatype *d) {
+  if (d) d->in_use--;
+}
 MPI_Datatype lmpio_lua_opttype(lua_State *L, int idx, MPI_Datatype def);
 int lmpio_lua_istype(lua_State *L, int idx);
 /* Pushes a datatype object; owned: freed when collected.  Predefined types

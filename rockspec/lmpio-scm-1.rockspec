@@ -20,9 +20,12 @@ external_dependencies = {
    -- Open MPI or MPICH with its compiler wrapper (mpicc) on the PATH
 }
 build = {
-   -- The project's Makefile builds the core and the module with mpicc.
+   -- The project's Makefile builds the core and the module with mpicc; the
+   -- module's sources see only the public header (core/include), and with
+   -- LUA_LINK=static the core goes inside the module, so the rock installs
+   -- one self-contained lmpio.so (no liblmpio.so to find at run time).
    type = "command",
-   build_command = [[make lua BUILD=build/rock MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
+   build_command = [[make lua BUILD=build/rock LUA_LINK=static MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
    install = {
       lib = {
          lmpio = "build/rock/lua/lmpio.so",

@@ -506,4 +506,123 @@ describe("data representations", function()
     fh:close()
     H.remove(path)
   end)
+
+  it("an extent function whose answer changes: converters see the extents the core used", function()
+    -- Every type is asked for once; its first answer is its file extent for
+    -- good, however many types the representation meets (the binding once
+    -- kept 32 and asked again for the others, handing converters a filebuf
+    -- sized with the new answer: a heap overflow).
+    local asked = {}
+    local fbs = {}
+    lmpio.register_datarep("spec_dr_fickle", {
+      extent = function(t)
+        local k = tostring(t)
+        asked[k] = (asked[k] or 0) + 1
+        return t:size() * asked[k] -- a different answer every time
+      end,
+      write = function(ub, dt, count, fb, pos)
+        fbs[#fbs + 1] = { count = count, bytes = fb:nbytes() }
+        fb:fill(0) -- the whole filebuf is this chunk's: touching all of it is allowed
+        swap_write(ub, dt, count, fb, pos)
+      end,
+      read = function(ub, dt, count, fb, pos)
+        fbs[#fbs + 1] = { count = count, bytes = fb:nbytes() }
+        swap_read(ub, dt, count, fb, pos)
+      end,
+    })
+    local path = H.tmpname("dr")
+    local fh <close> = lmpio.open(world, path, "w+", SMALL)
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_dr_fickle")
+    -- More than 32 other predefined types meet the extent function first.
+    local n, seen = 0, {}
+    for name, t in pairs(lmpio) do
+      -- (not the pairs: DOUBLE_INT would ask for DOUBLE)
+      local pair = name:match("_INT$") or name:match("^2") or name:match("^TWO_")
+      if getmetatable(t) == getmetatable(lmpio.DOUBLE) and t ~= lmpio.DOUBLE and not pair and not asked[tostring(t)] then
+        seen[name] = { fh:get_type_extent(t), fh:get_type_extent(t) }
+        n = n + 1
+      end
+    end
+    assert.is_true(n > 40, "only " .. n .. " predefined types")
+    assert.is_nil(asked["lmpio.DOUBLE"])
+    local v = {}
+    for i = 1, 5 do v[i] = rank * 10 + i + 0.5 end
+    fh:write_at(rank * 40, lmpio.array(lmpio.DOUBLE, v))
+    fh:sync()
+    world:barrier()
+    -- Chunks of two 8-byte doubles (the 16-byte staging buffer), each filebuf
+    -- exactly its items at the first answer, 8 bytes.
+    assert.same({ { count = 2, bytes = 16 }, { count = 2, bytes = 16 }, { count = 1, bytes = 8 } }, fbs)
+    assert.equal(be_doubles(v), H.slurp(path):sub(rank * 40 + 1, rank * 40 + 40))
+    fbs = {}
+    assert.same(v, fh:read_at(rank * 40, 5, lmpio.DOUBLE):totable())
+    assert.same({ { count = 2, bytes = 16 }, { count = 2, bytes = 16 }, { count = 1, bytes = 8 } }, fbs)
+    assert.equal(1, asked["lmpio.DOUBLE"])
+    for name, e in pairs(seen) do assert.equal(e[1], e[2], name) end -- the same answer again
+    fh:close()
+    H.remove(path)
+  end)
+
+  it("the memory datatype of the call in progress cannot be freed by a converter", function()
+    local t = lmpio.type.contiguous(2, lmpio.DOUBLE)
+    local refused = {}
+    lmpio.register_datarep("spec_dr_freetype", {
+      extent = native_extent,
+      write = function(ub, dt, count, fb, pos)
+        local ok, msg = pcall(t.free, t)
+        refused[#refused + 1] = not ok and msg or "freed"
+        for i = 0, count - 1 do lmpio.byteswap(fb, 8 * i, ub, 8 * (pos + i), 1, 8) end
+      end,
+      read = function(ub, dt, count, fb, pos)
+        t:free()
+      end,
+    })
+    local path = H.tmpname("dr")
+    local fh <close> = lmpio.open(world, path, "w+", SMALL)
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_dr_freetype")
+    local v = {}
+    for i = 1, 6 do v[i] = rank + i / 4 end
+    -- three instances of two doubles, two doubles per chunk: three converter calls
+    assert.equal(3, fh:write_at(rank * 48, lmpio.array(lmpio.DOUBLE, v), 3, t))
+    assert.equal(3, #refused)
+    for _, msg in ipairs(refused) do
+      assert.matches("cannot free a datatype that a call in progress uses", msg, 1, true)
+    end
+    -- A converter that does not catch the refusal fails the access.
+    local e = lmpio_error(fh.read_at, fh, rank * 48, lmpio.buffer(48), 3, t)
+    assert.equal("MPI_ERR_CONVERSION", e.name)
+    assert.matches("cannot free a datatype that a call in progress uses", e.message, 1, true)
+    -- The type is intact, and can be freed once the call returned.
+    assert.equal(16, t:size())
+    t:free()
+    assert.has_error(function() t:size() end, "attempt to use a freed datatype")
+    fh:sync()
+    world:barrier()
+    assert.equal(be_doubles(v), H.slurp(path):sub(rank * 48 + 1, rank * 48 + 48))
+    -- Nor can an extent function free the types of set_view or get_type_extent.
+    local victim, got = nil, {}
+    lmpio.register_datarep("spec_dr_freeview", {
+      extent = function(bt)
+        local ok, msg = pcall(victim.free, victim)
+        got[#got + 1] = not ok and msg or "freed"
+        return bt:size()
+      end,
+    })
+    local ft = lmpio.type.contiguous(2, lmpio.DOUBLE)
+    victim = ft
+    fh:set_view(0, lmpio.DOUBLE, ft, "spec_dr_freeview")
+    local it = lmpio.type.contiguous(3, lmpio.INT)
+    victim = it
+    assert.equal(12, fh:get_type_extent(it))
+    assert.equal(2, #got)
+    for _, msg in ipairs(got) do
+      assert.matches("cannot free a datatype that a call in progress uses", msg, 1, true)
+    end
+    assert.equal(16, ft:size())
+    assert.equal(12, it:size())
+    ft:free()
+    it:free()
+    fh:close()
+    H.remove(path)
+  end)
 end)

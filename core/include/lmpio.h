@@ -248,6 +248,25 @@ LMPIO_API const char *lmpio_error_class_name(int errorclass);
 /* The detailed message of the last failed lmpio call on this thread, or "". */
 LMPIO_API const char *lmpio_last_error_message(void);
 
+/* Predefined items (an lmpio extension, for conversion functions): a walker
+ * goes through count instances of a datatype laid out from byte 0 of a
+ * buffer (instance i at i * extent), one predefined item after another in
+ * typemap order -- the order in which the count and position arguments of a
+ * conversion function count items.  A pair type such as MPI_DOUBLE_INT is two
+ * items.  The walker keeps what it needs of the datatype: freeing the
+ * datatype does not end the walk.  Close every walker that opened. */
+typedef struct lmpio_items_s *lmpio_items;
+LMPIO_API int lmpio_items_open(MPI_Datatype datatype, MPI_Count count, lmpio_items *items);
+/* The next items: up to max of one predefined type lying back to back from
+ * byte *offset of the buffer; *basic is their type, *item_size the bytes of
+ * one (any of the three may be NULL).  Returns how many, 0 at the end. */
+LMPIO_API MPI_Count lmpio_items_next(lmpio_items items, MPI_Count max, MPI_Aint *offset,
+                                     MPI_Datatype *basic, MPI_Count *item_size);
+/* Passes over n items (whole instances without walking them); returns how
+ * many, fewer than n at the end. */
+LMPIO_API MPI_Count lmpio_items_skip(lmpio_items items, MPI_Count n);
+LMPIO_API void lmpio_items_close(lmpio_items items);
+
 #ifdef __cplusplus
 }
 #endif
