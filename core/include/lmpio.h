@@ -81,8 +81,10 @@ LMPIO_API int lmpio_file_get_byte_offset(lmpio_file fh, MPI_Offset offset,
                                          MPI_Offset *disp);
 
 /* Data access with shared file pointers.  The pointer lives in a helper
- * file beside the data file (".<name>.lmpio-shfp-<id>", removed at close),
- * so it works across machines and needs no help from other ranks. */
+ * file that open creates beside the data file and removes from the
+ * directory at once (every rank keeps it open), so it works across
+ * machines, needs no help from other ranks, and leaves nothing behind.
+ * lmpio_file_delete also removes helpers a crash may have left. */
 LMPIO_API int lmpio_file_read_shared(lmpio_file fh, void *buf, int count,
                                      MPI_Datatype datatype, MPI_Status *status);
 LMPIO_API int lmpio_file_write_shared(lmpio_file fh, const void *buf, int count,

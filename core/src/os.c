@@ -15,11 +15,11 @@ static int real_fcntl_lock(int fd, int cmd, struct flock *fl) { return fcntl(fd,
 
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap};
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap};
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;

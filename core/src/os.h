@@ -7,6 +7,7 @@
 #define LMPIO_OS_H
 
 #include <mpi.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -30,6 +31,9 @@ typedef struct {
   int (*fcntl_lock)(int fd, int cmd, struct flock *lock);
   void *(*mmap)(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
   int (*munmap)(void *addr, size_t length);
+  DIR *(*opendir)(const char *path);
+  struct dirent *(*readdir)(DIR *dir);
+  int (*closedir)(DIR *dir);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;

@@ -43,6 +43,7 @@
  * The state lives in fh->shared (struct lmpio__shared). */
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -72,8 +73,8 @@ typedef struct {
 } shstate;
 
 struct lmpio__shared {
-  char *path;             /* the helper's name */
-  int fd;                 /* the helper, once opened */
+  int fd;                 /* the helper (its name is gone), or -1 */
+  char why[1024];         /* why there is no helper, when fd < 0 */
   shstate st;
 };
 
@@ -110,12 +111,81 @@ static long long view_sig(const lmpio__view *v) {
   return (long long)(h >> 2);
 }
 
+/* Whether errno e says the directory will not take a new file. */
+static int dir_refuses(int e) { return e == EACCES || e == EPERM || e == EROFS || e == ENOSPC || e == EDQUOT; }
+
+/* The helper's name: short (a legal 255-byte file name leaves room for it),
+ * beside the data file, or in /dev/shm.  Stale helpers of path (from a
+ * crash between create and unlink, or older versions) start with
+ * "." + the first 32 bytes of its name and hold ".lmpio-shfp-". */
+#define HELPER_TAG ".lmpio-shfp-"
+static void helper_name(char *out, size_t n, const char *path, int in_shm, unsigned long long id) {
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path + 1) : 0;
+  const char *base = slash ? slash + 1 : path;
+  if (in_shm) snprintf(out, n, "/dev/shm/.%.32s%s%012llx", base, HELPER_TAG, id);
+  else snprintf(out, n, "%.*s.%.32s%s%012llx", dirlen, path, base, HELPER_TAG, id);
+}
+
+/* Creates (rank 0) and opens (every rank) the helper, maps it in MMAP mode,
+ * then removes its name once every rank holds it: nothing is left behind,
+ * nobody can remove it under a running job, and no rank ever creates it
+ * again.  Where the data file's directory takes no new file and every rank
+ * shares one kernel, the helper lives in /dev/shm; otherwise (ranks on
+ * several machines) the shared pointer stays unavailable, and only the
+ * independent shared-pointer calls fail (open and the collective calls
+ * work from the pointer's base). */
+static int helper_create(lmpio_file fh, shstate *st, unsigned long long id, const char *call) {
+  lmpio__shared *sh = fh->shared;
+  char name[4200];
+  int info[2] = {0, 0}; /* rank 0: errno of the creation, where (1: /dev/shm) */
+  int rc = MPI_SUCCESS;
+  if (fh->rank == 0) {
+    helper_name(name, sizeof name, fh->path, 0, id);
+    sh->fd = lmpio__os_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (sh->fd < 0 && dir_refuses(errno) && st->mode == MODE_MMAP) {
+      info[1] = 1;
+      helper_name(name, sizeof name, fh->path, 1, id);
+      sh->fd = lmpio__os_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    }
+    if (sh->fd < 0) info[0] = errno;
+    else if (st->mode == MODE_MMAP && lmpio__os_ftruncate(sh->fd, HELPER_SIZE) < 0) info[0] = errno;
+  }
+  if (MPI_Bcast(info, 2, MPI_INT, 0, fh->comm) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Bcast failed");
+  helper_name(name, sizeof name, fh->path, info[1], id);
+  if (info[0] != 0) {
+    if (fh->rank == 0 && sh->fd >= 0) {
+      lmpio__os_close(sh->fd);
+      lmpio__os_unlink(name);
+    }
+    sh->fd = -1;
+    if (!dir_refuses(info[0]))
+      return lmpio__agree(fh->comm, lmpio__os_error(info[0], call, "cannot create the shared file pointer", name), 0, call);
+    /* No helper: the independent shared-pointer calls will say why. */
+    const char *slash = strrchr(fh->path, '/');
+    snprintf(sh->why, sizeof sh->why,
+             "the shared file pointer of \"%s\" needs a helper file in the directory \"%.*s\", which takes no new file (%s), and the ranks run on more than one machine",
+             fh->path, slash ? (int)(slash - fh->path) : 1, slash ? fh->path : ".", strerror(info[0]));
+    return MPI_SUCCESS;
+  }
+  if (fh->rank != 0) {
+    sh->fd = lmpio__os_open(name, O_RDWR | O_CLOEXEC, 0600);
+    if (sh->fd < 0) rc = lmpio__os_error(errno, call, "cannot open the shared file pointer", name);
+  }
+  if (rc == MPI_SUCCESS && st->mode == MODE_MMAP && !(st->map = lmpio__os_mmap(HELPER_SIZE, sh->fd)))
+    rc = lmpio__os_error(errno, call, "cannot map the shared file pointer", name);
+  rc = lmpio__agree(fh->comm, rc, 0, call); /* every rank holds it (or none goes on) */
+  if (fh->rank == 0) lmpio__os_unlink(name);
+  return rc;
+}
+
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   /* Rank 0 names the helper (unique per open) and gives the initial value;
    * every rank says which kernel and file it sees and whether LOCK is forced. */
   long long key = fh->size > 1 ? kernel_file_key(fh->fd) : 0;
   const char *force = getenv("LMPIO_SHARED_FP");
-  long long in[5] = {0, -1, key, -key, force && strcmp(force, "lock") == 0}, out[5];
+  long long in[5] = {0, -1, key, -key, force && strcmp(force, "lock") == 0};
   if (fh->rank == 0) {
     static unsigned serial;
     char host[64] = "";
@@ -128,32 +198,18 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
     in[0] = (long long)(id & 0xffffffffffffULL);
     in[1] = initial;
   }
-  if (fh->size > 1) {
-    if (MPI_Allreduce(in, out, 5, MPI_LONG_LONG, MPI_MAX, fh->comm) != MPI_SUCCESS)
-      return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allreduce failed");
-  } else {
-    memcpy(out, in, sizeof out);
-  }
-  const char *slash = strrchr(fh->path, '/');
-  int dirlen = slash ? (int)(slash - fh->path + 1) : 0;
-  const char *base = slash ? slash + 1 : fh->path;
-  size_t n = strlen(fh->path) + 64;
+  int rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, in, 5, call);
+  if (rc != MPI_SUCCESS) return rc;
   lmpio__shared *sh = calloc(1, sizeof *sh);
-  char *name = malloc(n);
-  if (!sh || !name) {
-    free(sh);
-    free(name);
-    return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  }
-  snprintf(name, n, "%.*s.%s.lmpio-shfp-%llx", dirlen, fh->path, base, (unsigned long long)out[0]);
-  sh->path = name;
+  if (!sh) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   sh->fd = -1;
   fh->shared = sh;
   shstate *st = st_of(fh);
-  st->mode = fh->size == 1 ? MODE_LOCAL : (out[2] == -out[3] && !out[4]) ? MODE_MMAP : MODE_LOCK;
-  st->base = out[1];
+  st->mode = fh->size == 1 ? MODE_LOCAL : (in[2] == -in[3] && !in[4]) ? MODE_MMAP : MODE_LOCK;
+  st->base = in[1];
   st->view_ok = 1; /* everyone starts with the default view */
-  return MPI_SUCCESS;
+  if (st->mode != MODE_LOCAL) rc = helper_create(fh, st, (unsigned long long)in[0], call);
+  return rc;
 }
 
 void lmpio__shared_free(lmpio_file fh) {
@@ -162,34 +218,33 @@ void lmpio__shared_free(lmpio_file fh) {
   lmpio__os_munmap(st->map, HELPER_SIZE);
   free(st->gather);
   if (fh->shared->fd >= 0) lmpio__os_close(fh->shared->fd);
-  if (st->mode != MODE_LOCAL && fh->rank == 0) lmpio__os_unlink(fh->shared->path); /* every rank closed the file */
-  free(fh->shared->path);
   free(fh->shared);
   fh->shared = NULL;
 }
 
+void lmpio__shared_delete(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4200], prefix[40];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1, slash ? path : ".");
+  snprintf(prefix, sizeof prefix, ".%.32s", slash ? slash + 1 : path);
+  DIR *d = lmpio__os.opendir(dir);
+  if (!d) return;
+  const struct dirent *e;
+  while ((e = lmpio__os.readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !strstr(e->d_name, HELPER_TAG)) continue;
+    char stale[8400];
+    snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+    lmpio__os_unlink(stale);
+  }
+  lmpio__os.closedir(d);
+}
+
 /* ---- the helper ---------------------------------------------------------- */
 
-static int helper_open(lmpio_file fh, shstate *st, const char *call) {
+static int helper_open(lmpio_file fh, const shstate *st, const char *call) {
+  (void)st;
   if (fh->shared->fd >= 0) return MPI_SUCCESS;
-  int fd = lmpio__os_open(fh->shared->path, O_RDWR | O_CLOEXEC | O_CREAT, 0600);
-  if (fd < 0) return lmpio__os_error(errno, call, "cannot open the shared file pointer", fh->shared->path);
-  if (st->mode == MODE_MMAP) {
-    /* Grow to one page (never shrink: another rank may have used it already). */
-    MPI_Offset size = 0;
-    int e = 0;
-    if (lmpio__os_size(fd, &size) < 0) e = errno;
-    else if (size < HELPER_SIZE && lmpio__os_ftruncate(fd, HELPER_SIZE) < 0) e = errno;
-    void *p = e ? NULL : lmpio__os_mmap(HELPER_SIZE, fd);
-    if (!e && !p) e = errno;
-    if (e) {
-      lmpio__os_close(fd);
-      return lmpio__os_error(e, call, "cannot map the shared file pointer", fh->shared->path);
-    }
-    st->map = p;
-  }
-  fh->shared->fd = fd;
-  return MPI_SUCCESS;
+  return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "%s", fh->shared->why);
 }
 
 /* Reads delta (add == 0 and set == NULL), adds to it (add != 0) or sets it
@@ -211,15 +266,15 @@ static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offs
   }
   int write = set || add;
   if (lmpio__os_lock(fh->shared->fd, write, 0, sizeof(int64_t)) < 0)
-    return lmpio__os_error(errno, call, "cannot lock the shared file pointer", fh->shared->path);
+    return lmpio__os_error(errno, call, "cannot lock the shared file pointer of", fh->path);
   int64_t cur = 0;
   long long got = lmpio__os_pread_all(fh->shared->fd, &cur, sizeof cur, 0);
-  if (got < 0) rc = lmpio__os_error(errno, call, "cannot read the shared file pointer", fh->shared->path);
+  if (got < 0) rc = lmpio__os_error(errno, call, "cannot read the shared file pointer of", fh->path);
   else if (got < (long long)sizeof cur) cur = 0; /* fresh helper */
   if (rc == MPI_SUCCESS && write) {
     int64_t v = set ? (int64_t)*set : cur + (int64_t)add;
     if (lmpio__os_pwrite_all(fh->shared->fd, &v, sizeof v, 0) < 0)
-      rc = lmpio__os_error(errno, call, "cannot write the shared file pointer", fh->shared->path);
+      rc = lmpio__os_error(errno, call, "cannot write the shared file pointer of", fh->path);
   }
   lmpio__os_unlock(fh->shared->fd, 0, sizeof(int64_t));
   *old = cur;
@@ -244,7 +299,8 @@ int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
   shstate *st = st_of(fh);
   MPI_Offset d = st->delta;
   int rc = MPI_SUCCESS;
-  if (st->mode != MODE_LOCAL) rc = helper_rmw(fh, st, 0, NULL, &d, call);
+  /* Without a helper nobody can have moved the pointer on their own. */
+  if (st->mode != MODE_LOCAL && fh->shared->fd >= 0) rc = helper_rmw(fh, st, 0, NULL, &d, call);
   if (rc == MPI_SUCCESS) *value = st->base + d;
   return rc;
 }
@@ -470,7 +526,3 @@ SHARED(read_shared, lmpio__shared_access, (lmpio_file fh, void *buf, int count, 
 SHARED(write_shared, lmpio__shared_access, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
 SHARED(read_shared_c, lmpio__shared_access, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
 SHARED(write_shared_c, lmpio__shared_access, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
-
-void lmpio__shared_delete(const char *path) {
-  (void)path; /* the helper dies with its descriptors (see shared_init) */
-}
