@@ -111,8 +111,10 @@ static long long view_sig(const lmpio__view *v) {
   return (long long)(h >> 2);
 }
 
-/* Whether errno e says the directory will not take a new file. */
-static int dir_refuses(int e) { return e == EACCES || e == EPERM || e == EROFS || e == ENOSPC || e == EDQUOT; }
+/* Whether errno e says the directory will not take a new file (rather
+ * than, say, that memory ran out): then the helper goes elsewhere or the
+ * file is opened without one. */
+static int dir_refuses(int e) { return e != ENOMEM && e != EMFILE && e != ENFILE && e != EINTR; }
 
 /* The helper's name: short (a legal 255-byte file name leaves room for it),
  * beside the data file, or in /dev/shm.  Stale helpers of path (from a
