@@ -56,7 +56,12 @@ static int open_fd(const char *path, int amode, int create, int *readable, int *
   /* A directory opens read-only but is not a file: refuse it as open(2)
    * does for writers. */
   struct stat st;
-  if (fd >= 0 && lmpio__os_fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (fd >= 0 && lmpio__os_fstat(fd, &st) < 0) {
+    int e = errno;
+    lmpio__os_close(fd);
+    errno = e;
+    fd = -1;
+  } else if (fd >= 0 && S_ISDIR(st.st_mode)) {
     lmpio__os_close(fd);
     errno = EISDIR;
     fd = -1;
