@@ -9,10 +9,20 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 static MPI_Count min_count(MPI_Count a, MPI_Count b) { return a < b ? a : b; }
+
+/* a * b + c, saturated to the range of MPI_Aint: bounds that do not fit
+ * then make the extent overflow, which decoding reports. */
+static MPI_Aint sat(__int128 v) {
+  if (v > (__int128)INT64_MAX) return INT64_MAX;
+  if (v < (__int128)INT64_MIN) return INT64_MIN;
+  return (MPI_Aint)v;
+}
+
 
 /* ---- nodes ------------------------------------------------------------ */
 
@@ -214,12 +224,12 @@ static int build_dims(const lmpio__tm_node *old, MPI_Aint oldext, int ndims, con
       const dim_piece *pc = &pieces[d][p];
       if (pc->n <= 0 || pc->len <= 0) continue;
       if (pc->n == 1) {
-        rc = add_run(n, (MPI_Aint)pc->start * stride, pc->len, stride, cur, MPI_DATATYPE_NULL, 0);
+        rc = add_run(n, sat((__int128)pc->start * stride), pc->len, stride, cur, MPI_DATATYPE_NULL, 0);
       } else {
         lmpio__tm_node *block;
         rc = make_repeat(cur, pc->len, stride, 0, &block);
         if (rc != MPI_SUCCESS) break;
-        rc = add_run(n, (MPI_Aint)pc->start * stride, pc->n, (MPI_Aint)pc->step * stride, block,
+        rc = add_run(n, sat((__int128)pc->start * stride), pc->n, sat((__int128)pc->step * stride), block,
                      MPI_DATATYPE_NULL, 0);
         lmpio__typemap_release(block);
       }
@@ -309,8 +319,8 @@ static int is_named(MPI_Datatype t) {
 static void block_bounds(MPI_Aint *lo, MPI_Aint *hi, int *any, MPI_Aint disp, MPI_Count blen,
                          MPI_Aint lb, MPI_Aint ext) {
   if (blen <= 0) return;
-  MPI_Aint a = disp + lb, b = disp + lb + (MPI_Aint)(blen - 1) * ext;
-  MPI_Aint l = a < b ? a : b, h = (a < b ? b : a) + ext;
+  MPI_Aint a = sat((__int128)disp + lb), b = sat((__int128)disp + lb + (__int128)(blen - 1) * ext);
+  MPI_Aint l = a < b ? a : b, h = sat((__int128)(a < b ? b : a) + ext);
   if (!*any || l < *lo) *lo = l;
   if (!*any || h > *hi) *hi = h;
   *any = 1;
@@ -366,7 +376,7 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
     break;
   case MPI_COMBINER_VECTOR:
   case MPI_COMBINER_HVECTOR: {
-    MPI_Aint stride = comb == MPI_COMBINER_VECTOR ? (MPI_Aint)ints[2] * ext : addrs[0];
+    MPI_Aint stride = comb == MPI_COMBINER_VECTOR ? sat((__int128)ints[2] * ext) : addrs[0];
     lmpio__tm_node *block;
     rc = make_repeat(old, ints[1], ext, 0, &block);
     if (rc == MPI_SUCCESS) {
@@ -375,14 +385,14 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
     }
     if (ints[0] > 0) {
       block_bounds(&lo, &hi, &any, 0, ints[1], old->lb, ext);
-      block_bounds(&lo, &hi, &any, (MPI_Aint)(ints[0] - 1) * stride, ints[1], old->lb, ext);
+      block_bounds(&lo, &hi, &any, sat((__int128)(ints[0] - 1) * stride), ints[1], old->lb, ext);
     }
     break;
   }
   case MPI_COMBINER_INDEXED:
   case MPI_COMBINER_HINDEXED:
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
-      MPI_Aint d = comb == MPI_COMBINER_INDEXED ? (MPI_Aint)ints[1 + ints[0] + i] * ext : addrs[i];
+      MPI_Aint d = comb == MPI_COMBINER_INDEXED ? sat((__int128)ints[1 + ints[0] + i] * ext) : addrs[i];
       rc = add_run(n, d, ints[1 + i], ext, old, MPI_DATATYPE_NULL, 0);
       block_bounds(&lo, &hi, &any, d, ints[1 + i], old->lb, ext);
     }
@@ -390,7 +400,7 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
   case MPI_COMBINER_INDEXED_BLOCK:
   case MPI_COMBINER_HINDEXED_BLOCK:
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
-      MPI_Aint d = comb == MPI_COMBINER_INDEXED_BLOCK ? (MPI_Aint)ints[2 + i] * ext : addrs[i];
+      MPI_Aint d = comb == MPI_COMBINER_INDEXED_BLOCK ? sat((__int128)ints[2 + i] * ext) : addrs[i];
       rc = add_run(n, d, ints[1], ext, old, MPI_DATATYPE_NULL, 0);
       block_bounds(&lo, &hi, &any, d, ints[1], old->lb, ext);
     }
