@@ -174,12 +174,20 @@ static void pushamode_string(lua_State *L, int amode) {
 
 /* ---- open / close / delete ----------------------------------------------- */
 
+/* A file name: a string without embedded NUL (which would cut it short). */
+static const char *checkpath(lua_State *L, int arg) {
+  size_t len;
+  const char *path = luaL_checklstring(L, arg, &len);
+  if (strlen(path) != len) luaL_argerror(L, arg, "file name contains an embedded NUL");
+  return path;
+}
+
 /* lmpio.open([comm,] path, amode [, info]), once the communicator is known
  * (l_open, below, agrees on argument errors). */
 static int open_checked(lua_State *L) {
   lua_settop(L, 4);
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = checkpath(L, 2);
   int amode = checkamode(L, 3);
   /* Every Lua object first, then the info (freed on every path below). */
   lfile *f = lua_newuserdatauv(L, sizeof *f, NUV);
@@ -296,7 +304,7 @@ static int f_tostring(lua_State *L) {
 
 /* lmpio.delete(path [, info]) */
 static int l_delete(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = checkpath(L, 1);
   MPI_Info info = lmpio_lua_checkinfo(L, 2);
   int rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_delete(path, info));

@@ -154,6 +154,16 @@ describe("errors", function()
     assert.equal(1, fh:write_at_all(rank, "z"))
   end)
 
+  it("a file name with an embedded NUL is an error, not cut short", function()
+    local path = H.tmpname()
+    local e = H.error_of(lmpio.open, world, path .. "\0ignored", "w")
+    assert.equal("MPI_ERR_ARG", e.name)
+    assert.matches("embedded NUL", e.message, 1, true)
+    local ok = pcall(lmpio.delete, path .. "\0x")
+    assert.is_false(ok)
+    assert.is_nil(io.open(path, "rb")) -- nothing was created under the cut name
+  end)
+
   it("delete of a missing file", function()
     local e = H.error_of(lmpio.delete, H.tmpname() .. "-missing")
     assert.equal("MPI_ERR_NO_SUCH_FILE", e.name)
