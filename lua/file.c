@@ -174,6 +174,12 @@ static void pushamode_string(lua_State *L, int amode) {
 
 /* ---- open / close / delete ----------------------------------------------- */
 
+/* Whether the mode argument is "w" or "w+" (io.open's truncating modes). */
+static int truncating_mode(lua_State *L, int arg) {
+  const char *m = lua_type(L, arg) == LUA_TSTRING ? lua_tostring(L, arg) : NULL;
+  return m && (strcmp(m, "w") == 0 || strcmp(m, "w+") == 0);
+}
+
 /* A file name: a string without embedded NUL (which would cut it short). */
 static const char *checkpath(lua_State *L, int arg) {
   size_t len;
@@ -213,6 +219,24 @@ static int open_checked(lua_State *L) {
   lua_pushlightuserdata(L, f);
   lua_pushvalue(L, fidx);
   lua_rawset(L, -3);
+  /* "w" and "w+" truncate, as io.open does: once, collectively, when every
+   * rank asked for it (ranks that disagree get MPI_ERR_NOT_SAME, and the
+   * file is closed again). */
+  int trunc[2] = {truncating_mode(L, 3), 0};
+  trunc[1] = -trunc[0];
+  int agreed[2] = {0, 0};
+  if (f->nranks > 1) MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm);
+  else memcpy(agreed, trunc, sizeof agreed);
+  if (agreed[0] != -agreed[1]) {
+    LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
+    f->fh = LMPIO_FILE_NULL;
+    unlink_open(f);
+    return lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "lmpio.open: some ranks passed \"w\"/\"w+\" (truncate) and others a mode that keeps the contents");
+  }
+  if (agreed[0]) {
+    LMPIO_LUA_CORE(L, rc, lmpio_file_set_size(f->fh, 0));
+    lmpio_lua_check(L, rc);
+  }
   lua_pop(L, 1);
   return 1;
 }
