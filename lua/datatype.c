@@ -181,7 +181,8 @@ static int t_gc(lua_State *L) {
   lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
   int fin = 1;
   MPI_Finalized(&fin);
-  if (d->owned && d->type != MPI_DATATYPE_NULL && !fin) MPI_Type_free(&d->type);
+  if (!d->owned) return 0; /* a predefined type stays what it is */
+  if (d->type != MPI_DATATYPE_NULL && !fin) MPI_Type_free(&d->type);
   d->type = MPI_DATATYPE_NULL;
   return 0;
 }

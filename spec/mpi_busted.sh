@@ -56,6 +56,15 @@ for how in error argerror mpierror os.exit; do
     sed 's/^/# /' "$dir/fail.log" | tail -n 20
   fi
 done
+# A finalizer that runs after the module finalized MPI gets Lua errors from
+# every call that would reach MPI, not an abort of the process.
+if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/after_finalize.lua "$dir/late" >"$dir/late.log" 2>&1 &&
+   [ "$(cat "$dir"/late.rank* 2>/dev/null | tr -d '\n')" = "$(printf 'ok%.0s' $(seq "${n:-1}"))" ]; then
+  echo "ok calls after MPI_Finalize raise Lua errors"
+else
+  echo "not ok calls after MPI_Finalize raise Lua errors"
+  cat "$dir"/late.rank* "$dir/late.log" 2>/dev/null | sed 's/^/# /' | tail -n 20
+fi
 files=$(ls spec/*_spec.lua | LC_ALL=C sort)
 # shellcheck disable=SC2086
 timeout -k 5 "$T" "$MPIRUN" "$@" sh spec/busted_rank.sh "$dir" $files
