@@ -289,8 +289,10 @@ static int f_close(lua_State *L) {
   if (f->fh == LMPIO_FILE_NULL) return 0;
   int rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
-  f->fh = LMPIO_FILE_NULL; /* the core frees the handle even when it fails */
-  dropfile(L, f);
+  /* The core frees the handle once the close went ahead, even when it
+   * failed; it keeps it when it refused (a call in progress uses it, a
+   * pending failure): the file is still open then. */
+  if (f->fh == LMPIO_FILE_NULL) dropfile(L, f);
   lmpio_lua_check(L, rc);
   return 0;
 }
