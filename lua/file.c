@@ -561,7 +561,11 @@ static int f_seek(lua_State *L) {
   int whence = checkwhence(L, 3), rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_seek(fh, off, whence));
   lmpio_lua_check(L, rc);
-  return 0;
+  /* as io's file:seek, the position it moved to (in etypes of the view) */
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
 }
 
 static int f_seek_shared(lua_State *L) {
@@ -570,7 +574,10 @@ static int f_seek_shared(lua_State *L) {
   int whence = checkwhence(L, 3), rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_seek_shared(fh, off, whence));
   lmpio_lua_check(L, rc);
-  return 0;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position_shared(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
 }
 
 static int f_get_position(lua_State *L) {
