@@ -106,11 +106,13 @@ check-mpich:
 # wrapper preloads the sanitizer runtimes into it).  MPI's own allocations are
 # not ours to chase: leak detection off.
 ASAN_BUILD := $(BUILD)/asan
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
 check-asan:
-	$(MAKE) BUILD=$(ASAN_BUILD) CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" lib tests lua examples
+	$(MAKE) BUILD=$(ASAN_BUILD) CFLAGS="$(ASAN_CFLAGS)" lib tests lua examples
 	printf '#!/bin/sh\nLD_PRELOAD="%s %s" exec $(LUA) "$$@"\n' "$$($(MPICC) -print-file-name=libasan.so)" \
 	  "$$($(MPICC) -print-file-name=libubsan.so)" > $(ASAN_BUILD)/lua-asan && chmod +x $(ASAN_BUILD)/lua-asan
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(CURDIR)/$(ASAN_BUILD)/lua-asan \
+	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
 	  sh core/test/check.sh core lua examples
 
 # Static analysis of the core: cppcheck must stay quiet.

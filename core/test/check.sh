@@ -87,7 +87,8 @@ for suite in $suites; do
     # The README's C tour must build and run as printed.
     mkdir -p "$BUILD/readme"
     awk '/^```c$/{on=1;next} /^```$/{on=0} on' README.md > "$BUILD/readme/tour.c"
-    run "README C tour" sh -c '${MPICC:-mpicc} -std=c11 -Icore/include "$0" -o "$1" "$2" -lm &&
+    # (LMPIO_TEST_CFLAGS: the flags the library was built with, e.g. sanitizers)
+    run "README C tour" sh -c '${MPICC:-mpicc} -std=c11 ${LMPIO_TEST_CFLAGS:-} -Icore/include "$0" -o "$1" "$2" -lm &&
       "$3" --oversubscribe -n 4 "$1" && echo "ok README C tour"' \
       "$BUILD/readme/tour.c" "$BUILD/readme/tour" "$BUILD/lib/liblmpio.a" "$MPIRUN"
     # And the Lua tour.
