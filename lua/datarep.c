@@ -711,12 +711,161 @@ static void to_le(unsigned char *le, const unsigned char *p, int size, int big) 
   for (int b = 0; b < size; b++) le[b] = p[big ? size - 1 - b : b];
 }
 
+/* The integer of kind k in size bytes at p, reversed when swap (the host's
+ * order otherwise); 0 when it does not fit 64 bits. */
+static inline int load_int(const unsigned char *p, int size, int k, int swap, ival *v) {
+  uint64_t bits;
+  switch (size) {
+  case 1: bits = p[0]; break;
+  case 2: { uint16_t x; memcpy(&x, p, 2); bits = swap ? __builtin_bswap16(x) : x; break; }
+  case 4: { uint32_t x; memcpy(&x, p, 4); bits = swap ? __builtin_bswap32(x) : x; break; }
+  case 8: { uint64_t x; memcpy(&x, p, 8); bits = swap ? __builtin_bswap64(x) : x; break; }
+  default: {
+    unsigned char le[16];
+    to_le(le, p, size, host_big() != swap);
+    return ival_from_le(le, k, size, v);
+  }
+  }
+  int neg = k == N_SINT && (bits >> (8 * size - 1)) & 1;
+  if (neg && size < 8) bits |= ~(uint64_t)0 << (8 * size);
+  v->bits = bits;
+  v->neg = neg;
+  return 1;
+}
+
+/* Stores v (which fits) in size bytes at p, reversed when swap. */
+static inline void store_int(unsigned char *p, int size, int swap, ival v) {
+  switch (size) {
+  case 1: p[0] = (unsigned char)v.bits; return;
+  case 2: { uint16_t x = (uint16_t)v.bits; if (swap) x = __builtin_bswap16(x); memcpy(p, &x, 2); return; }
+  case 4: { uint32_t x = (uint32_t)v.bits; if (swap) x = __builtin_bswap32(x); memcpy(p, &x, 4); return; }
+  case 8: { uint64_t x = v.bits; if (swap) x = __builtin_bswap64(x); memcpy(p, &x, 8); return; }
+  default: {
+    unsigned char le[16];
+    ival_to_le(v, le, size);
+    to_le(p, le, size, host_big() != swap);
+  }
+  }
+}
+
+/* Integers whose width or signedness differ: checked on the way. */
+static MPI_Count convert_ints(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                              char *why, size_t whylen) {
+  const int swap = f->fbig != host_big();
+  const int ns = f->nsize, fs = f->fsize, nk = f->nkind, fk = f->fkind;
+  ival v = {0, 0};
+  char t[32];
+  if (dir == DIR_WRITE) {
+    for (MPI_Count i = 0; i < n; i++) {
+      load_int(user + i * ns, ns, nk, 0, &v); /* native widths fit 64 bits */
+      if (!ival_fits(v, fk, fs)) {
+        ival_text(v, t, sizeof t);
+        snprintf(why, whylen, "the value %s does not fit", t);
+        return i;
+      }
+      store_int(file + i * fs, fs, swap, v);
+    }
+  } else {
+    for (MPI_Count i = 0; i < n; i++) {
+      if (!load_int(file + i * fs, fs, fk, swap, &v)) {
+        snprintf(why, whylen, "the file's value does not fit 64 bits");
+        return i;
+      }
+      if (!ival_fits(v, nk, ns)) {
+        ival_text(v, t, sizeof t);
+        snprintf(why, whylen, "the file's value %s does not fit the native type", t);
+        return i;
+      }
+      store_int(user + i * ns, ns, 0, v);
+    }
+  }
+  return n;
+}
+
+/* double <-> float in the file, the common width change, on its own loop. */
+static MPI_Count convert_double_float(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                                      char *why, size_t whylen) {
+  const int swap = f->fbig != host_big();
+  for (MPI_Count i = 0; i < n; i++) {
+    double d;
+    float x;
+    uint32_t bits;
+    if (dir == DIR_WRITE) {
+      memcpy(&d, user + 8 * i, 8);
+      x = (float)d;
+      if (__builtin_isinf(x) && !__builtin_isinf(d)) {
+        snprintf(why, whylen, "the value %g does not fit", d);
+        return i;
+      }
+      memcpy(&bits, &x, 4);
+      if (swap) bits = __builtin_bswap32(bits);
+      memcpy(file + 4 * i, &bits, 4);
+    } else {
+      memcpy(&bits, file + 4 * i, 4);
+      if (swap) bits = __builtin_bswap32(bits);
+      memcpy(&x, &bits, 4);
+      d = x;
+      memcpy(user + 8 * i, &d, 8);
+    }
+  }
+  return n;
+}
+
+/* Floats of other widths (float <-> double in the file, long double),
+ * through long double; narrowing that overflows to infinity fails. */
+static MPI_Count convert_floats(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                                char *why, size_t whylen) {
+  if (f->nsize == sizeof(double) && f->fsize == sizeof(float))
+    return convert_double_float(f, dir, user, file, n, why, whylen);
+  const int swap = f->fbig != host_big();
+  const int ssize = dir == DIR_WRITE ? f->nsize : f->fsize, dsize = dir == DIR_WRITE ? f->fsize : f->nsize;
+  for (MPI_Count i = 0; i < n; i++) {
+    unsigned char *src = dir == DIR_WRITE ? user + i * f->nsize : file + i * f->fsize;
+    unsigned char *dst = dir == DIR_WRITE ? file + i * f->fsize : user + i * f->nsize;
+    unsigned char tmp[sizeof(long double)];
+    long double x;
+    if (dir == DIR_READ && swap) {
+      swap_items(tmp, src, 1, (size_t)ssize);
+      src = tmp;
+    }
+    if (ssize == sizeof(float)) {
+      float v;
+      memcpy(&v, src, sizeof v);
+      x = v;
+    } else if (ssize == sizeof(double)) {
+      double v;
+      memcpy(&v, src, sizeof v);
+      x = v;
+    } else {
+      memcpy(&x, src, sizeof x);
+    }
+    int inf = 0;
+    if (dsize == sizeof(float)) {
+      float v = (float)x;
+      inf = __builtin_isinf(v);
+      memcpy(tmp, &v, sizeof v);
+    } else if (dsize == sizeof(double)) {
+      double v = (double)x;
+      inf = __builtin_isinf(v);
+      memcpy(tmp, &v, sizeof v);
+    } else {
+      memcpy(tmp, &x, sizeof x);
+    }
+    if (inf && !__builtin_isinf(x)) {
+      snprintf(why, whylen, "%sthe value %Lg does not fit", dir == DIR_READ ? "the file's value: " : "", x);
+      return i;
+    }
+    if (dir == DIR_WRITE && swap) swap_items(dst, tmp, 1, (size_t)dsize);
+    else memcpy(dst, tmp, (size_t)dsize);
+  }
+  return n;
+}
+
 /* Converts n back-to-back items between memory (user) and the file (file)
  * with format f.  Returns n, or the index of the first item that does not
  * fit, with its value in why. */
 static MPI_Count convert_run(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
                              char *why, size_t whylen) {
-  const int nb = host_big();
   switch (f->op) {
   case OP_COPY:
     if (dir == DIR_WRITE) memcpy(file, user, (size_t)n * f->nsize);
@@ -726,81 +875,8 @@ static MPI_Count convert_run(const fmt *f, int dir, unsigned char *user, unsigne
     if (dir == DIR_WRITE) swap_items(file, user, (size_t)n, f->nsize);
     else swap_items(user, file, (size_t)n, f->nsize);
     return n;
-  case OP_INT:
-    for (MPI_Count i = 0; i < n; i++) {
-      unsigned char *u = user + i * f->nsize, *fl = file + i * f->fsize, le[16];
-      ival v;
-      if (dir == DIR_WRITE) {
-        to_le(le, u, f->nsize, nb);
-        ival_from_le(le, f->nkind, f->nsize, &v); /* native widths fit 64 bits */
-        if (!ival_fits(v, f->fkind, f->fsize)) {
-          char t[32];
-          ival_text(v, t, sizeof t);
-          snprintf(why, whylen, "the value %s does not fit", t);
-          return i;
-        }
-        ival_to_le(v, le, f->fsize);
-        to_le(fl, le, f->fsize, f->fbig);
-      } else {
-        to_le(le, fl, f->fsize, f->fbig);
-        if (!ival_from_le(le, f->fkind, f->fsize, &v)) {
-          snprintf(why, whylen, "the file's value does not fit 64 bits");
-          return i;
-        }
-        if (!ival_fits(v, f->nkind, f->nsize)) {
-          char t[32];
-          ival_text(v, t, sizeof t);
-          snprintf(why, whylen, "the file's value %s does not fit the native type", t);
-          return i;
-        }
-        ival_to_le(v, le, f->nsize);
-        to_le(u, le, f->nsize, nb);
-      }
-    }
-    return n;
-  default: /* OP_FLOAT: widths differ */
-    for (MPI_Count i = 0; i < n; i++) {
-      unsigned char *u = user + i * f->nsize, *fl = file + i * f->fsize, le[16];
-      long double x;
-      unsigned char *src = dir == DIR_WRITE ? u : fl, *dst = dir == DIR_WRITE ? fl : u;
-      int ssize = dir == DIR_WRITE ? f->nsize : f->fsize, dsize = dir == DIR_WRITE ? f->fsize : f->nsize;
-      if (dir == DIR_READ && f->fbig != nb) {
-        swap_items(le, src, 1, (size_t)ssize);
-        src = le;
-      }
-      if (ssize == sizeof(float)) {
-        float v;
-        memcpy(&v, src, sizeof v);
-        x = v;
-      } else if (ssize == sizeof(double)) {
-        double v;
-        memcpy(&v, src, sizeof v);
-        x = v;
-      } else {
-        memcpy(&x, src, sizeof x);
-      }
-      unsigned char out[sizeof(long double)];
-      int inf;
-      if (dsize == sizeof(float)) {
-        float v = (float)x;
-        inf = __builtin_isinf(v);
-        memcpy(out, &v, sizeof v);
-      } else if (dsize == sizeof(double)) {
-        double v = (double)x;
-        inf = __builtin_isinf(v);
-        memcpy(out, &v, sizeof v);
-      } else {
-        inf = 0;
-        memcpy(out, &x, sizeof x);
-      }
-      if (inf && !__builtin_isinf(x)) {
-        snprintf(why, whylen, "%sthe value %Lg does not fit", dir == DIR_READ ? "the file's value: " : "", x);
-        return i;
-      }
-      if (dir == DIR_WRITE && f->fbig != nb) swap_items(dst, out, 1, (size_t)dsize);
-      else memcpy(dst, out, (size_t)dsize);
-    }
-    return n;
+  case OP_INT: return convert_ints(f, dir, user, file, n, why, whylen);
+  default: return convert_floats(f, dir, user, file, n, why, whylen);
   }
 }
 
