@@ -1,5 +1,11 @@
 /* User-defined data representations written in Lua.
  *
+ *   lmpio.register_datarep(name, { formats = { DOUBLE = ">d", INT = ">i4" } })
+ *     each predefined type stored as one number in a string.pack format,
+ *     compiled to C at registration (copy, byte reversal, or a checked width
+ *     change); file extents are the formats' sizes; byte types without a
+ *     format are copied.  No Lua runs during an access.  Costs about what
+ *     external32 costs.
  *   lmpio.register_datarep(name, { read = f, write = g, extent = h })
  *     f(userbuf, datatype, count, filebuf, position)   file -> memory
  *     g(userbuf, datatype, count, filebuf, position)   memory -> file
@@ -16,24 +22,24 @@
  *   chunk's items in file representation.  Both, and a derived datatype, are
  *   invalid once the converter returns.  A converter returns nothing (or
  *   true) on success; an error, false, or nil plus a message fails the access
- *   with MPI_ERR_CONVERSION carrying the message.
+ *   with MPI_ERR_CONVERSION carrying the message.  One Lua call per chunk of
+ *   the staging buffer: as fast as the C it calls (lmpio.byteswap).
  *
  *   lmpio.register_datarep(name, { encode = e, decode = d, extent = h })
  *     e(type_name, value) -> string of the type's file extent
  *     d(type_name, bytes) -> value
- *   lmpio.register_datarep(name, { formats = { DOUBLE = ">d", INT = ">i4" } })
- *     each predefined item through string.pack / string.unpack; extents
- *     default to string.packsize of the formats.
+ *   One Lua call per item: some 30 times slower than the other forms.
  *
  *   lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize)
  *     reverses the bytes of nitems items of itemsize bytes from src (buffer or
  *     string) into dst; offsets are in bytes from 0; dst may be src.
  *
- * Converters run on the thread (coroutine) of the Lua call that entered the
- * core (lmpio_lua_caller), under lua_pcall, so an error never jumps over the
- * core's frames and yielding is an error.  Registrations are permanent, as in
- * MPI: the functions stay in the registry of the registering lua_State; once
- * that state is closed, the representation fails every conversion.
+ * Converters in Lua run on the thread (coroutine) of the Lua call that
+ * entered the core (lmpio_lua_caller), under lua_pcall, so an error never
+ * jumps over the core's frames and yielding is an error.  Registrations are
+ * permanent, as in MPI: the functions stay in the registry of the
+ * registering lua_State; once that state is closed, the representation fails
+ * every conversion (except the formats form, which is C only).
  *
  * The predefined items of a derived datatype are walked with the core's
  * public item walker (lmpio_items_*, over its typemap leaf cursor). */
@@ -368,6 +374,31 @@ static int run_full(lua_State *L, call_ctx *c) {
   return bad ? MPI_ERR_CONVERSION : MPI_SUCCESS;
 }
 
+/***
+The encoder of a representation (the `encode` field of
+`lmpio.register_datarep`'s spec): one predefined item to its bytes in the
+file.  Called once per item (pair types such as DOUBLE_INT are two items):
+about 20-30 MB/s, some 30 times slower than the formats and read/write forms.
+@function encode
+@param typename the item's predefined type name ("DOUBLE", "INT", ...)
+@param value the item: a number (an integer for integer types), a boolean for
+  C_BOOL and LOGICAL types, or, for types Lua has no value for (complex
+  types), the item's native bytes as a string
+@return a string of exactly the type's file extent
+@raise any error, or a result that is not such a string, fails the access with
+  `MPI_ERR_CONVERSION`
+*/
+/***
+The decoder of a representation (the `decode` field of
+`lmpio.register_datarep`'s spec): the bytes of one predefined item in the
+file to its value.  Called once per item, as `encode`.
+@function decode
+@param typename the item's predefined type name ("DOUBLE", "INT", ...)
+@param bytes a string of the type's file extent
+@return the item's value (as `encode` receives it; the native bytes as a
+  string for types Lua has no value for)
+@raise any error, or `nil`, fails the access with `MPI_ERR_CONVERSION`
+*/
 /* Protected: the encode/decode form, item by item. */
 static int codec_items(lua_State *L) {
   call_ctx *c = lua_touserdata(L, 1);
@@ -465,11 +496,48 @@ static int convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, int count, v
   return r->form == FORM_FULL ? run_full(L, &c) : run_codec(L, &c);
 }
 
+/***
+The read converter of a representation (the `read` field of
+`lmpio.register_datarep`'s spec): converts `count` items from the file
+representation in `filebuf` into the user's buffer.  Called once per chunk of
+the staging buffer (hint `lmpio_conversion_buffer_size`, 4 MiB), on the
+thread of the data access, under `pcall`; the costs are those of the Lua it
+runs (`lmpio.byteswap` over the chunk: about the rate of `external32`).
+@function read
+@param userbuf the user's buffer, borrowed: an array of `datatype`'s elements
+  when it is predefined (this call's items are `position + 1 .. position +
+  count`), bytes otherwise; valid only during the call
+@param datatype the memory datatype of the access (a borrowed datatype object
+  when derived, valid only during the call)
+@param count how many predefined items this call converts (integer)
+@param filebuf the chunk's bytes in file representation, exactly `count`
+  items at their file extents (borrowed bytes, read-only, valid only during
+  the call)
+@param position the index of the first item, from 0, of the items of
+  `datatype` tiled over the user's buffer (integer)
+@return nothing or `true` on success; `false` or `nil, message` fail the access
+@raise any error fails the access with `MPI_ERR_CONVERSION` carrying its message
+*/
 static int read_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
                    MPI_Offset position, void *extra_state) {
   return convert(extra_state, DIR_READ, userbuf, datatype, count, filebuf, position);
 }
 
+/***
+The write converter of a representation (the `write` field of
+`lmpio.register_datarep`'s spec): converts `count` items of the user's buffer
+into the file representation in `filebuf`.  The same arguments, calls and
+costs as `read`, with `userbuf` read-only and `filebuf` writable (zeroed
+first: bytes left unset reach the file as zeros).
+@function write
+@param userbuf the user's buffer, borrowed and read-only (see `read`)
+@param datatype the memory datatype of the access (see `read`)
+@param count how many predefined items this call converts (integer)
+@param filebuf room for exactly `count` items at their file extents (borrowed bytes)
+@param position the index of the first item, from 0 (integer)
+@return nothing or `true` on success; `false` or `nil, message` fail the access
+@raise any error fails the access with `MPI_ERR_CONVERSION` carrying its message
+*/
 static int write_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
                     MPI_Offset position, void *extra_state) {
   return convert(extra_state, DIR_WRITE, userbuf, datatype, count, filebuf, position);
@@ -481,6 +549,20 @@ static int extent_call(lua_State *L) {
   return 0;
 }
 
+/***
+The extent function of a representation (the `extent` field of
+`lmpio.register_datarep`'s spec, for the read/write and encode/decode forms):
+the size in the file of one item of a predefined type.  Asked once per type
+and representation (by `set_view`, `get_type_extent` or the first access that
+meets the type); its first answer is kept for good.  Instead of a function,
+`extent` may be a table of extents by type name (`{DOUBLE = 8, INT = 4}`).
+The formats form takes its extents from the formats' sizes.
+@function extent
+@param datatype a predefined datatype (e.g. `lmpio.DOUBLE`)
+@return its file extent in bytes (a positive integer)
+@raise any error, or a value that is not a positive integer, fails the
+  calling operation with `MPI_ERR_CONVERSION`
+*/
 static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_state) {
   rep *r = extra_state;
   if (cached_extent(r, datatype, file_extent)) return MPI_SUCCESS;
@@ -1207,7 +1289,22 @@ static int l_register_datarep(lua_State *L) {
 
 /* ---- lmpio.byteswap ------------------------------------------------------------- */
 
-/* lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize) -> dst */
+/***
+Reverses the bytes of items in bulk, in C: the tool of converters that
+change byte order (the read/write form of `lmpio.register_datarep` runs at
+about the rate of `external32` with it, where a Lua loop over the items would
+be some 30 times slower).
+@function lmpio.byteswap
+@param dst the destination buffer or array (writable)
+@param dst_offset byte offset into `dst`, from 0
+@param src the source: a buffer, an array or a string
+@param src_offset byte offset into `src`, from 0
+@param nitems how many items (integer, 0 or more)
+@param itemsize bytes of one item (1 to 1024)
+@return dst
+@raise argument errors when the items do not fit `dst` or `src`, when `dst`
+  is read-only, or when the two ranges overlap other than exactly (in place)
+*/
 static int l_byteswap(lua_State *L) {
   lmpio_lua_buffer *d = lmpio_lua_checkbuffer(L, 1);
   lua_Integer doff = luaL_checkinteger(L, 2);
