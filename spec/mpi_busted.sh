@@ -4,6 +4,7 @@
 # Runs the C reference writer (Open MPI's own MPI-IO), then busted on every
 # rank into per-rank TAP files, then prints the combined result.
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 T=${LMPIO_SPEC_TIMEOUT:-120}
@@ -12,7 +13,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-spec.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-export LUA_CPATH_5_4="$PWD/$BUILD/lua/?.so;;"
+export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
 export LMPIO_SPEC_REF="$dir/mpiio_ref.dat"
 if [ -x "$BUILD/spec/mpiio_ref" ]; then
   if ! timeout -k 5 "$T" "$MPIRUN" "$@" "$BUILD/spec/mpiio_ref" "$LMPIO_SPEC_REF" >"$dir/ref.log" 2>&1; then

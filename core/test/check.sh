@@ -4,6 +4,7 @@
 # after agreement over all ranks); a program that crashes, exits non-zero or
 # times out counts as one more failure.  Usage: check.sh [core|lua|examples]...
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
@@ -93,7 +94,7 @@ for suite in $suites; do
       "$BUILD/readme/tour.c" "$BUILD/readme/tour" "$BUILD/lib/liblmpio.a" "$MPIRUN"
     # And the Lua tour.
     awk '/^```lua$/{on=1;next} /^```$/{on=0} on' README.md > "$BUILD/readme/tour.lua"
-    run "README Lua tour" sh -c 'LUA_CPATH_5_4="$PWD/$0/lua/?.so;;" "$1" --oversubscribe -n 4 "$2" "$3" "$4" &&
+    run "README Lua tour" sh -c 'LUA_CPATH_5_4="$0/lua/?.so;;" "$1" --oversubscribe -n 4 "$2" "$3" "$4" &&
       echo "ok README Lua tour"' \
       "$BUILD" "$MPIRUN" "$LUA" "$BUILD/readme/tour.lua" "$BUILD/readme/tour-lua.dat"
     rm -f "$BUILD/readme/tour-lua.dat"
