@@ -14,3 +14,13 @@ else
   echo "FAIL Lua examples: $BUILD/lua/lmpio.so is not built"
   failed=$((failed + 1))
 fi
+# The checkpoint written by 4 ranks, restarted by 7 (a rank owns nothing).
+if [ -f "$BUILD/lua/lmpio.so" ]; then
+  ckp="${TMPDIR:-/tmp}/lmpio-example-$$-checkpoint.dat"
+  run "checkpoint_restart.lua example: written by 4 ranks, read by 7" sh -c '
+    export LUA_CPATH_5_4="$0/lua/?.so;;"
+    timeout -k 5 120 "$1" --oversubscribe -n 4 "$2" examples/checkpoint_restart.lua "$3" >/dev/null &&
+    timeout -k 5 120 "$1" --oversubscribe -n 7 "$2" examples/checkpoint_restart.lua "$3" restart' \
+    "$BUILD" "$MPIRUN" "$LUA" "$ckp"
+  rm -f "$ckp"
+fi
