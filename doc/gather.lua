@@ -12,6 +12,7 @@
 --   @function lmpio.name      module functions, one section per source file
 --   @function lmpio.type.name datatype constructors
 --   @function class:name      methods, after the class's "@type class" block
+--   @field class.name         fields of a class's objects, likewise
 --   @type class               the class's description (one generated if none)
 --   anything else (@table, ...) at the end, in source order
 
@@ -70,6 +71,10 @@ for i = 2, #arg do
           if not files_seen[base] then files_seen[base] = true end
         elseif fname and fname:match("^[%w_]+:[%w_]+$") then
           local class = fname:match("^([%w_]+):")
+          classes[class] = classes[class] or {}
+          table.insert(classes[class], b)
+        elseif not fname and (text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")) then
+          local class = text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")
           classes[class] = classes[class] or {}
           table.insert(classes[class], b)
         else

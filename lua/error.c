@@ -17,20 +17,50 @@ split collective data access methods): there every rank raises an error
 object of class `MPI_ERR_ARG` carrying the message of the rank whose
 argument was wrong, so that no rank waits for another one.
 @type error
-@tfield integer class the MPI error class (compare with `lmpio.ERR_IO`, ...)
-@tfield string name the class's name, e.g. `"MPI_ERR_NO_SUCH_FILE"`
-@tfield string message what went wrong: the call, the path, the system's
-  error text, the rank (the same on every rank for collective calls)
-@tfield string|nil where the script's `file:line` of the call
-@tfield integer rank this process's rank in `lmpio.world` (-1 when MPI is
-  not running)
-@tfield string|nil call the lmpio call that failed, e.g. `"write_at"`
 */
 
+/***
+The MPI error class, an integer (compare with `lmpio.ERR_IO`, ...).
+@field error.class
+*/
+
+/***
+The class's name, a string such as `"MPI_ERR_NO_SUCH_FILE"`.
+@field error.name
+*/
+
+/***
+What went wrong, a string: the call, the path, the system's error text, the
+rank (the same on every rank for a collective call).
+@field error.message
+*/
+
+/***
+The script's `file:line` of the call, a string (nil when unknown).
+@field error.where
+*/
+
+/***
+This process's rank in `lmpio.world`, an integer (-1 when MPI is not
+running).
+@field error.rank
+*/
+
+/***
+The lmpio call that failed, a string such as `"write_at"` (nil when the
+error does not come from a call of the library).
+@field error.call
+*/
 #include <string.h>
 
 _Thread_local lua_State *lmpio_lua_caller;
 
+/***
+The error as one line: `"where: name (error class n): message"`, what
+`lua5.4` prints for an uncaught error.
+@function error:__tostring
+@treturn string
+*/
 static int error_tostring(lua_State *L) {
   lua_getfield(L, 1, "name");
   lua_getfield(L, 1, "class");

@@ -375,6 +375,13 @@ static int f_close(lua_State *L) {
  * error must not start the collective close, which the other ranks may
  * never join: the file stays open; an uncaught error then aborts the job
  * (lmpio.c), a caught one leaves it to fh:close() or the exit. */
+/***
+Closes the file when a `<close>` variable holding it goes out of scope
+normally, as @{file:close} (collective).  When the scope is left with an
+error in a job of several ranks the file stays open, since the other ranks
+may never join the close; an uncaught error then aborts the job.
+@function file:__close
+*/
 static int f_close_meta(lua_State *L) {
   lfile *f = tofile(L);
   if (!lua_isnoneornil(L, 2) && f->nranks > 1) return 0;
@@ -720,8 +727,9 @@ static int f_get_view(lua_State *L) {
 
 /***
 The extent of a datatype in the file under the view's data representation
-(`MPI_File_get_type_extent`): e.g. 4 for `lmpio.LONG` in `"external32"`;
-for a representation written in Lua, what its extent function says.
+(`MPI_File_get_type_extent`).  For example 4 for `lmpio.LONG` in
+`"external32"`; for a representation written in Lua, what its extent
+function says.
 @function file:get_type_extent
 @tparam datatype datatype the type
 @treturn integer its extent in the file, in bytes
