@@ -129,7 +129,7 @@ int lmpio_lua_isnamed(MPI_Datatype t) {
 
 /***
 An MPI datatype: one of the predefined types (`lmpio.INT`, `lmpio.DOUBLE`,
-`lmpio.BYTE`, ... see @{modes.md}) or a derived type made by the
+`lmpio.BYTE`, ... see @{modes.md|modes, options and constants}) or a derived type made by the
 constructors under `lmpio.type` (committed, ready to use as memory type,
 etype or filetype).  A derived type is freed when collected, or at once by
 @{datatype:free}.  Two datatype objects are equal (`==`) when they hold the
@@ -204,8 +204,8 @@ static int t_gc(lua_State *L) {
 Frees a derived datatype now instead of when it is collected; using it
 afterwards raises.
 @function datatype:free
-@raise an error for a predefined type (`"cannot free a predefined or borrowed
-  datatype"`), and while a call that uses the type is in progress (from a
+@raise an error for a predefined type
+  (`"cannot free a predefined or borrowed datatype"`), and while a call that uses the type is in progress (from a
   converter or extent function written in Lua inside that call)
 */
 static int t_free(lua_State *L) {

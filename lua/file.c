@@ -38,8 +38,8 @@ prefix.  `tostring(fh)` names the path.  Declared `<close>`, a file is
 closed when its scope ends normally; leaving the scope with an error keeps
 it open (the collective close could hang) and an uncaught error then aborts
 the job.  Files still open at exit are closed by every rank in the order
-they were opened.  Using a closed file raises `"attempt to use a closed
-file"`.
+they were opened.  Using a closed file raises
+`"attempt to use a closed file"`.
 
 **Collective methods** (`close`, `set_size`, `preallocate`, `sync`,
 `set_info`, `set_atomicity`, `set_view`, `seek_shared`, the `_all`,
@@ -299,11 +299,12 @@ Opens a file on every rank of a communicator (`MPI_File_open`); collective.
 @tparam string path the file's name (the same on every rank)
 @param mode the access mode, the same on every rank: a string as for
   `io.open` (`"r"`, `"r+"`, `"w"`, `"w+"`, `"a"`, `"a+"`: `"w"` and `"w+"`
-  truncate), words (`"rdwr create"`, `"wronly|create|excl"`, `"w+
-  delete_on_close"`), a table of words (`{"rdwr", "create"}`, `{rdwr =
-  true}`) or an integer of OR-ed `lmpio.MODE_*` (see @{modes.md})
-@tparam[opt] {[string]=string,...} info hints, e.g. `{cb_buffer_size =
-  "1048576"}` (numbers and booleans are turned into strings)
+  truncate), words (`"rdwr create"`, `"wronly|create|excl"`,
+  `"w+ delete_on_close"`), a table of words (`{"rdwr", "create"}`,
+  `{rdwr = true}`) or an integer of OR-ed `lmpio.MODE_*` (see @{modes.md|modes, options and constants})
+@tparam[opt] {[string]=string,...} info hints, such as
+  `{cb_buffer_size = "1048576"}` (numbers and booleans are turned into
+  strings)
 @treturn file the open file
 @raise an @{error} object, the same on every rank: `MPI_ERR_NO_SUCH_FILE`,
   `MPI_ERR_ACCESS`, `MPI_ERR_FILE_EXISTS` (with `excl`), `MPI_ERR_AMODE`
@@ -563,7 +564,7 @@ static int f_get_amode(lua_State *L) {
 
 /***
 Sets hints (`MPI_File_set_info`); collective.  Keys lmpio does not know
-are ignored; see @{modes.md} for those it knows.
+are ignored; see @{modes.md|modes, options and constants} for those it knows.
 @function file:set_info
 @tparam {[string]=string,...} info hints (numbers and booleans are turned
   into strings)
@@ -644,8 +645,9 @@ Sets this rank's view of the file (`MPI_File_set_view`); collective.
 The view is the displacement, the etype (the unit of offsets and counts),
 the filetype (tiled over the file from the displacement: the parts it
 covers are what this rank sees) and the data representation.  Resets the
-individual and shared file pointers to 0.  Also `fh:set_view{disp =,
-etype =, filetype =, datarep =, info =}` (another key is an error).
+individual and shared file pointers to 0.  Also
+`fh:set_view{disp = d, etype = e, filetype = f, datarep = r, info = i}`
+(another key is an error).
 @function file:set_view
 @tparam[opt=0] integer disp the displacement in bytes, or
   `lmpio.DISPLACEMENT_CURRENT` (files opened `sequential`)

@@ -33,8 +33,8 @@ count and datatype default from the array.  A failing call raises an
 @{error} object carrying the MPI error class; wrong arguments raise Lua
 errors, and collective methods raise them on every rank (`MPI_ERR_ARG`).
 
-See @{modes.md} for the access modes, `set_view` options, hints and
-constants, and @{datarep.md} for the functions a data representation
+See @{modes.md|modes, options and constants} for the access modes, `set_view` options, hints and
+constants, and @{datarep.md|data representations written in Lua} for the functions a data representation
 written in Lua supplies.
 @module lmpio
 @usage
@@ -54,7 +54,7 @@ Made by `lmpio.array(datatype, n_or_table_or_string)` (elements of a
 predefined type) or `lmpio.buffer(n_or_string)` (bytes, an array of
 `lmpio.BYTE`); the reading methods of @{file} return new ones.  Elements
 are indexed from 1 (`a[i]`, `a[i] = v`), `#a` is the number of elements.
-An array handed to a converter (see @{datarep.md}) borrows the library's
+An array handed to a converter (see @{datarep.md|data representations written in Lua}) borrows the library's
 memory and is invalid once the converter returns: every access then raises.
 @type array
 */
