@@ -67,10 +67,10 @@ items written.  The `i` methods return a @{request} instead.
 
 Errors of the file system and of the file model raise an @{error} object:
 `MPI_ERR_NO_SUCH_FILE`, `MPI_ERR_ACCESS`, `MPI_ERR_NO_SPACE`,
-`MPI_ERR_QUOTA`, `MPI_ERR_READ_ONLY`, `MPI_ERR_IO` from the system;
-`MPI_ERR_AMODE` (e.g. writing a file opened `"r"`),
-`MPI_ERR_UNSUPPORTED_OPERATION`
-(e.g. an individual pointer call on a `sequential` file),
+`MPI_ERR_QUOTA`, `MPI_ERR_IO` from the system; `MPI_ERR_READ_ONLY`
+(writing a file opened `"r"`), `MPI_ERR_ACCESS` (reading a file opened
+`"w"`), `MPI_ERR_UNSUPPORTED_OPERATION` (an individual pointer call on a
+`sequential` file),
 `MPI_ERR_CONVERSION` (a conversion that failed), `MPI_ERR_ARG`,
 `MPI_ERR_TYPE`, `MPI_ERR_NOT_SAME` (collective arguments that must match
 and do not).
@@ -458,8 +458,9 @@ collective, with the same size on every rank.
 @function file:set_size
 @tparam integer size the new size in bytes
 @raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_NOT_SAME` when the sizes differ, `MPI_ERR_AMODE` on a
-  file opened read-only
+  rank: `MPI_ERR_NOT_SAME` when the sizes differ, `MPI_ERR_READ_ONLY` on a
+  file opened read-only, `MPI_ERR_UNSUPPORTED_OPERATION` on a `sequential`
+  file
 */
 static int f_set_size(lua_State *L) {
   lmpio_file fh = checkfile(L);
