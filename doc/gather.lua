@@ -11,6 +11,7 @@
 --   @module lmpio             the module's own page text (exactly one)
 --   @function lmpio.name      module functions, one section per source file
 --   @function lmpio.type.name datatype constructors
+--   @function name            a function that a script supplies (a converter)
 --   @function class:name      methods, after the class's "@type class" block
 --   @field class.name         fields of a class's objects, likewise
 --   @type class               the class's description (one generated if none)
@@ -35,6 +36,7 @@ local class_order = { "file", "array", "buffer", "datatype", "comm", "request", 
 
 local module_block
 local by_file, constructors, classes, class_blocks, others = {}, {}, {}, {}, {}
+local callbacks = {}
 local files_seen = {}
 local problems = 0
 
@@ -65,6 +67,8 @@ for i = 2, #arg do
           class_blocks[tname] = b
         elseif fname and fname:match("^lmpio%.type%.[%w_]+$") then
           constructors[#constructors + 1] = b
+        elseif fname and fname:match("^[%w_]+$") then
+          callbacks[#callbacks + 1] = b
         elseif fname and fname:match("^lmpio%.[%w_]+$") then
           by_file[base] = by_file[base] or {}
           table.insert(by_file[base], b)
@@ -126,6 +130,13 @@ end
 if #constructors > 0 then
   section("Datatype constructors (lmpio.type)", "constructors")
   for _, b in ipairs(constructors) do emit(b) end
+end
+
+-- Functions that a script supplies (a converter's read, write, extent,
+-- encode, decode): unqualified names.  spec/doc_check.lua knows this title.
+if #callbacks > 0 then
+  section("Functions a script supplies", "callbacks")
+  for _, b in ipairs(callbacks) do emit(b) end
 end
 
 -- Classes: the known ones in a reading order, then the others.
