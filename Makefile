@@ -115,11 +115,19 @@ check-core:
 check-mpich:
 	$(MAKE) BUILD=$(BUILD)/mpich MPICC=mpicc.mpich MPIRUN=mpirun.mpich check-core
 
-# The core and its C tests under AddressSanitizer and UBSan (MPI's own
-# allocations are not ours to chase: leak detection off).
+# Everything under AddressSanitizer and UBSan: the core and its C tests, the
+# Lua module with its specs and the examples (lua5.4 is not instrumented: a
+# wrapper preloads the sanitizer runtimes into it).  MPI's own allocations are
+# not ours to chase: leak detection off.
+ASAN_BUILD := $(BUILD)/asan
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
 check-asan:
-	$(MAKE) BUILD=$(BUILD)/asan WERROR=-Werror CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" lib tests
-	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(BUILD)/asan sh core/test/check.sh core
+	$(MAKE) BUILD=$(ASAN_BUILD) WERROR=-Werror CFLAGS="$(ASAN_CFLAGS)" lib tests lua examples
+	printf '#!/bin/sh\nLD_PRELOAD="%s %s" exec $(LUA) "$$@"\n' "$$($(MPICC) -print-file-name=libasan.so)" \
+	  "$$($(MPICC) -print-file-name=libubsan.so)" > $(ASAN_BUILD)/lua-asan && chmod +x $(ASAN_BUILD)/lua-asan
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(CURDIR)/$(ASAN_BUILD)/lua-asan \
+	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
+	  sh core/test/check.sh core lua examples
 
 # Static analysis of the core: cppcheck must stay quiet.
 lint:

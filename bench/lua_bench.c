@@ -21,6 +21,9 @@
  *     preallocated 8-byte buffer (MPI_BYTE and MPI_DOUBLE).
  *   large: one lmpio_file_write_at / read_at of LMPIO_LUA_BENCH_MB (64) MiB
  *     of doubles.
+ *   conv (Lua only, see bench/lua_bench.lua): the rates of data
+ *     representations — native, external32 and the three forms of
+ *     lmpio.register_datarep — on one write_at / read_at each.
  * Every measurement is the best of LMPIO_LUA_BENCH_REPS (3) repetitions
  * (LMPIO_LUA_BENCH_LARGE_REPS (10) for the large transfer),
  * each timed from leaving a barrier to the end of the loop; the slowest
@@ -348,8 +351,8 @@ int main(int argc, char **argv) {
   int reps = (int)envl("LMPIO_LUA_BENCH_REPS", 3);
   int large_reps = (int)envl("LMPIO_LUA_BENCH_LARGE_REPS", 10);
   size_t mib = (size_t)envl("LMPIO_LUA_BENCH_MB", 64);
-  const char *parts = getenv("LMPIO_LUA_BENCH_PARTS"); /* "small", "large" or both */
-  if (!parts || !*parts) parts = "small,large";
+  const char *parts = getenv("LMPIO_LUA_BENCH_PARTS"); /* "small", "large", "conv" */
+  if (!parts || !*parts) parts = "small,large,conv";
   int small = strstr(parts, "small") != NULL, large = strstr(parts, "large") != NULL;
   long id = 0;
   if (rank == 0) id = (long)getpid();
@@ -425,6 +428,11 @@ int main(int argc, char **argv) {
     }
     free(rw);
     free(rr);
+  }
+  if (script && strstr(parts, "conv")) { /* the Lua side prints its own RESULT lines */
+    int ok;
+    fflush(stdout);
+    lua_rep("conv_all", "", &ok);
   }
   if (script) lua_stop();
   c_finish();

@@ -17,6 +17,19 @@
 -- lmpio.array of doubles.  Output: the RESULT lines of lua_bench.c with
 -- side=lua.
 --
+-- Converters (part "conv"): one write_at and one read_at of
+-- LMPIO_LUA_BENCH_CONV_MB (16) MiB of doubles per rank through a view
+-- (etype DOUBLE) in each representation, best of LMPIO_LUA_BENCH_CONV_REPS (5), MB/s
+-- of native data of all ranks:
+--   conv_native      "native" (no conversion: the ceiling)
+--   conv_external32  "external32" (the core's own C conversions)
+--   conv_formats     register_datarep{formats = {DOUBLE = ">d"}} (compiled to C)
+--   conv_formats_f   register_datarep{formats = {DOUBLE = ">f"}} (narrowing, checked)
+--   conv_bulk        register_datarep{read = , write = } with lmpio.byteswap
+--   conv_codec       register_datarep{encode = , decode = } with string.pack,
+--                    on LMPIO_LUA_BENCH_CODEC_MB (1) MiB: one Lua call per item
+-- Every read is compared with the data written.
+--
 -- Hosted: `lua_bench --lua bench/lua_bench.lua DIR FS` (the C program) runs
 -- this file in a Lua state of its own process, with the global
 -- LMPIO_LUA_BENCH_HOSTED set; the chunk then returns the module M below and
@@ -35,6 +48,9 @@ local N = envn("LMPIO_LUA_BENCH_N", 200000)
 local REPS = envn("LMPIO_LUA_BENCH_REPS", 3)
 local MIB = envn("LMPIO_LUA_BENCH_MB", 64)
 local LARGE_REPS = envn("LMPIO_LUA_BENCH_LARGE_REPS", 10)
+local CONV_MIB = envn("LMPIO_LUA_BENCH_CONV_MB", 16)
+local CODEC_MIB = envn("LMPIO_LUA_BENCH_CODEC_MB", 1)
+local CONV_REPS = envn("LMPIO_LUA_BENCH_CONV_REPS", 5)
 local wtime = lmpio.wtime
 
 local function slowest(t) return world:allreduce(t + 0.0, "max") end
@@ -71,7 +87,31 @@ local small_by_name = {}
 for _, t in ipairs(SMALL) do small_by_name[t[1]] = t end
 
 local M = {N = N, MIB = MIB, SMALL = SMALL}
-local S, L = {}, {} -- state of the small and the large workloads
+local S, L, C = {}, {}, {} -- state of the small, the large and the converter workloads
+
+-- ---- converters ---------------------------------------------------------------
+
+-- test name -> representation, MiB per rank
+local CONV = {
+  {"conv_native", "native"}, {"conv_external32", "external32"}, {"conv_formats", "lua-bench-formats"},
+  {"conv_formats_f", "lua-bench-formats-f"}, {"conv_bulk", "lua-bench-bulk"}, {"conv_codec", "lua-bench-codec"},
+}
+
+local function register_converters()
+  lmpio.register_datarep("lua-bench-formats", {formats = {DOUBLE = ">d"}})
+  lmpio.register_datarep("lua-bench-formats-f", {formats = {DOUBLE = ">f"}})
+  lmpio.register_datarep("lua-bench-bulk", {
+    extent = {DOUBLE = 8},
+    write = function(ub, dt, count, fb, pos) lmpio.byteswap(fb, 0, ub, pos * 8, count, 8) end,
+    read = function(ub, dt, count, fb, pos) lmpio.byteswap(ub, pos * 8, fb, 0, count, 8) end,
+  })
+  local pack, unpack = string.pack, string.unpack
+  lmpio.register_datarep("lua-bench-codec", {
+    extent = {DOUBLE = 8},
+    encode = function(_, v) return pack(">d", v) end,
+    decode = function(_, b) return (unpack(">d", b)) end,
+  })
+end
 
 function M.init(dir, fs, parts)
   parts = parts or "small,large"
@@ -94,6 +134,68 @@ function M.init(dir, fs, parts)
     for k = 1, L.n do L.src[k] = (L.off // 8 + k - 1) + 0.25 end
     L.dst = lmpio.array(lmpio.DOUBLE, L.n)
   end
+  if parts:find("conv") then
+    register_converters()
+    C.fh = lmpio.open(world, string.format("%s/lmpio-lua-bench-lua-%s-conv.dat", dir, id), "w+ delete_on_close")
+    for _, mib in ipairs({CONV_MIB, CODEC_MIB}) do
+      local n = mib * 131072
+      -- values a float holds exactly too (conv_formats_f)
+      local src = lmpio.array(lmpio.DOUBLE, n)
+      for k = 1, n do src[k] = (k % 1000000) + 0.25 end
+      C[mib] = {n = n, src = src, dst = lmpio.array(lmpio.DOUBLE, n)}
+    end
+  end
+end
+
+-- One repetition of converter workload name: seconds of the write and of
+-- the read (slowest rank), data ok (all ranks).
+function M.conv(name)
+  local rep
+  for _, t in ipairs(CONV) do if t[1] == name then rep = t[2] end end
+  local d = C[name == "conv_codec" and CODEC_MIB or CONV_MIB]
+  local fh = C.fh
+  fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, "native")
+  fh:set_size(0)
+  fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, rep)
+  d.dst:fill(0)
+  collectgarbage("collect")
+  world:barrier()
+  local t0 = wtime()
+  local cw = fh:write_at(rank * d.n, d.src)
+  local tw = slowest(wtime() - t0)
+  world:barrier()
+  t0 = wtime()
+  local _, cr = fh:read_at(rank * d.n, d.dst)
+  local tr = slowest(wtime() - t0)
+  local ok = cw == d.n and cr == d.n and d.dst:tostring() == d.src:tostring()
+  if not ok then io.stderr:write(string.format("lua_bench.lua (rank %d): %s: wrong data\n", rank, name)) end
+  return tw, tr, all_ok(ok)
+end
+
+-- Every converter workload, CONV_REPS times each (interleaved), RESULT
+-- lines on rank 0.
+function M.conv_all()
+  local best = {}
+  for _ = 1, CONV_REPS do
+    for _, t in ipairs(CONV) do
+      local tw, tr, ok = M.conv(t[1])
+      local b = best[t[1]] or {w = math.huge, r = math.huge, ok = true}
+      b.w, b.r, b.ok = math.min(b.w, tw), math.min(b.r, tr), b.ok and ok
+      best[t[1]] = b
+    end
+  end
+  if rank == 0 then
+    for _, t in ipairs(CONV) do
+      local b, bytes = best[t[1]], C[t[1] == "conv_codec" and CODEC_MIB or CONV_MIB].n * 8
+      for _, op in ipairs({"write", "read"}) do
+        local sec = op == "write" and b.w or b.r
+        print(string.format("RESULT side=lua fs=%s ranks=%d test=%s_%s bytes=%d mbps=%.1f sec=%.5f ok=%d", M.fs,
+                            nranks, t[1], op, bytes, bytes * nranks / sec / 1e6, sec, b.ok and 1 or 0))
+      end
+    end
+    io.stdout:flush()
+  end
+  return 0, true
 end
 
 -- One repetition of a small workload: seconds (slowest rank), data ok (all ranks).
@@ -163,7 +265,8 @@ end
 function M.finish()
   if S.fh then S.fh:close() end
   if L.fh then L.fh:close() end
-  S, L = {}, {}
+  if C.fh then C.fh:close() end
+  S, L, C = {}, {}, {}
 end
 
 if LMPIO_LUA_BENCH_HOSTED then return M end
@@ -172,7 +275,7 @@ if LMPIO_LUA_BENCH_HOSTED then return M end
 
 local dir = arg[1] or "/dev/shm"
 local fs = arg[2] or (arg[1] and dir or "shm")
-local parts = os.getenv("LMPIO_LUA_BENCH_PARTS") or "small,large"
+local parts = os.getenv("LMPIO_LUA_BENCH_PARTS") or "small,large,conv"
 M.init(dir, fs, parts)
 local function result(fmt, ...)
   if rank == 0 then print(string.format(fmt, ...)) end
@@ -206,4 +309,5 @@ if parts:find("large") then
   result("RESULT side=lua fs=%s ranks=%d test=read%dm bytes=%d mbps=%.1f sec=%.5f ok=%d", fs, nranks, MIB, L.bytes,
          total / br / 1e6, br, okr and 1 or 0)
 end
+if parts:find("conv") then M.conv_all() end
 M.finish()

@@ -12,7 +12,10 @@
 # alike).  LMPIO_LUA_BENCH_MODE=separate instead launches the C program and
 # `lua5.4 bench/lua_bench.lua` as two processes, alternating which goes first.
 # Then prints, per ranks x fs, the best ns per 8-byte call (C, Lua, the time
-# Lua adds) and the best MB/s of one 64 MiB write_at/read_at (C, Lua, Lua/C).
+# Lua adds), the best MB/s of one 64 MiB write_at/read_at (C, Lua, Lua/C) and
+# the rates of the data representations: native, external32 and the three
+# forms of lmpio.register_datarep (formats, read/write with lmpio.byteswap,
+# encode/decode), with their ratio to the read/write form.
 #
 # Environment:
 #   LMPIO_LUA_BENCH_RANKS     "1 2"
@@ -25,6 +28,10 @@
 #   LMPIO_LUA_BENCH_REPS      repetitions per launch, best kept (3)
 #   LMPIO_LUA_BENCH_MB        size of the large transfer, MiB per rank (64)
 #   LMPIO_LUA_BENCH_LARGE_REPS repetitions of the large transfer per launch (5)
+#   LMPIO_LUA_BENCH_CONV_MB   converter transfers, MiB per rank (16)
+#   LMPIO_LUA_BENCH_CODEC_MB  the same for encode/decode, one Lua call per item (1)
+#   LMPIO_LUA_BENCH_CONV_REPS repetitions of each converter transfer per launch (5)
+#   LMPIO_LUA_BENCH_PARTS     "small,large,conv" (any of them)
 #   LMPIO_LUA_BENCH_TIMEOUT   seconds per launch (300)
 #   BUILD, MPIRUN, LUA        as in the Makefile (build, mpirun, lua5.4)
 # Speed is only printed, never asserted; the exit status is 1 when a launch
@@ -110,7 +117,8 @@ function kv(   i, p) { delete f; for (i = 2; i <= NF; i++) { split($i, p, "="); 
   if (!(k in ok)) ok[k] = 1
   if (f["ok"] != 1) ok[k] = 0
   if ("calls" in f) calls = f["calls"]
-  if ("bytes" in f) mib = f["bytes"] / 1048576
+  if ("bytes" in f && f["test"] ~ /^(write|read)[0-9]+m$/) mib = f["bytes"] / 1048576
+  if ("bytes" in f && f["test"] ~ /^conv_/) cbytes[f["test"]] = f["bytes"]
 }
 function num(x, fmt) { return x == "" ? "-" : sprintf(fmt, x) }
 # median of the paired values of key k over all launches, or "-"
@@ -154,6 +162,28 @@ END {
       t = (m == "-" ? r : m) >= 0.98 ? "met" : "MISS"
       printf "%-44s %7.0f %7.0f %7.3f %7s  %-2d %s\n", what, best[kc], best[kl], r, ms, good, t
     }
+    # data representations (Lua side only): MB/s of native data, and the
+    # ratio to the bulk form (Lua converters calling lmpio.byteswap)
+    kb = fs SUBSEP np SUBSEP "lua" SUBSEP "conv_bulk_write"
+    if (!(kb in best)) continue
+    printf "%-44s %7s %7s %7s %7s  %-2s %s\n", sprintf("converters, %d MiB per rank (MB/s, best)", cbytes["conv_formats_write"] / 1048576), \
+           "write", "read", "w/bulk", "r/bulk", "ok", "target: formats >= 0.5 x bulk"
+    nc = split("conv_native;native (no conversion)|conv_external32;external32|" \
+               "conv_formats;formats {DOUBLE = \">d\"}|conv_formats_f;formats {DOUBLE = \">f\"} (narrowing)|" \
+               "conv_bulk;read/write + lmpio.byteswap|conv_codec;encode/decode + string.pack", CV, "|")
+    for (i = 1; i <= nc; i++) {
+      split(CV[i], p, ";")
+      kw = fs SUBSEP np SUBSEP "lua" SUBSEP p[1] "_write"; kr = fs SUBSEP np SUBSEP "lua" SUBSEP p[1] "_read"
+      what = p[2]
+      if (p[1] == "conv_codec") what = sprintf("%s (%d MiB)", what, cbytes["conv_codec_write"] / 1048576)
+      if (!(kw in best) || !(kr in best)) { printf "%-44s %7s %7s\n", what, "-", "-"; continue }
+      rw = best[kw] / best[fs SUBSEP np SUBSEP "lua" SUBSEP "conv_bulk_write"]
+      rr = best[kr] / best[fs SUBSEP np SUBSEP "lua" SUBSEP "conv_bulk_read"]
+      good = ok[kw] && ok[kr]; if (!good) bad = 1
+      t = ""
+      if (p[1] == "conv_formats") t = (rw < rr ? rw : rr) >= 0.5 ? "met" : "MISS"
+      printf "%-44s %7.0f %7.0f %7.2f %7.2f  %-2d %s\n", what, best[kw], best[kr], rw, rr, good, t
+    }
   }
   printf "\nC = lmpio_file_write_at/read_at of the same 8 bytes (8 x MPI_CHAR for the string,\n"
   printf "8 x MPI_BYTE for the buffer, 1 x MPI_DOUBLE for the array) from build/bench/lua_bench;\n"
@@ -164,6 +194,8 @@ END {
   printf "of the C and Lua runs of the same repetition (mode same only); the target is judged on it\n"
   printf "when present (robust to this shared machine'"'"'s noise), else on the best values.\n"
   printf "ok = 1 when every call succeeded and every byte written and read was checked right.\n"
+  printf "converters: one write_at and one read_at of doubles through a view in each representation\n"
+  printf "(bench/lua_bench.lua, part conv), best of the repetitions; MB/s of native data of all ranks.\n"
   exit bad
 }' "$OUT" || status=1
 exit $status

@@ -6,7 +6,7 @@ if [ -f "$BUILD/lua/lmpio.so" ]; then
   for e in examples/*.lua; do
     [ -f "$e" ] || continue
     run "$(basename "$e") example" sh -c '
-      LUA_CPATH_5_4="$PWD/$0/lua/?.so;;" timeout -k 5 120 "$1" --oversubscribe -n 4 "$2" "$3" "$4"' \
+      LUA_CPATH_5_4="$0/lua/?.so;;" timeout -k 5 120 "$1" --oversubscribe -n 4 "$2" "$3" "$4"' \
       "$BUILD" "$MPIRUN" "$LUA" "$e" "${TMPDIR:-/tmp}/lmpio-example-$$-$(basename "$e" .lua).dat"
     rm -f "${TMPDIR:-/tmp}/lmpio-example-$$-$(basename "$e" .lua).dat"
   done

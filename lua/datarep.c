@@ -1,5 +1,11 @@
 /* User-defined data representations written in Lua.
  *
+ *   lmpio.register_datarep(name, { formats = { DOUBLE = ">d", INT = ">i4" } })
+ *     each predefined type stored as one number in a string.pack format,
+ *     compiled to C at registration (copy, byte reversal, or a checked width
+ *     change); file extents are the formats' sizes; byte types without a
+ *     format are copied.  No Lua runs during an access.  Costs about what
+ *     external32 costs.
  *   lmpio.register_datarep(name, { read = f, write = g, extent = h })
  *     f(userbuf, datatype, count, filebuf, position)   file -> memory
  *     g(userbuf, datatype, count, filebuf, position)   memory -> file
@@ -16,24 +22,24 @@
  *   chunk's items in file representation.  Both, and a derived datatype, are
  *   invalid once the converter returns.  A converter returns nothing (or
  *   true) on success; an error, false, or nil plus a message fails the access
- *   with MPI_ERR_CONVERSION carrying the message.
+ *   with MPI_ERR_CONVERSION carrying the message.  One Lua call per chunk of
+ *   the staging buffer: as fast as the C it calls (lmpio.byteswap).
  *
  *   lmpio.register_datarep(name, { encode = e, decode = d, extent = h })
  *     e(type_name, value) -> string of the type's file extent
  *     d(type_name, bytes) -> value
- *   lmpio.register_datarep(name, { formats = { DOUBLE = ">d", INT = ">i4" } })
- *     each predefined item through string.pack / string.unpack; extents
- *     default to string.packsize of the formats.
+ *   One Lua call per item: some 30 times slower than the other forms.
  *
  *   lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize)
  *     reverses the bytes of nitems items of itemsize bytes from src (buffer or
  *     string) into dst; offsets are in bytes from 0; dst may be src.
  *
- * Converters run on the thread (coroutine) of the Lua call that entered the
- * core (lmpio_lua_caller), under lua_pcall, so an error never jumps over the
- * core's frames and yielding is an error.  Registrations are permanent, as in
- * MPI: the functions stay in the registry of the registering lua_State; once
- * that state is closed, the representation fails every conversion.
+ * Converters in Lua run on the thread (coroutine) of the Lua call that
+ * entered the core (lmpio_lua_caller), under lua_pcall, so an error never
+ * jumps over the core's frames and yielding is an error.  Registrations are
+ * permanent, as in MPI: the functions stay in the registry of the
+ * registering lua_State; once that state is closed, the representation fails
+ * every conversion (except the formats form, which is C only).
  *
  * The predefined items of a derived datatype are walked with the core's
  * public item walker (lmpio_items_*, over its typemap leaf cursor). */
@@ -61,6 +67,8 @@ typedef struct rep {
    * would answer if asked again. */
   struct ext { MPI_Datatype t; MPI_Aint e; } *ext;
   int next, cap;
+  struct fmt *fmts; /* the formats form: one compiled format per type */
+  int nfmts;
   struct rep *link;
 } rep;
 
@@ -366,20 +374,38 @@ static int run_full(lua_State *L, call_ctx *c) {
   return bad ? MPI_ERR_CONVERSION : MPI_SUCCESS;
 }
 
-/* Protected: the encode/decode and formats forms, item by item. */
+/***
+The encoder of a representation (the `encode` field of
+`lmpio.register_datarep`'s spec): one predefined item to its bytes in the
+file.  Called once per item (pair types such as DOUBLE_INT are two items):
+about 20-30 MB/s, some 30 times slower than the formats and read/write forms.
+@function encode
+@param typename the item's predefined type name ("DOUBLE", "INT", ...)
+@param value the item: a number (an integer for integer types), a boolean for
+  C_BOOL and LOGICAL types, or, for types Lua has no value for (complex
+  types), the item's native bytes as a string
+@return a string of exactly the type's file extent
+@raise any error, or a result that is not such a string, fails the access with
+  `MPI_ERR_CONVERSION`
+*/
+/***
+The decoder of a representation (the `decode` field of
+`lmpio.register_datarep`'s spec): the bytes of one predefined item in the
+file to its value.  Called once per item, as `encode`.
+@function decode
+@param typename the item's predefined type name ("DOUBLE", "INT", ...)
+@param bytes a string of the type's file extent
+@return the item's value (as `encode` receives it; the native bytes as a
+  string for types Lua has no value for)
+@raise any error, or `nil`, fails the access with `MPI_ERR_CONVERSION`
+*/
+/* Protected: the encode/decode form, item by item. */
 static int codec_items(lua_State *L) {
   call_ctx *c = lua_touserdata(L, 1);
   push_spec(L, c->r);
   int spec = lua_gettop(L);
-  int formats = c->r->form == FORM_FORMATS;
-  if (formats) {
-    lua_getfield(L, spec, "formats");
-    lua_getfield(L, spec, c->dir == DIR_READ ? "unpack" : "pack");
-  } else {
-    lua_pushnil(L);
-    lua_getfield(L, spec, c->dir == DIR_READ ? "decode" : "encode");
-  }
-  int fmts = spec + 1, fn = spec + 2;
+  lua_getfield(L, spec, c->dir == DIR_READ ? "decode" : "encode");
+  int fn = spec + 1;
   walk_start(L, c);
   unsigned char *file = c->filebuf;
   unsigned char *user = c->userbuf;
@@ -398,12 +424,7 @@ static int codec_items(lua_State *L) {
       lmpio_lua_pushborrowed(L, user + off, (size_t)n, b, c->dir == DIR_WRITE);
       arr = lua_gettop(L);
     }
-    if (formats) {
-      lua_getfield(L, fmts, tname);
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "no format for type %s", tname);
-    } else {
-      lua_pushstring(L, tname);
-    }
+    lua_pushstring(L, tname);
     int key = lua_gettop(L);
     for (MPI_Count k = 0; k < n; k++, item++, file += fext) {
       lua_pushvalue(L, fn);
@@ -413,13 +434,13 @@ static int codec_items(lua_State *L) {
         else lua_pushlstring(L, (const char *)user + off + k * es, (size_t)es);
         lua_call(L, 2, 1);
         if (lua_type(L, -1) != LUA_TSTRING)
-          luaL_error(L, "%s for item %I (%s) returned %s, not a string", formats ? "string.pack" : "encode",
-                     (lua_Integer)item, tname, luaL_typename(L, -1));
+          luaL_error(L, "encode for item %I (%s) returned %s, not a string", (lua_Integer)item, tname,
+                     luaL_typename(L, -1));
         size_t len;
         const char *s = lua_tolstring(L, -1, &len);
         if (len != (size_t)fext)
-          luaL_error(L, "%s for item %I (%s) returned %d bytes, the file extent is %d",
-                     formats ? "string.pack" : "encode", (lua_Integer)item, tname, (int)len, (int)fext);
+          luaL_error(L, "encode for item %I (%s) returned %d bytes, the file extent is %d", (lua_Integer)item,
+                     tname, (int)len, (int)fext);
         memcpy(file, s, len);
       } else {
         lua_pushlstring(L, (const char *)file, (size_t)fext);
@@ -475,11 +496,48 @@ static int convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, int count, v
   return r->form == FORM_FULL ? run_full(L, &c) : run_codec(L, &c);
 }
 
+/***
+The read converter of a representation (the `read` field of
+`lmpio.register_datarep`'s spec): converts `count` items from the file
+representation in `filebuf` into the user's buffer.  Called once per chunk of
+the staging buffer (hint `lmpio_conversion_buffer_size`, 4 MiB), on the
+thread of the data access, under `pcall`; the costs are those of the Lua it
+runs (`lmpio.byteswap` over the chunk: about the rate of `external32`).
+@function read
+@param userbuf the user's buffer, borrowed: an array of `datatype`'s elements
+  when it is predefined (this call's items are `position + 1 .. position +
+  count`), bytes otherwise; valid only during the call
+@param datatype the memory datatype of the access (a borrowed datatype object
+  when derived, valid only during the call)
+@param count how many predefined items this call converts (integer)
+@param filebuf the chunk's bytes in file representation, exactly `count`
+  items at their file extents (borrowed bytes, read-only, valid only during
+  the call)
+@param position the index of the first item, from 0, of the items of
+  `datatype` tiled over the user's buffer (integer)
+@return nothing or `true` on success; `false` or `nil, message` fail the access
+@raise any error fails the access with `MPI_ERR_CONVERSION` carrying its message
+*/
 static int read_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
                    MPI_Offset position, void *extra_state) {
   return convert(extra_state, DIR_READ, userbuf, datatype, count, filebuf, position);
 }
 
+/***
+The write converter of a representation (the `write` field of
+`lmpio.register_datarep`'s spec): converts `count` items of the user's buffer
+into the file representation in `filebuf`.  The same arguments, calls and
+costs as `read`, with `userbuf` read-only and `filebuf` writable (zeroed
+first: bytes left unset reach the file as zeros).
+@function write
+@param userbuf the user's buffer, borrowed and read-only (see `read`)
+@param datatype the memory datatype of the access (see `read`)
+@param count how many predefined items this call converts (integer)
+@param filebuf room for exactly `count` items at their file extents (borrowed bytes)
+@param position the index of the first item, from 0 (integer)
+@return nothing or `true` on success; `false` or `nil, message` fail the access
+@raise any error fails the access with `MPI_ERR_CONVERSION` carrying its message
+*/
 static int write_fn(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
                     MPI_Offset position, void *extra_state) {
   return convert(extra_state, DIR_WRITE, userbuf, datatype, count, filebuf, position);
@@ -491,6 +549,20 @@ static int extent_call(lua_State *L) {
   return 0;
 }
 
+/***
+The extent function of a representation (the `extent` field of
+`lmpio.register_datarep`'s spec, for the read/write and encode/decode forms):
+the size in the file of one item of a predefined type.  Asked once per type
+and representation (by `set_view`, `get_type_extent` or the first access that
+meets the type); its first answer is kept for good.  Instead of a function,
+`extent` may be a table of extents by type name (`{DOUBLE = 8, INT = 4}`).
+The formats form takes its extents from the formats' sizes.
+@function extent
+@param datatype a predefined datatype (e.g. `lmpio.DOUBLE`)
+@return its file extent in bytes (a positive integer)
+@raise any error, or a value that is not a positive integer, fails the
+  calling operation with `MPI_ERR_CONVERSION`
+*/
 static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_state) {
   rep *r = extra_state;
   if (cached_extent(r, datatype, file_extent)) return MPI_SUCCESS;
@@ -510,145 +582,9 @@ static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_s
   return MPI_SUCCESS;
 }
 
-/* ---- lmpio.register_datarep ---------------------------------------------------- */
+/* ---- the formats form, compiled to C ------------------------------------------ */
 
-static int optfunction(lua_State *L, int spec, const char *field) {
-  int t = lua_getfield(L, spec, field);
-  if (t != LUA_TNIL && t != LUA_TFUNCTION)
-    luaL_argerror(L, 2, lua_pushfstring(L, "field '%s' must be a function", field));
-  return t == LUA_TFUNCTION;
-}
-
-/* lmpio.register_datarep(name, spec) */
-static int l_register_datarep(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_settop(L, 2);
-  static const char *const fields[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
-  lmpio_lua_checkfields(L, 2, fields);
-  lua_createtable(L, 0, 8); /* 3: our own copy of the spec */
-  int have_read = optfunction(L, 2, "read");
-  lua_setfield(L, 3, "read");
-  int have_write = optfunction(L, 2, "write");
-  lua_setfield(L, 3, "write");
-  int have_enc = optfunction(L, 2, "encode");
-  lua_setfield(L, 3, "encode");
-  int have_dec = optfunction(L, 2, "decode");
-  lua_setfield(L, 3, "decode");
-  int tf = lua_getfield(L, 2, "formats");
-  int form = FORM_FULL;
-  if (tf != LUA_TNIL) {
-    if (tf != LUA_TTABLE) return luaL_argerror(L, 2, "field 'formats' must be a table");
-    form = FORM_FORMATS;
-  } else if (have_enc || have_dec) {
-    form = FORM_CODEC;
-  }
-  if (form != FORM_FULL && (have_read || have_write))
-    return luaL_argerror(L, 2, "give either read/write converters or encode/decode (or formats), not both");
-  if (form == FORM_FORMATS && (have_enc || have_dec))
-    return luaL_argerror(L, 2, "give either encode/decode or formats, not both");
-  lua_pop(L, 1);
-
-  /* Extents: a function, a table by type name, or from the formats. */
-  int te = lua_getfield(L, 2, "extent"); /* 4 */
-  if (te != LUA_TNIL && te != LUA_TFUNCTION && te != LUA_TTABLE)
-    return luaL_argerror(L, 2, "field 'extent' must be a function or a table of extents by type name");
-  if (te == LUA_TTABLE) { /* copy and check */
-    lua_newtable(L);
-    lua_pushnil(L);
-    while (lua_next(L, 4)) {
-      if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
-        return luaL_argerror(L, 2, "field 'extent' must map type names to positive integers");
-      lua_pushvalue(L, -2);
-      lua_insert(L, -2);
-      lua_rawset(L, -4);
-    }
-    lua_replace(L, 4);
-  }
-  if (form == FORM_FORMATS) {
-    lua_newtable(L); /* 5: formats */
-    if (te == LUA_TNIL) {
-      lua_newtable(L);
-      lua_replace(L, 4); /* extents from the formats */
-    }
-    lua_getglobal(L, "string");
-    if (!lua_istable(L, -1)) return luaL_error(L, "the string library is not loaded");
-    int strlib = lua_gettop(L);
-    lua_getfield(L, 2, "formats");
-    int src = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, src)) {
-      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
-        return luaL_argerror(L, 2, "field 'formats' must map type names to string.pack formats");
-      lua_getfield(L, lua_upvalueindex(1), lua_tostring(L, -2));
-      if (!lmpio_lua_istype(L, -1) || !lmpio_lua_typename(lmpio_lua_checktype(L, -1)))
-        return luaL_argerror(L, 2, lua_pushfstring(L, "formats: '%s' is not a predefined type name", lua_tostring(L, -3)));
-      lua_pop(L, 1);
-      lua_getfield(L, strlib, "packsize");
-      lua_pushvalue(L, -2);
-      lua_call(L, 1, 1); /* raises for a bad or variable-size format */
-      if (te == LUA_TNIL) {
-        lua_pushvalue(L, -3);
-        lua_insert(L, -2);
-        lua_rawset(L, 4);
-      } else {
-        lua_pop(L, 1);
-      }
-      lua_pushvalue(L, -2);
-      lua_insert(L, -2);
-      lua_rawset(L, 5);
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, strlib, "pack");
-    lua_setfield(L, 3, "pack");
-    lua_getfield(L, strlib, "unpack");
-    lua_setfield(L, 3, "unpack");
-    lua_pop(L, 1);
-    lua_setfield(L, 3, "formats");
-  } else if (te == LUA_TNIL) {
-    return luaL_argerror(L, 2, "field 'extent' (a function or a table of extents by type name) is required");
-  }
-  lua_setfield(L, 3, "extent");
-
-  rep *r = calloc(1, sizeof *r);
-  if (!r) return luaL_error(L, "out of memory");
-  snprintf(r->name, sizeof r->name, "%s", name);
-  r->owner = lmpio_lua_owner(L);
-  r->alive = 1;
-  r->form = form;
-  lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
-  lua_pushvalue(L, 3);
-  lua_rawsetp(L, -2, r); /* may raise: r is not yet registered anywhere */
-  lua_pop(L, 1);
-
-  MPI_Datarep_conversion_function *rd = MPI_CONVERSION_FN_NULL, *wr = MPI_CONVERSION_FN_NULL;
-  if (form == FORM_FULL) {
-    if (have_read) rd = read_fn;
-    if (have_write) wr = write_fn;
-  } else if (form == FORM_CODEC) {
-    if (have_dec) rd = read_fn;
-    if (have_enc) wr = write_fn;
-  } else {
-    rd = read_fn;
-    wr = write_fn;
-  }
-  int rc;
-  LMPIO_LUA_CORE(L, rc, lmpio_register_datarep(name, rd, wr, extent_fn, r));
-  if (rc != MPI_SUCCESS) {
-    lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
-    lua_pushnil(L);
-    lua_rawsetp(L, -2, r);
-    lua_pop(L, 1);
-    free(r);
-    lmpio_lua_check(L, rc);
-  }
-  r->link = reps;
-  reps = r;
-  return 0;
-}
-
-/* ---- lmpio.byteswap ------------------------------------------------------------- */
-
+/* Reverses the bytes of n items of size bytes from s into d (d may be s). */
 static void swap_items(unsigned char *d, const unsigned char *s, size_t n, size_t size) {
   switch (size) {
   case 1:
@@ -691,7 +627,684 @@ static void swap_items(unsigned char *d, const unsigned char *s, size_t n, size_
   }
 }
 
-/* lmpio.byteswap(dst, dst_offset, src, src_offset, nitems, itemsize) -> dst */
+/* A format of the formats form is one number in a fixed layout: a signed or
+ * unsigned integer of 1 to 16 bytes or an IEEE float of 4 or 8 bytes, big-,
+ * little- or native-endian.  Each is compiled at registration into one of
+ * four loops over a run of items: a copy, a byte reversal, or an integer or
+ * float conversion that changes the width (checked: a value that does not fit
+ * the other side fails with MPI_ERR_CONVERSION, as external32 does).  The
+ * converters and the extent function of the form are plain C: no Lua runs
+ * during a data access, and the representation keeps working once the
+ * registering Lua state is closed. */
+enum { N_SINT, N_UINT, N_FLOAT };      /* what a number is, natively or in the file */
+enum { OP_COPY, OP_SWAP, OP_INT, OP_FLOAT };
+
+typedef struct fmt {
+  MPI_Datatype t;
+  char key[32];                 /* the type name as the formats table gave it */
+  char text[24];                /* the format (for messages) */
+  unsigned char nkind, nsize;   /* native item: N_*, bytes */
+  unsigned char fkind, fsize;   /* file item */
+  unsigned char fbig;           /* file item is big-endian */
+  unsigned char op;
+} fmt;
+
+static int host_big(void) {
+  const uint16_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 0;
+}
+
+/* Parses a string.pack format holding one number.  Returns NULL and sets
+ * kind, size and big, or the reason it is not such a format. */
+static const char *parse_format(const char *s, unsigned char *kind, unsigned char *size, unsigned char *big) {
+  int letter = 0, be = host_big();
+  while (*s) {
+    int c = (unsigned char)*s++;
+    switch (c) {
+    case ' ': continue;
+    case '<': be = 0; continue;
+    case '>': be = 1; continue;
+    case '=': be = host_big(); continue;
+    case '!':
+      while (*s >= '0' && *s <= '9') s++;
+      continue; /* alignment: no effect on one value at offset 0 */
+    }
+    if (letter) return "more than one value (one number per format)";
+    int k, n = 0;
+    switch (c) {
+    case 'b': k = N_SINT, n = 1; break;
+    case 'B': k = N_UINT, n = 1; break;
+    case 'h': k = N_SINT, n = (int)sizeof(short); break;
+    case 'H': k = N_UINT, n = (int)sizeof(short); break;
+    case 'l': k = N_SINT, n = (int)sizeof(long); break;
+    case 'L': k = N_UINT, n = (int)sizeof(long); break;
+    case 'j': k = N_SINT, n = (int)sizeof(lua_Integer); break;
+    case 'J': k = N_UINT, n = (int)sizeof(lua_Integer); break;
+    case 'T': k = N_UINT, n = (int)sizeof(size_t); break;
+    case 'f': k = N_FLOAT, n = (int)sizeof(float); break;
+    case 'd': k = N_FLOAT, n = (int)sizeof(double); break;
+    case 'n': k = N_FLOAT, n = (int)sizeof(lua_Number); break;
+    case 'i':
+    case 'I':
+      k = c == 'i' ? N_SINT : N_UINT;
+      if (*s >= '0' && *s <= '9') {
+        while (*s >= '0' && *s <= '9' && n <= 16) n = n * 10 + (*s++ - '0');
+        if (n < 1 || n > 16) return "integer size out of 1..16";
+      } else {
+        n = (int)sizeof(int);
+      }
+      break;
+    default:
+      return "only one number (b B h H i[n] I[n] l L j J T f d n, with < > = !) compiles; "
+             "other layouts need encode/decode";
+    }
+    if (k == N_FLOAT && n != 4 && n != 8) return "floats are 4 or 8 bytes";
+    letter = 1;
+    *kind = (unsigned char)k;
+    *size = (unsigned char)n;
+  }
+  if (!letter) return "no number in the format";
+  *big = (unsigned char)be;
+  return NULL;
+}
+
+/* Compiles format text for type t into f; returns NULL or the reason it
+ * cannot be compiled. */
+static const char *compile_format(fmt *f, MPI_Datatype t, const char *key, const char *text) {
+  memset(f, 0, sizeof *f);
+  f->t = t;
+  snprintf(f->key, sizeof f->key, "%s", key);
+  snprintf(f->text, sizeof f->text, "%s", text);
+  int size = 0;
+  if (MPI_Type_size(t, &size) != MPI_SUCCESS) return "not a usable type";
+  switch (lmpio_lua_typekind(t)) {
+  case LMPIO_LUA_K_INT: f->nkind = N_SINT; break;
+  case LMPIO_LUA_K_UINT:
+  case LMPIO_LUA_K_BOOL: f->nkind = N_UINT; break;
+  case LMPIO_LUA_K_F32:
+  case LMPIO_LUA_K_F64:
+  case LMPIO_LUA_K_LDOUBLE: f->nkind = N_FLOAT; break;
+  default: return "the type is not one integer or float (complex and pair types need encode/decode)";
+  }
+  if (f->nkind != N_FLOAT && size != 1 && size != 2 && size != 4 && size != 8)
+    return "integers of this native size are not supported";
+  if (f->nkind == N_FLOAT && size != sizeof(float) && size != sizeof(double) && size != sizeof(long double))
+    return "floats of this native size are not supported";
+  f->nsize = (unsigned char)size;
+  const char *why = parse_format(text, &f->fkind, &f->fsize, &f->fbig);
+  if (why) return why;
+  if ((f->nkind == N_FLOAT) != (f->fkind == N_FLOAT))
+    return f->nkind == N_FLOAT ? "a float type needs a float format (f, d or n)"
+                               : "an integer type needs an integer format (b B h H i I l L j J T)";
+  int same = f->nsize == f->fsize && (f->nkind == f->fkind || f->nkind == N_FLOAT);
+  if (same && (f->nsize == 1 || f->fbig == host_big())) f->op = OP_COPY;
+  else if (same) f->op = OP_SWAP;
+  else f->op = f->nkind == N_FLOAT ? OP_FLOAT : OP_INT;
+  return NULL;
+}
+
+/* An integer on its way: value = neg ? (int64_t)bits : bits. */
+typedef struct {
+  uint64_t bits;
+  int neg;
+} ival;
+
+static void ival_text(ival v, char *out, size_t n) {
+  if (v.neg) snprintf(out, n, "%lld", (long long)(int64_t)v.bits);
+  else snprintf(out, n, "%llu", (unsigned long long)v.bits);
+}
+
+/* Whether v fits an integer of kind k and size bytes. */
+static int ival_fits(ival v, int k, int size) {
+  if (k == N_SINT) {
+    if (size > 8) return 1;
+    if (size == 8) return v.neg || v.bits <= (uint64_t)INT64_MAX;
+    int64_t lim = (int64_t)1 << (8 * size - 1);
+    return v.neg ? (int64_t)v.bits >= -lim : v.bits < (uint64_t)lim;
+  }
+  if (v.neg) return 0;
+  return size >= 8 || v.bits < (uint64_t)1 << (8 * size);
+}
+
+/* The integer of kind k in size (1..16) little-endian bytes le; 0 when it
+ * does not fit 64 bits. */
+static int ival_from_le(const unsigned char *le, int k, int size, ival *v) {
+  int low = size < 8 ? size : 8;
+  uint64_t bits = 0;
+  for (int b = 0; b < low; b++) bits |= (uint64_t)le[b] << (8 * b);
+  int neg = k == N_SINT && (le[size - 1] & 0x80);
+  if (size < 8 && neg) bits |= ~(uint64_t)0 << (8 * size);
+  for (int b = 8; b < size; b++)
+    if (le[b] != (neg ? 0xff : 0)) return 0;
+  if (neg && !(bits >> 63)) return 0; /* below INT64_MIN */
+  v->bits = bits;
+  v->neg = neg;
+  return 1;
+}
+
+static void ival_to_le(ival v, unsigned char *le, int size) {
+  for (int b = 0; b < size; b++) le[b] = b < 8 ? (unsigned char)(v.bits >> (8 * b)) : (v.neg ? 0xff : 0);
+}
+
+/* Native bytes <-> little-endian order (a copy or a reversal). */
+static void to_le(unsigned char *le, const unsigned char *p, int size, int big) {
+  for (int b = 0; b < size; b++) le[b] = p[big ? size - 1 - b : b];
+}
+
+/* The integer of kind k in size bytes at p, reversed when swap (the host's
+ * order otherwise); 0 when it does not fit 64 bits. */
+static inline int load_int(const unsigned char *p, int size, int k, int swap, ival *v) {
+  uint64_t bits;
+  switch (size) {
+  case 1: bits = p[0]; break;
+  case 2: { uint16_t x; memcpy(&x, p, 2); bits = swap ? __builtin_bswap16(x) : x; break; }
+  case 4: { uint32_t x; memcpy(&x, p, 4); bits = swap ? __builtin_bswap32(x) : x; break; }
+  case 8: { uint64_t x; memcpy(&x, p, 8); bits = swap ? __builtin_bswap64(x) : x; break; }
+  default: {
+    unsigned char le[16];
+    to_le(le, p, size, host_big() != swap);
+    return ival_from_le(le, k, size, v);
+  }
+  }
+  int neg = k == N_SINT && (bits >> (8 * size - 1)) & 1;
+  if (neg && size < 8) bits |= ~(uint64_t)0 << (8 * size);
+  v->bits = bits;
+  v->neg = neg;
+  return 1;
+}
+
+/* Stores v (which fits) in size bytes at p, reversed when swap. */
+static inline void store_int(unsigned char *p, int size, int swap, ival v) {
+  switch (size) {
+  case 1: p[0] = (unsigned char)v.bits; return;
+  case 2: { uint16_t x = (uint16_t)v.bits; if (swap) x = __builtin_bswap16(x); memcpy(p, &x, 2); return; }
+  case 4: { uint32_t x = (uint32_t)v.bits; if (swap) x = __builtin_bswap32(x); memcpy(p, &x, 4); return; }
+  case 8: { uint64_t x = v.bits; if (swap) x = __builtin_bswap64(x); memcpy(p, &x, 8); return; }
+  default: {
+    unsigned char le[16];
+    ival_to_le(v, le, size);
+    to_le(p, le, size, host_big() != swap);
+  }
+  }
+}
+
+/* Integers whose width or signedness differ: checked on the way. */
+static MPI_Count convert_ints(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                              char *why, size_t whylen) {
+  const int swap = f->fbig != host_big();
+  const int ns = f->nsize, fs = f->fsize, nk = f->nkind, fk = f->fkind;
+  ival v = {0, 0};
+  char t[32];
+  if (dir == DIR_WRITE) {
+    for (MPI_Count i = 0; i < n; i++) {
+      load_int(user + i * ns, ns, nk, 0, &v); /* native widths fit 64 bits */
+      if (!ival_fits(v, fk, fs)) {
+        ival_text(v, t, sizeof t);
+        snprintf(why, whylen, "the value %s does not fit", t);
+        return i;
+      }
+      store_int(file + i * fs, fs, swap, v);
+    }
+  } else {
+    for (MPI_Count i = 0; i < n; i++) {
+      if (!load_int(file + i * fs, fs, fk, swap, &v)) {
+        snprintf(why, whylen, "the file's value does not fit 64 bits");
+        return i;
+      }
+      if (!ival_fits(v, nk, ns)) {
+        ival_text(v, t, sizeof t);
+        snprintf(why, whylen, "the file's value %s does not fit the native type", t);
+        return i;
+      }
+      store_int(user + i * ns, ns, 0, v);
+    }
+  }
+  return n;
+}
+
+/* double <-> float in the file, the common width change, on its own loop. */
+static MPI_Count convert_double_float(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                                      char *why, size_t whylen) {
+  const int swap = f->fbig != host_big();
+  for (MPI_Count i = 0; i < n; i++) {
+    double d;
+    float x;
+    uint32_t bits;
+    if (dir == DIR_WRITE) {
+      memcpy(&d, user + 8 * i, 8);
+      x = (float)d;
+      if (__builtin_isinf(x) && !__builtin_isinf(d)) {
+        snprintf(why, whylen, "the value %g does not fit", d);
+        return i;
+      }
+      memcpy(&bits, &x, 4);
+      if (swap) bits = __builtin_bswap32(bits);
+      memcpy(file + 4 * i, &bits, 4);
+    } else {
+      memcpy(&bits, file + 4 * i, 4);
+      if (swap) bits = __builtin_bswap32(bits);
+      memcpy(&x, &bits, 4);
+      d = x;
+      memcpy(user + 8 * i, &d, 8);
+    }
+  }
+  return n;
+}
+
+/* Floats of other widths (float <-> double in the file, long double),
+ * through long double; narrowing that overflows to infinity fails. */
+static MPI_Count convert_floats(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                                char *why, size_t whylen) {
+  if (f->nsize == sizeof(double) && f->fsize == sizeof(float))
+    return convert_double_float(f, dir, user, file, n, why, whylen);
+  const int swap = f->fbig != host_big();
+  const int ssize = dir == DIR_WRITE ? f->nsize : f->fsize, dsize = dir == DIR_WRITE ? f->fsize : f->nsize;
+  for (MPI_Count i = 0; i < n; i++) {
+    unsigned char *src = dir == DIR_WRITE ? user + i * f->nsize : file + i * f->fsize;
+    unsigned char *dst = dir == DIR_WRITE ? file + i * f->fsize : user + i * f->nsize;
+    unsigned char tmp[sizeof(long double)];
+    long double x;
+    if (dir == DIR_READ && swap) {
+      swap_items(tmp, src, 1, (size_t)ssize);
+      src = tmp;
+    }
+    if (ssize == sizeof(float)) {
+      float v;
+      memcpy(&v, src, sizeof v);
+      x = v;
+    } else if (ssize == sizeof(double)) {
+      double v;
+      memcpy(&v, src, sizeof v);
+      x = v;
+    } else {
+      memcpy(&x, src, sizeof x);
+    }
+    int inf = 0;
+    if (dsize == sizeof(float)) {
+      float v = (float)x;
+      inf = __builtin_isinf(v);
+      memcpy(tmp, &v, sizeof v);
+    } else if (dsize == sizeof(double)) {
+      double v = (double)x;
+      inf = __builtin_isinf(v);
+      memcpy(tmp, &v, sizeof v);
+    } else {
+      memcpy(tmp, &x, sizeof x);
+    }
+    if (inf && !__builtin_isinf(x)) {
+      snprintf(why, whylen, "%sthe value %Lg does not fit", dir == DIR_READ ? "the file's value: " : "", x);
+      return i;
+    }
+    if (dir == DIR_WRITE && swap) swap_items(dst, tmp, 1, (size_t)dsize);
+    else memcpy(dst, tmp, (size_t)dsize);
+  }
+  return n;
+}
+
+/* Converts n back-to-back items between memory (user) and the file (file)
+ * with format f.  Returns n, or the index of the first item that does not
+ * fit, with its value in why. */
+static MPI_Count convert_run(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
+                             char *why, size_t whylen) {
+  switch (f->op) {
+  case OP_COPY:
+    if (dir == DIR_WRITE) memcpy(file, user, (size_t)n * f->nsize);
+    else memcpy(user, file, (size_t)n * f->nsize);
+    return n;
+  case OP_SWAP:
+    if (dir == DIR_WRITE) swap_items(file, user, (size_t)n, f->nsize);
+    else swap_items(user, file, (size_t)n, f->nsize);
+    return n;
+  case OP_INT: return convert_ints(f, dir, user, file, n, why, whylen);
+  default: return convert_floats(f, dir, user, file, n, why, whylen);
+  }
+}
+
+static const fmt *find_fmt(const rep *r, MPI_Datatype t) {
+  for (int i = 0; i < r->nfmts; i++)
+    if (r->fmts[i].t == t) return &r->fmts[i];
+  return NULL;
+}
+
+static void no_format(const rep *r, const char *what, MPI_Datatype t) {
+  char text[160];
+  const char *name = lmpio_lua_typename(t);
+  snprintf(text, sizeof text, "no format for type %s", name ? name : "(unnamed)");
+  set_msg(r, what, text);
+}
+
+/* The converter of the formats form, both directions: walks this chunk's
+ * items of datatype run by run, each run through its compiled loop. */
+static int fmt_convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, MPI_Count count, void *filebuf,
+                       MPI_Offset position) {
+  const char *what = dir == DIR_READ ? "the read conversion" : "the write conversion";
+  unsigned char *user = userbuf, *file = filebuf;
+  char why[128];
+  const fmt *f = find_fmt(r, dt);
+  if (f) { /* a predefined type: its items tile the buffer */
+    MPI_Count done = convert_run(f, dir, user + position * f->nsize, file, count, why, sizeof why);
+    if (done == count) return MPI_SUCCESS;
+    char text[320];
+    snprintf(text, sizeof text, "item %lld (%s, format '%s'): %s", (long long)(position + done), f->key, f->text,
+             why);
+    set_msg(r, what, text);
+    return MPI_ERR_CONVERSION;
+  }
+  lmpio_items one = NULL, items = NULL;
+  if (lmpio_items_open(dt, 1, &one) != MPI_SUCCESS) {
+    set_msg(r, what, lmpio_last_error_message());
+    return MPI_ERR_CONVERSION;
+  }
+  MPI_Count per = lmpio_items_skip(one, (MPI_Count)1 << 62);
+  lmpio_items_close(one);
+  if (per <= 0) {
+    set_msg(r, what, "the datatype has no data");
+    return MPI_ERR_CONVERSION;
+  }
+  if (lmpio_items_open(dt, (position + count + per - 1) / per, &items) != MPI_SUCCESS) {
+    set_msg(r, what, lmpio_last_error_message());
+    return MPI_ERR_CONVERSION;
+  }
+  int rc = MPI_SUCCESS;
+  if (lmpio_items_skip(items, position) != position) {
+    set_msg(r, what, "the datatype has too few items");
+    rc = MPI_ERR_CONVERSION;
+  }
+  MPI_Count left = count, item = position;
+  while (rc == MPI_SUCCESS && left > 0) {
+    MPI_Aint off;
+    MPI_Datatype b;
+    MPI_Count n = lmpio_items_next(items, left, &off, &b, NULL);
+    if (n <= 0) {
+      set_msg(r, what, "the datatype has too few items");
+      rc = MPI_ERR_CONVERSION;
+      break;
+    }
+    if (!(f = find_fmt(r, b))) {
+      no_format(r, what, b);
+      rc = MPI_ERR_CONVERSION;
+      break;
+    }
+    MPI_Count done = convert_run(f, dir, user + off, file, n, why, sizeof why);
+    if (done != n) {
+      char text[320];
+      snprintf(text, sizeof text, "item %lld (%s, format '%s'): %s", (long long)(item + done), f->key, f->text,
+               why);
+      set_msg(r, what, text);
+      rc = MPI_ERR_CONVERSION;
+      break;
+    }
+    file += n * f->fsize;
+    item += n;
+    left -= n;
+  }
+  lmpio_items_close(items);
+  return rc;
+}
+
+static int fmt_read(void *userbuf, MPI_Datatype datatype, MPI_Count count, void *filebuf, MPI_Offset position,
+                    void *extra_state) {
+  return fmt_convert(extra_state, DIR_READ, userbuf, datatype, count, filebuf, position);
+}
+
+static int fmt_write(void *userbuf, MPI_Datatype datatype, MPI_Count count, void *filebuf, MPI_Offset position,
+                     void *extra_state) {
+  return fmt_convert(extra_state, DIR_WRITE, userbuf, datatype, count, filebuf, position);
+}
+
+/* The file extent of a type is the size of its format. */
+static int fmt_extent(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_state) {
+  rep *r = extra_state;
+  const fmt *f = find_fmt(r, datatype);
+  if (!f) {
+    no_format(r, "the extent function", datatype);
+    return MPI_ERR_CONVERSION;
+  }
+  *file_extent = f->fsize;
+  return MPI_SUCCESS;
+}
+
+/* Types that are bytes: without a format of their own, a formats
+ * representation copies them as they are. */
+static const char *const byte_types[] = {"BYTE", "CHAR", "SIGNED_CHAR", "UNSIGNED_CHAR", "CHARACTER", "PACKED", NULL};
+
+/* Compiles the formats table at index src (type names: the table at index
+ * types) into the fmt array of a userdata that it pushes (collected with
+ * it, so an error leaks nothing), its length in *count.  Raises an argument
+ * error naming the key of a bad entry. */
+static int compile_formats(lua_State *L, int src, int types, int *count) {
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, src)) {
+    n++;
+    lua_pop(L, 1);
+  }
+  fmt *out = lua_newuserdatauv(L, sizeof(fmt) * (size_t)(n + 8), 0);
+  int k = 0;
+  lua_pushnil(L);
+  while (lua_next(L, src)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "formats: key %s is not a type name",
+                                                 luaL_tolstring(L, -2, NULL)));
+    const char *key = lua_tostring(L, -2);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s must be a string.pack format, not a %s", key,
+                                                 luaL_typename(L, -1)));
+    const char *text = lua_tostring(L, -1);
+    lua_getfield(L, types, key);
+    MPI_Datatype t = lmpio_lua_istype(L, -1) ? lmpio_lua_checktype(L, -1) : MPI_DATATYPE_NULL;
+    lua_pop(L, 1);
+    if (t == MPI_DATATYPE_NULL || !lmpio_lua_typename(t) || strlen(key) >= sizeof out->key)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: '%s' is not a predefined type name", key, key));
+    /* string.packsize must agree (it raises on a bad format) */
+    lua_getglobal(L, "string");
+    if (lua_getfield(L, -1, "packsize") != LUA_TFUNCTION) return luaL_error(L, "string.packsize is not available");
+    lua_pushvalue(L, -3);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: bad format '%s': %s", key, text, lua_tostring(L, -1)));
+    lua_Integer psize = lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    const char *why = compile_format(&out[k], t, key, text);
+    if (!why && psize != out[k].fsize) why = "string.packsize disagrees with its size";
+    if (why) return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: format '%s': %s", key, text, why));
+    for (int i = 0; i < k; i++)
+      if (out[i].t == t)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: the same type as formats.%s", key, out[i].key));
+    k++;
+    lua_pop(L, 1);
+  }
+  for (int b = 0; byte_types[b]; b++) {
+    lua_getfield(L, types, byte_types[b]);
+    MPI_Datatype t = lmpio_lua_istype(L, -1) ? lmpio_lua_checktype(L, -1) : MPI_DATATYPE_NULL;
+    lua_pop(L, 1);
+    int have = t == MPI_DATATYPE_NULL;
+    for (int i = 0; i < k && !have; i++) have = out[i].t == t;
+    if (!have && !compile_format(&out[k], t, byte_types[b], "B")) {
+      out[k].fkind = out[k].nkind; /* as they are, signed or not */
+      out[k].op = OP_COPY;
+      snprintf(out[k].text, sizeof out[k].text, "(bytes)");
+      k++;
+    }
+  }
+  *count = k;
+  return 0;
+}
+
+/* ---- lmpio.register_datarep ---------------------------------------------------- */
+
+static int optfunction(lua_State *L, int spec, const char *field) {
+  int t = lua_getfield(L, spec, field);
+  if (t != LUA_TNIL && t != LUA_TFUNCTION)
+    luaL_argerror(L, 2, lua_pushfstring(L, "field '%s' must be a function", field));
+  return t == LUA_TFUNCTION;
+}
+
+/***
+Registers a user-defined data representation (MPI_Register_datarep).
+`spec` takes one of three forms; what each costs per byte differs by a factor
+of about 30 (figures from `bench/lua_bench.sh`, see the README):
+
+* `{formats = {DOUBLE = ">d", INT = ">i4", ...}}` — each predefined type
+  stored as one number in a `string.pack` format: a signed or unsigned
+  integer of 1 to 16 bytes (`b B h H i[n] I[n] l L j J T`) or a float of 4 or
+  8 bytes (`f d n`), with `<`, `>` or `=` (native) byte order (`!` is allowed
+  and ignored).  The formats are compiled to C at registration: no Lua runs
+  during a data access, byte swaps run as fast as `external32` and width
+  changes (INT stored as `">i8"` or `"<i2"`, DOUBLE as `">f"`) are checked: a
+  value that does not fit the other side fails the access with
+  `MPI_ERR_CONVERSION`, as `external32` does, never truncated.  File extents
+  are the formats' sizes.  The byte types BYTE, CHAR, SIGNED_CHAR,
+  UNSIGNED_CHAR, CHARACTER and PACKED without a format are copied as they are
+  (so byte etypes and strings work); any other type without a format fails
+  with `MPI_ERR_CONVERSION` naming it.  A format that is not one such number
+  (padding, strings, several values) is rejected at registration: use
+  `encode`/`decode` for those.  The representation needs no Lua state: it works
+  from any thread and after the registering state is closed.
+* `{read = f, write = g, extent = h}` — converters called once per chunk of
+  the staging buffer with the whole chunk (see `read`, `write`): as fast as
+  the C they call, e.g. `lmpio.byteswap`.  Either converter may be omitted:
+  that direction moves native bytes (MPI_CONVERSION_FN_NULL).
+* `{encode = e, decode = d, extent = h}` — one Lua call per predefined item
+  (see `encode`, `decode`): the simplest and the slowest form.
+
+`extent` (required by the last two forms, not allowed with `formats`) is a
+function (see `extent`) or a table of file extents by type name
+(`{DOUBLE = 8, INT = 4}`).  Registrations are permanent, as in MPI.
+@function lmpio.register_datarep
+@param name the representation's name (string, shorter than MPI_MAX_DATAREP_STRING)
+@param spec table of one of the three forms above; unknown fields are errors
+@raise argument errors for a bad spec (a bad `formats` entry names its key:
+  "formats.INT: format '>i4 x4': ..."); an lmpio error `MPI_ERR_DUP_DATAREP`
+  when the name is taken, `MPI_ERR_ARG` for a bad name
+*/
+static int l_register_datarep(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  static const char *const fields[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
+  lmpio_lua_checkfields(L, 2, fields);
+  lua_createtable(L, 0, 8); /* 3: our own copy of the spec */
+  int have_read = optfunction(L, 2, "read");
+  lua_setfield(L, 3, "read");
+  int have_write = optfunction(L, 2, "write");
+  lua_setfield(L, 3, "write");
+  int have_enc = optfunction(L, 2, "encode");
+  lua_setfield(L, 3, "encode");
+  int have_dec = optfunction(L, 2, "decode");
+  lua_setfield(L, 3, "decode");
+  int tf = lua_getfield(L, 2, "formats");
+  int form = FORM_FULL;
+  if (tf != LUA_TNIL) {
+    if (tf != LUA_TTABLE) return luaL_argerror(L, 2, "field 'formats' must be a table");
+    form = FORM_FORMATS;
+  } else if (have_enc || have_dec) {
+    form = FORM_CODEC;
+  }
+  if (form != FORM_FULL && (have_read || have_write))
+    return luaL_argerror(L, 2, "give either read/write converters or encode/decode (or formats), not both");
+  if (form == FORM_FORMATS && (have_enc || have_dec))
+    return luaL_argerror(L, 2, "give either encode/decode or formats, not both");
+  lua_pop(L, 1);
+
+  /* Extents: a function or a table by type name; the formats' sizes. */
+  int te = lua_getfield(L, 2, "extent"); /* 4 */
+  if (form == FORM_FORMATS && te != LUA_TNIL)
+    return luaL_argerror(L, 2, "field 'extent' is not used with 'formats' (the file extents are the formats' sizes)");
+  if (te != LUA_TNIL && te != LUA_TFUNCTION && te != LUA_TTABLE)
+    return luaL_argerror(L, 2, "field 'extent' must be a function or a table of extents by type name");
+  if (te == LUA_TTABLE) { /* copy and check */
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, 4)) {
+      if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
+        return luaL_argerror(L, 2, "field 'extent' must map type names to positive integers");
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -4);
+    }
+    lua_replace(L, 4);
+  }
+  if (te == LUA_TNIL && form != FORM_FORMATS)
+    return luaL_argerror(L, 2, "field 'extent' (a function or a table of extents by type name) is required");
+  lua_setfield(L, 3, "extent");
+  int nfmts = 0;
+  const fmt *compiled = NULL;
+  if (form == FORM_FORMATS) {
+    lua_getfield(L, 2, "formats"); /* 4 */
+    compile_formats(L, 4, lua_upvalueindex(1), &nfmts);
+    compiled = lua_touserdata(L, -1);
+  }
+
+  rep *r = calloc(1, sizeof *r);
+  fmt *fmts = nfmts ? malloc(sizeof *fmts * (size_t)nfmts) : NULL;
+  if (!r || (nfmts && !fmts)) {
+    free(r);
+    free(fmts);
+    return luaL_error(L, "out of memory");
+  }
+  if (nfmts) memcpy(fmts, compiled, sizeof *fmts * (size_t)nfmts);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->owner = lmpio_lua_owner(L);
+  r->alive = 1;
+  r->form = form;
+  r->fmts = fmts;
+  r->nfmts = nfmts;
+  int rc;
+  if (form == FORM_FORMATS) {
+    LMPIO_LUA_CORE(L, rc, lmpio_register_datarep_c(name, fmt_read, fmt_write, fmt_extent, r));
+    if (rc != MPI_SUCCESS) {
+      free(fmts);
+      free(r);
+      lmpio_lua_check(L, rc);
+    }
+  } else {
+    lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+    lua_pushvalue(L, 3);
+    lua_rawsetp(L, -2, r); /* may raise: r is not yet registered anywhere */
+    lua_pop(L, 1);
+    MPI_Datarep_conversion_function *rd = MPI_CONVERSION_FN_NULL, *wr = MPI_CONVERSION_FN_NULL;
+    if (form == FORM_FULL) {
+      if (have_read) rd = read_fn;
+      if (have_write) wr = write_fn;
+    } else {
+      if (have_dec) rd = read_fn;
+      if (have_enc) wr = write_fn;
+    }
+    LMPIO_LUA_CORE(L, rc, lmpio_register_datarep(name, rd, wr, extent_fn, r));
+    if (rc != MPI_SUCCESS) {
+      lua_getfield(L, LUA_REGISTRYINDEX, REPS_KEY);
+      lua_pushnil(L);
+      lua_rawsetp(L, -2, r);
+      lua_pop(L, 1);
+      free(r);
+      lmpio_lua_check(L, rc);
+    }
+  }
+  r->link = reps;
+  reps = r;
+  return 0;
+}
+
+/* ---- lmpio.byteswap ------------------------------------------------------------- */
+
+/***
+Reverses the bytes of items in bulk, in C: the tool of converters that
+change byte order (the read/write form of `lmpio.register_datarep` runs at
+about the rate of `external32` with it, where a Lua loop over the items would
+be some 30 times slower).
+@function lmpio.byteswap
+@param dst the destination buffer or array (writable)
+@param dst_offset byte offset into `dst`, from 0
+@param src the source: a buffer, an array or a string
+@param src_offset byte offset into `src`, from 0
+@param nitems how many items (integer, 0 or more)
+@param itemsize bytes of one item (1 to 1024)
+@return dst
+@raise argument errors when the items do not fit `dst` or `src`, when `dst`
+  is read-only, or when the two ranges overlap other than exactly (in place)
+*/
 static int l_byteswap(lua_State *L) {
   lmpio_lua_buffer *d = lmpio_lua_checkbuffer(L, 1);
   lua_Integer doff = luaL_checkinteger(L, 2);

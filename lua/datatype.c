@@ -192,7 +192,8 @@ static int t_gc(lua_State *L) {
   lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
   int fin = 1;
   MPI_Finalized(&fin);
-  if (d->owned && d->type != MPI_DATATYPE_NULL && !fin) MPI_Type_free(&d->type);
+  if (!d->owned) return 0; /* a predefined type stays what it is */
+  if (d->type != MPI_DATATYPE_NULL && !fin) MPI_Type_free(&d->type);
   d->type = MPI_DATATYPE_NULL;
   return 0;
 }
@@ -567,10 +568,25 @@ static int c_struct(lua_State *L) {
   NEWTYPE(L, "MPI_Type_create_struct", MPI_Type_create_struct(n, bl, disp, types, OUT));
 }
 
+/* Array order: "c" (row major, the default) or "fortran" (column major),
+ * also spelt "C", "F", "f", "Fortran", or the numbers MPI_ORDER_C/_FORTRAN
+ * (lmpio.ORDER_C, lmpio.ORDER_FORTRAN). */
 static int checkorder(lua_State *L, int idx) {
-  static const char *const names[] = {"c", "fortran", NULL};
-  static const int orders[] = {MPI_ORDER_C, MPI_ORDER_FORTRAN};
-  return orders[luaL_checkoption(L, idx, "c", names)];
+  static const struct { const char *name; int order; } names[] = {
+    {"c", MPI_ORDER_C}, {"C", MPI_ORDER_C}, {"fortran", MPI_ORDER_FORTRAN}, {"Fortran", MPI_ORDER_FORTRAN},
+    {"FORTRAN", MPI_ORDER_FORTRAN}, {"f", MPI_ORDER_FORTRAN}, {"F", MPI_ORDER_FORTRAN},
+  };
+  if (lua_isnoneornil(L, idx)) return MPI_ORDER_C;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    lua_Integer o = lua_tointeger(L, idx);
+    if (o == MPI_ORDER_C || o == MPI_ORDER_FORTRAN) return (int)o;
+  } else if (lua_type(L, idx) == LUA_TSTRING) {
+    const char *s = lua_tostring(L, idx);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      if (strcmp(s, names[i].name) == 0) return names[i].order;
+  }
+  return luaL_argerror(L, idx, lua_pushfstring(L, "order must be \"c\" (or \"C\", row major) or \"fortran\" (or \"F\", column major), got %s",
+                                               luaL_tolstring(L, idx, NULL)));
 }
 
 /* subarray(sizes, subsizes, starts, oldtype [, order "c"|"fortran"]);
@@ -760,6 +776,10 @@ int lmpio_lua_datatype_open(lua_State *L) {
   lua_pop(L, 1);
   lua_getfield(L, -1, "2INT");
   lua_setfield(L, -2, "TWO_INT");
+  lua_pushinteger(L, MPI_ORDER_C);
+  lua_setfield(L, -2, "ORDER_C");
+  lua_pushinteger(L, MPI_ORDER_FORTRAN);
+  lua_setfield(L, -2, "ORDER_FORTRAN");
 
   static const luaL_Reg ctors[] = {
     {"contiguous", c_contiguous}, {"vector", c_vector}, {"hvector", c_hvector},

@@ -366,8 +366,10 @@ static int f_close(lua_State *L) {
   if (f->fh == LMPIO_FILE_NULL) return 0;
   int rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
-  f->fh = LMPIO_FILE_NULL; /* the core frees the handle even when it fails */
-  dropfile(L, f);
+  /* The core frees the handle once the close went ahead, even when it
+   * failed; it keeps it when it refused (a call in progress uses it, a
+   * pending failure): the file is still open then. */
+  if (f->fh == LMPIO_FILE_NULL) dropfile(L, f);
   lmpio_lua_check(L, rc);
   return 0;
 }
@@ -782,7 +784,11 @@ static int f_seek(lua_State *L) {
   int whence = checkwhence(L, 3), rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_seek(fh, off, whence));
   lmpio_lua_check(L, rc);
-  return 0;
+  /* as io's file:seek, the position it moved to (in etypes of the view) */
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
 }
 
 /***
@@ -800,7 +806,10 @@ static int f_seek_shared(lua_State *L) {
   int whence = checkwhence(L, 3), rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_seek_shared(fh, off, whence));
   lmpio_lua_check(L, rc);
-  return 0;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_position_shared(fh, &off));
+  lmpio_lua_check(L, rc);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 1;
 }
 
 /***

@@ -9,6 +9,7 @@
 #include "lmpio_lua.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,82 @@ static int l_abort(lua_State *L) {
   return 0;
 }
 
+/* ---- after MPI_Finalize ------------------------------------------------------
+ * A finalizer that runs late (a __gc of an object older than the module, a
+ * <close> in an atexit path) may still call into the module once MPI is
+ * finalized, where any MPI call makes Open MPI abort the process.  Every
+ * function that may reach MPI is wrapped: it raises a Lua error instead.  An
+ * The wrapper is a copy of the function's closure (same upvalues, which are
+ * tables and functions here) with the function's address as one more, last
+ * upvalue; it calls the function directly, in its own frame, so argument
+ * errors still name the method and no Lua call is added to the hot path. */
+static int mpi_finalized(void) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  return fin;
+}
+
+static int finalized_error(lua_State *L) {
+  lua_Debug ar;
+  const char *name = lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name ? ar.name : "?";
+  return luaL_error(L, "lmpio: '%s' called after MPI_Finalize (the script is ending): no MPI call can run any more", name);
+}
+
+static int guarded(lua_State *L) {
+  if (mpi_finalized()) return finalized_error(L);
+  int last = 1;
+  while (lua_type(L, lua_upvalueindex(last + 1)) != LUA_TNONE) last++;
+  lua_CFunction f = (lua_CFunction)(uintptr_t)lua_tointeger(L, lua_upvalueindex(last));
+  return f(L);
+}
+
+/* Wraps the C functions of the table at idx, except those named in keep
+ * (functions that only touch memory, which still work after finalize). */
+static void guard_table(lua_State *L, int idx, const char *const *keep) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int skip = !lua_iscfunction(L, -1) || lua_type(L, -2) != LUA_TSTRING;
+    for (int i = 0; !skip && keep[i]; i++)
+      if (strcmp(lua_tostring(L, -2), keep[i]) == 0) skip = 1;
+    if (!skip) {
+      lua_pushvalue(L, -2); /* key */
+      int nup = 0;
+      while (nup < 250 && lua_getupvalue(L, -2 - nup, nup + 1) != NULL) nup++;
+      lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_tocfunction(L, -2 - nup));
+      lua_pushcclosure(L, guarded, nup + 1);
+      lua_rawset(L, idx); /* replacing an existing key keeps lua_next valid */
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* The methods of a metatable of the registry (its __index table). */
+static void guard_methods(lua_State *L, const char *tname, const char *const *keep) {
+  if (luaL_getmetatable(L, tname) == LUA_TTABLE && lua_getfield(L, -1, "__index") == LUA_TTABLE &&
+      lua_getfield(L, -1, "__guarded") == LUA_TNIL) {
+    lua_pop(L, 1);
+    guard_table(L, -1, keep);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "__guarded");
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+}
+
+static void guard_module(lua_State *L) {
+  static const char *const pure[] = {"byteswap", "wtime", "wtick", NULL};
+  static const char *const none[] = {NULL};
+  guard_table(L, -1, pure);
+  if (lua_getfield(L, -1, "type") == LUA_TTABLE) guard_table(L, -1, none);
+  lua_pop(L, 1);
+  guard_methods(L, LMPIO_LUA_FILE, none);
+  guard_methods(L, LMPIO_LUA_COMM, none);
+  guard_methods(L, LMPIO_LUA_DATATYPE, none);
+  guard_methods(L, LMPIO_LUA_REQUEST, none);
+}
+
 /* Concerns added later define these; they are called when linked in. */
 int lmpio_lua_datarep_open(lua_State *L) __attribute__((weak));
 
@@ -325,5 +402,6 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_setfuncs(L, funcs);
   lua_pushliteral(L, LMPIO_VERSION);
   lua_setfield(L, -2, "version");
+  guard_module(L);
   return 1;
 }

@@ -626,3 +626,376 @@ describe("data representations", function()
     H.remove(path)
   end)
 end)
+
+-- The formats form: string.pack formats compiled to C conversions.
+describe("data representations: the formats form", function()
+  after_each(H.cleanup)
+
+  -- Integer types Lua arrays can hold, with their native signedness.
+  -- (not BYTE: the views' etype here, it keeps its 1-byte copy; BYTE with a
+  -- format of its own is in the byte etype test)
+  local INT_TYPES = {
+    "CHAR", "SIGNED_CHAR", "UNSIGNED_CHAR", "SHORT", "UNSIGNED_SHORT", "INT", "UNSIGNED", "LONG",
+    "UNSIGNED_LONG", "LONG_LONG", "UNSIGNED_LONG_LONG", "INT8_T", "INT16_T", "INT32_T", "INT64_T", "UINT8_T",
+    "UINT16_T", "UINT32_T", "UINT64_T", "AINT", "COUNT", "OFFSET", "INTEGER", "INTEGER1", "INTEGER2", "INTEGER4",
+    "INTEGER8", "WCHAR",
+  }
+  local UNSIGNED = {
+    UNSIGNED_CHAR = true, UNSIGNED_SHORT = true, UNSIGNED = true, UNSIGNED_LONG = true,
+    UNSIGNED_LONG_LONG = true, UINT8_T = true, UINT16_T = true, UINT32_T = true, UINT64_T = true,
+  }
+  local FLOAT_TYPES = { "FLOAT", "DOUBLE", "REAL", "DOUBLE_PRECISION", "REAL4", "REAL8", "LONG_DOUBLE" }
+
+  -- Every integer format of one number: sizes 1..16 given or by letter.
+  local INT_FORMATS = { "b", "B", "h", "H", "i", "I", "l", "L", "j", "J", "T", "i1", "I2", "i3", "I3", "i4", "I4",
+                        "i5", "i8", "I8", "i16", "I16" }
+  local FLOAT_FORMATS = { "f", "d", "n" }
+  local ORDERS = { "<", ">", "=" }
+
+  -- The range of an integer format or native type, clipped to Lua's integers.
+  local MIN, MAX = math.mininteger, math.maxinteger
+  local function range(signed, bytes)
+    if bytes >= 8 then return signed and MIN or 0, MAX end
+    local span = 1 << (8 * bytes)
+    if signed then return -(span // 2), span // 2 - 1 end
+    return 0, span - 1
+  end
+  local function fmt_range(f)
+    local letter, digits = f:match("^(%a)(%d*)$")
+    local signed = letter == letter:lower() and letter ~= "T"
+    return range(signed, string.packsize(f))
+  end
+  -- Values that fit both ranges: the bounds, their neighbours, -1, 0, 1.
+  local function values_in(lo, hi)
+    local set, out = {}, {}
+    for _, v in ipairs({ lo, lo + 1, -1, 0, 1, 100, hi - 1, hi }) do
+      if v >= lo and v <= hi and not set[v] then
+        set[v] = true
+        out[#out + 1] = v
+      end
+    end
+    return out
+  end
+
+  -- Registers one representation per format that stores every type of
+  -- types with that format, once per process.
+  local registered = {}
+  local function rep_for(kind, format, types)
+    local name = "spec_drf_" .. kind .. "_" .. format
+    if not registered[name] then
+      local formats = {}
+      for _, t in ipairs(types) do formats[t] = format end
+      lmpio.register_datarep(name, { formats = formats })
+      registered[name] = true
+    end
+    return name
+  end
+
+  it("round trips every integer type in every integer format, bytewise as string.pack", function()
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    local checked = 0
+    for _, order in ipairs(ORDERS) do
+      for _, letter in ipairs(INT_FORMATS) do
+        local format = order .. letter
+        local rep = rep_for("int", format, INT_TYPES)
+        local flo, fhi = fmt_range(letter)
+        -- every rank writes its types into its own part of the file
+        fh:set_view(0, lmpio.BYTE, lmpio.BYTE, rep)
+        local off, expect, plan = rank * 4096, {}, {}
+        for _, tname in ipairs(INT_TYPES) do
+          local t = lmpio[tname]
+          local nlo, nhi = range(not UNSIGNED[tname], t:size())
+          local vals = values_in(math.max(flo, nlo), math.min(fhi, nhi))
+          assert.equal(string.packsize(format), fh:get_type_extent(t))
+          fh:write_at(off, lmpio.array(t, vals))
+          local packed = {}
+          for i, v in ipairs(vals) do packed[i] = string.pack(format, v) end
+          expect[#expect + 1] = table.concat(packed)
+          plan[#plan + 1] = { t = t, off = off, vals = vals, name = tname }
+          off = off + #expect[#expect]
+          checked = checked + 1
+        end
+        fh:sync()
+        local bytes = H.slurp(path):sub(rank * 4096 + 1, off)
+        assert.equal(table.concat(expect), bytes, format)
+        for _, p in ipairs(plan) do
+          local got = fh:read_at(p.off, #p.vals, p.t):totable()
+          assert.same(p.vals, got, format .. " " .. p.name)
+        end
+        world:barrier() -- before the next set_view truncates nothing, but keeps ranks together
+      end
+    end
+    assert.equal(#ORDERS * #INT_FORMATS * #INT_TYPES, checked)
+    fh:close()
+  end)
+
+  it("round trips every float type in every float format, bytewise as string.pack", function()
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    -- exactly representable as a float, so every width round trips
+    local vals = { 0.0, -0.0, 1.5, -2.25, 2 ^ -20, 2 ^ 127, -1 / 0, 1 / 0, 2 ^ -140 }
+    for _, order in ipairs(ORDERS) do
+      for _, letter in ipairs(FLOAT_FORMATS) do
+        local format = order .. letter
+        local rep = rep_for("float", format, FLOAT_TYPES)
+        fh:set_view(0, lmpio.BYTE, lmpio.BYTE, rep)
+        for k, tname in ipairs(FLOAT_TYPES) do
+          local t = lmpio[tname]
+          local off = rank * 4096 + (k - 1) * 128
+          assert.equal(string.packsize(format), fh:get_type_extent(t))
+          fh:write_at(off, lmpio.array(t, vals))
+          fh:sync()
+          local packed = {}
+          for i, v in ipairs(vals) do packed[i] = string.pack(format, v) end
+          packed = table.concat(packed)
+          assert.equal(packed, H.slurp(path):sub(off + 1, off + #packed), format .. " " .. tname)
+          local got = fh:read_at(off, #vals, t):totable()
+          for i, v in ipairs(vals) do
+            assert.equal(v, got[i], format .. " " .. tname)
+            assert.equal(1 / v, 1 / got[i]) -- the sign of zero too
+          end
+        end
+      end
+    end
+    fh:close()
+  end)
+
+  it("booleans are stored as integers", function()
+    lmpio.register_datarep("spec_drf_bool", { formats = { C_BOOL = ">I4", LOGICAL = "<i2" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_drf_bool")
+    fh:write_at(rank * 16, lmpio.array(lmpio.C_BOOL, { true, false }))
+    fh:write_at(rank * 16 + 8, lmpio.array(lmpio.LOGICAL, { true, false }))
+    fh:sync()
+    assert.equal(string.pack(">I4>I4<i2<i2", 1, 0, 1, 0), H.slurp(path):sub(rank * 16 + 1, rank * 16 + 12))
+    assert.same({ true, false }, fh:read_at(rank * 16, 2, lmpio.C_BOOL):totable())
+    assert.same({ true, false }, fh:read_at(rank * 16 + 8, 2, lmpio.LOGICAL):totable())
+    fh:close()
+  end)
+
+  it("a value that does not fit the file width fails with MPI_ERR_CONVERSION on every rank", function()
+    lmpio.register_datarep("spec_drf_narrow", { formats = { INT = "<i2", DOUBLE = ">f", LONG = ">I4" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_drf_narrow")
+    local last = rank == size - 1
+    -- only the last rank's data overflows; every rank fails
+    local cases = {
+      { lmpio.INT, { 1, last and 40000 or 2 }, "item 1 (INT, format '<i2'): the value 40000 does not fit" },
+      { lmpio.INT, { last and -32769 or 3 }, "the value -32769 does not fit" },
+      { lmpio.DOUBLE, { 1.5, last and 1e300 or 2.5 }, "item 1 (DOUBLE, format '>f'): the value 1e+300 does not fit" },
+      { lmpio.LONG, { last and -1 or 7 }, "(LONG, format '>I4'): the value -1 does not fit" },
+      { lmpio.LONG, { last and (1 << 32) or 7 }, "the value 4294967296 does not fit" },
+    }
+    for _, c in ipairs(cases) do
+      local e = lmpio_error(fh.write_at_all, fh, rank * 16, lmpio.array(c[1], c[2]))
+      assert.equal("MPI_ERR_CONVERSION", e.name)
+      assert.matches(c[3], e.message, 1, true) -- the last rank's words, on every rank
+    end
+    -- values at the limits fit
+    assert.equal(2, fh:write_at_all(rank * 16, lmpio.array(lmpio.INT, { 32767, -32768 })))
+    assert.same({ 32767, -32768 }, fh:read_at_all(rank * 16, 2, lmpio.INT):totable())
+    assert.equal(1, fh:write_at_all(rank * 16, lmpio.array(lmpio.DOUBLE, { 1 / 0 }))) -- inf stays inf
+    assert.equal(1 / 0, fh:read_at_all(rank * 16, 1, lmpio.DOUBLE)[1])
+    fh:close()
+  end)
+
+  it("a file value that does not fit the native type fails with MPI_ERR_CONVERSION on every rank", function()
+    lmpio.register_datarep("spec_drf_wide", { formats = { INT = ">i8", FLOAT = "<d", UNSIGNED = "<i2" } })
+    local path = H.tmpname("drf")
+    if rank == 0 then
+      local f = assert(io.open(path, "wb"))
+      for r = 0, size - 1 do
+        local big = r == size - 1
+        f:write(string.pack(">i8>i8", 5, big and (1 << 40) or -6))
+        f:write(string.pack("<d<d", 0.5, big and -1e200 or 1e30))
+        f:write(string.pack("<i2<i2", 7, big and -3 or 9))
+        f:write(string.rep("\0", 4))
+      end
+      f:close()
+    end
+    world:barrier()
+    local fh <close> = lmpio.open(world, path, "r")
+    fh:set_view(rank * 40, lmpio.BYTE, lmpio.BYTE, "spec_drf_wide")
+    local function bad(off, n, t, text)
+      local e = lmpio_error(fh.read_at_all, fh, off, n, t)
+      assert.equal("MPI_ERR_CONVERSION", e.name)
+      assert.matches(text, e.message, 1, true)
+    end
+    bad(0, 2, lmpio.INT, "item 1 (INT, format '>i8'): the file's value 1099511627776 does not fit the native type")
+    bad(16, 2, lmpio.FLOAT, "item 1 (FLOAT, format '<d'): the file's value: the value -1e+200 does not fit")
+    bad(32, 2, lmpio.UNSIGNED, "(UNSIGNED, format '<i2'): the file's value -3 does not fit the native type")
+    -- the first items are fine alone
+    assert.same({ 5 }, fh:read_at_all(0, 1, lmpio.INT):totable())
+    assert.same({ 0.5 }, fh:read_at_all(16, 1, lmpio.FLOAT):totable())
+    assert.same({ 7 }, fh:read_at_all(32, 1, lmpio.UNSIGNED):totable())
+    fh:close()
+  end)
+
+  it("byte etypes and strings: bytes are bytes", function()
+    lmpio.register_datarep("spec_drf_bytes", { formats = { DOUBLE = ">d" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    for _, et in ipairs({ lmpio.BYTE, lmpio.CHAR, lmpio.UNSIGNED_CHAR, lmpio.SIGNED_CHAR }) do
+      fh:set_view(0, et, et, "spec_drf_bytes")
+      assert.equal(1, fh:get_type_extent(et))
+    end
+    fh:set_view(0, lmpio.CHAR, lmpio.CHAR, "spec_drf_bytes")
+    local text = string.format("rank %d \0\255 says hi", rank)
+    assert.equal(#text, fh:write_at_all(rank * 32, text))
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_drf_bytes")
+    fh:write_at_all(rank * 32 + 24, lmpio.array(lmpio.DOUBLE, { -rank - 0.5 }))
+    fh:write_at_all(rank * 32 + 20, lmpio.buffer("\1\2\3\4"))
+    fh:sync()
+    world:barrier()
+    local s = H.slurp(path)
+    for r = 0, size - 1 do
+      local want = string.format("rank %d \0\255 says hi", r)
+      assert.equal(want, s:sub(r * 32 + 1, r * 32 + #want))
+      assert.equal("\1\2\3\4" .. string.pack(">d", -r - 0.5), s:sub(r * 32 + 21, r * 32 + 32))
+    end
+    assert.equal(text, fh:read_at_all(rank * 32, #text):tostring())
+    local chars = fh:read_at(rank * 32, #text, lmpio.CHAR)
+    assert.equal(text, chars:tostring())
+    -- an explicit format for a byte type is used
+    lmpio.register_datarep("spec_drf_bytes2", { formats = { BYTE = ">I2" } })
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_drf_bytes2")
+    assert.equal(2, fh:get_type_extent(lmpio.BYTE))
+    assert.equal(1, fh:get_type_extent(lmpio.CHAR))
+    fh:close()
+  end)
+
+  it("a type without a format fails naming it", function()
+    lmpio.register_datarep("spec_drf_some", { formats = { DOUBLE = ">d" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_drf_some")
+    local e = lmpio_error(fh.write_at_all, fh, rank * 8, lmpio.array(lmpio.INT, { 1 }))
+    assert.equal("MPI_ERR_CONVERSION", e.name)
+    assert.matches("no format for type INT", e.message, 1, true)
+    e = lmpio_error(fh.get_type_extent, fh, lmpio.FLOAT)
+    assert.matches("no format for type FLOAT", e.message, 1, true)
+    -- a struct whose second member has none: the walk stops there
+    local t = lmpio.type.struct({ 1, 1 }, { 0, 8 }, { lmpio.DOUBLE, lmpio.SHORT })
+    e = lmpio_error(fh.write_at, fh, rank * 16, lmpio.buffer(16), 1, t)
+    assert.matches("no format for type SHORT", e.message, 1, true)
+    fh:close()
+  end)
+
+  it("a bad formats entry is an argument error naming its key", function()
+    local cases = {
+      { { NOSUCH = ">d" }, "formats.NOSUCH: 'NOSUCH' is not a predefined type name" },
+      { { INT = 4 }, "formats.INT must be a string.pack format, not a number" },
+      { { [1] = ">i4" }, "formats: key 1 is not a type name" },
+      { { DOUBLE = ">z" }, "formats.DOUBLE: bad format '>z'" },
+      { { INT = "i17" }, "formats.INT: bad format 'i17'" },
+      { { INT = ">i4 x" }, "formats.INT: format '>i4 x': more than one value" },
+      { { INT = ">i4i4" }, "formats.INT: format '>i4i4': more than one value" },
+      { { INT = "c4" }, "formats.INT: format 'c4': only one number" },
+      { { INT = "<" }, "formats.INT: format '<': no number in the format" },
+      { { INT = ">d" }, "formats.INT: format '>d': an integer type needs an integer format" },
+      { { FLOAT = "i4" }, "formats.FLOAT: format 'i4': a float type needs a float format" },
+      { { C_DOUBLE_COMPLEX = ">d" }, "formats.C_DOUBLE_COMPLEX: format '>d': the type is not one integer or float" },
+      { { DOUBLE_INT = ">d" }, "formats.DOUBLE_INT: format '>d': the type is not one integer or float" },
+      { { LONG_LONG = "i8", LONG_LONG_INT = "i4" }, "the same type as formats.LONG_LONG" },
+    }
+    for i, c in ipairs(cases) do
+      local ok, msg = pcall(lmpio.register_datarep, "spec_drf_bad" .. i, { formats = c[1] })
+      assert.is_false(ok, c[2])
+      assert.matches("bad argument #2 to '.*register_datarep'", msg)
+      if c[2]:match("the same type") then
+        assert.is_truthy(msg:find("the same type as formats.LONG_LONG", 1, true) or
+                         msg:find("formats.LONG_LONG: the same type as formats.LONG_LONG_INT", 1, true), msg)
+      else
+        assert.matches(c[2], msg, 1, true)
+      end
+      -- nothing was registered: the name is free
+      lmpio.register_datarep("spec_drf_bad" .. i, { formats = {} })
+    end
+    local ok, msg = pcall(lmpio.register_datarep, "spec_drf_badext", { formats = { INT = "i4" }, extent = { INT = 4 } })
+    assert.is_false(ok)
+    assert.matches("field 'extent' is not used with 'formats'", msg, 1, true)
+  end)
+
+  it("non-contiguous memory types and filetypes, chunk by chunk", function()
+    -- INT widened to 8 bytes, DOUBLE narrowed to 4: extents follow the formats
+    lmpio.register_datarep("spec_drf_mixed", { formats = { INT = "<i8", DOUBLE = ">f" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+", SMALL)
+    -- filetype: every size-th INT of the file is this rank's (interleaved; a
+    -- subarray is portable, so it is rebuilt with the file's extents)
+    local ft = lmpio.type.subarray({ size }, { 1 }, { rank }, lmpio.INT)
+    fh:set_view(0, lmpio.INT, ft, "spec_drf_mixed")
+    assert.equal(8, fh:get_type_extent(lmpio.INT))
+    -- portable filetype rebuilt with 8-byte ints: extent 8 * size
+    assert.equal(8 * size, fh:get_type_extent(ft))
+    -- memory: every other INT of an array (vector, 2 per instance, resized)
+    local mem = lmpio.type.resized(lmpio.type.vector(2, 1, 2, lmpio.INT), 0, 16)
+    local src = {}
+    for i = 1, 12 do src[i] = (i % 2 == 1) and (rank * 100 + i) or -1 end
+    assert.equal(3, fh:write_at_all(0, lmpio.array(lmpio.INT, src), 3, mem))
+    fh:sync()
+    world:barrier()
+    -- 6 ints per rank, 8 bytes each, rank-interleaved
+    local s = H.slurp(path)
+    for r = 0, size - 1 do
+      for k = 0, 5 do
+        local at = r * 8 + k * 8 * size
+        assert.equal(string.pack("<i8", r * 100 + 2 * k + 1), s:sub(at + 1, at + 8))
+      end
+    end
+    local back = lmpio.array(lmpio.INT, 12)
+    back:fill(-7)
+    fh:read_at_all(0, back, 3, mem)
+    for i = 1, 12 do assert.equal(i % 2 == 1 and rank * 100 + i or -7, back[i]) end
+    -- a struct { int; double } in memory, 12 bytes per record in the file
+    -- (8 + 4), through a filetype of byte blocks, one record per rank in
+    -- turn; chunk boundaries fall inside the records (16-byte buffer)
+    local rec = lmpio.type.struct({ 1, 1 }, { 0, 8 }, { lmpio.INT, lmpio.DOUBLE })
+    local blocks = lmpio.type.resized(lmpio.type.contiguous(12, lmpio.BYTE), 0, 12 * size)
+    fh:set_view(rank * 12, lmpio.BYTE, blocks, "spec_drf_mixed")
+    assert.equal(12, fh:get_type_extent(rec))
+    local data = lmpio.buffer(16 * 5)
+    local parts = {}
+    for i = 1, 5 do parts[i] = string.pack("=i4i4d", rank * 10 + i, 0, i + 0.25) end
+    data:set(1, table.concat(parts))
+    assert.equal(5, fh:write_at_all(0, data, 5, rec))
+    fh:sync()
+    world:barrier()
+    s = H.slurp(path)
+    for r = 0, size - 1 do
+      for i = 1, 5 do
+        local at = ((i - 1) * size + r) * 12
+        assert.equal(string.pack("<i8>f", r * 10 + i, i + 0.25), s:sub(at + 1, at + 12))
+      end
+    end
+    local back2 = lmpio.buffer(16 * 5)
+    fh:read_at_all(0, back2, 5, rec)
+    for i = 0, 4 do
+      assert.equal(data:tostring(16 * i + 1, 16 * i + 4), back2:tostring(16 * i + 1, 16 * i + 4))
+      assert.equal(data:tostring(16 * i + 9, 16 * i + 16), back2:tostring(16 * i + 9, 16 * i + 16))
+    end
+    fh:close()
+  end)
+
+  it("works in nonblocking calls and does not call into Lua", function()
+    lmpio.register_datarep("spec_drf_async", { formats = { DOUBLE = ">d" } })
+    local path = H.tmpname("drf")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, "spec_drf_async")
+    local v = { rank + 0.5, rank + 0.75 }
+    local req = fh:iwrite_at_all(rank * 2, lmpio.array(lmpio.DOUBLE, v))
+    req:wait()
+    fh:sync()
+    world:barrier()
+    assert.equal(be_doubles(v), H.slurp(path):sub(rank * 16 + 1, rank * 16 + 16))
+    -- inside a coroutine, and yielding around it, nothing special
+    local co = coroutine.wrap(function()
+      coroutine.yield(fh:read_at(rank * 2, 2, lmpio.DOUBLE):totable())
+    end)
+    assert.same(v, co())
+    fh:close()
+  end)
+end)

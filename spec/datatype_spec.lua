@@ -75,6 +75,20 @@ describe("datatypes", function()
     local f = T.subarray({ 4, 6 }, { 2, 3 }, { 1, 2 }, lmpio.DOUBLE, "fortran")
     assert.equal(48, f:size())
     assert.equal((2 * 4 + 1) * 8, f:true_lb())
+    -- the other spellings of both orders give the same types
+    for _, o in ipairs({ "F", "f", "Fortran", "FORTRAN", lmpio.ORDER_FORTRAN }) do
+      assert.equal(f:true_lb(), T.subarray({ 4, 6 }, { 2, 3 }, { 1, 2 }, lmpio.DOUBLE, o):true_lb())
+    end
+    for _, o in ipairs({ "C", "c", lmpio.ORDER_C }) do
+      assert.equal(c:true_lb(), T.subarray({ 4, 6 }, { 2, 3 }, { 1, 2 }, lmpio.DOUBLE, o):true_lb())
+    end
+    local function d(o) return T.darray(2, 1, { 4, 6 }, { "block", "none" }, nil, { 2, 1 }, lmpio.DOUBLE, o):true_lb() end
+    assert.equal(2 * 8, d("F"))
+    assert.equal(d("fortran"), d("F"))
+    assert.equal(2 * 6 * 8, d("C"))
+    local ok, msg = pcall(T.subarray, { 4 }, { 2 }, { 0 }, lmpio.INT, "row")
+    assert.is_false(ok)
+    assert.matches('order must be "c" (or "C", row major) or "fortran" (or "F", column major), got row', msg, 1, true)
   end)
 
   it("darray", function()

@@ -4,6 +4,7 @@
 # Runs the C reference writer (Open MPI's own MPI-IO), then busted on every
 # rank into per-rank TAP files, then prints the combined result.
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 T=${LMPIO_SPEC_TIMEOUT:-120}
@@ -12,7 +13,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-spec.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-export LUA_CPATH_5_4="$PWD/$BUILD/lua/?.so;;"
+export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
 export LMPIO_SPEC_REF="$dir/mpiio_ref.dat"
 if [ -x "$BUILD/spec/mpiio_ref" ]; then
   if ! timeout -k 5 "$T" "$MPIRUN" "$@" "$BUILD/spec/mpiio_ref" "$LMPIO_SPEC_REF" >"$dir/ref.log" 2>&1; then
@@ -56,6 +57,15 @@ for how in error argerror mpierror os.exit; do
     sed 's/^/# /' "$dir/fail.log" | tail -n 20
   fi
 done
+# A finalizer that runs after the module finalized MPI gets Lua errors from
+# every call that would reach MPI, not an abort of the process.
+if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/after_finalize.lua "$dir/late" >"$dir/late.log" 2>&1 &&
+   [ "$(cat "$dir"/late.rank* 2>/dev/null | tr -d '\n')" = "$(printf 'ok%.0s' $(seq "${n:-1}"))" ]; then
+  echo "ok calls after MPI_Finalize raise Lua errors"
+else
+  echo "not ok calls after MPI_Finalize raise Lua errors"
+  cat "$dir"/late.rank* "$dir/late.log" 2>/dev/null | sed 's/^/# /' | tail -n 20
+fi
 files=$(ls spec/*_spec.lua | LC_ALL=C sort)
 # shellcheck disable=SC2086
 timeout -k 5 "$T" "$MPIRUN" "$@" sh spec/busted_rank.sh "$dir" $files

@@ -12,7 +12,7 @@
 #define MSG_MAX 1024
 
 int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
-                        const char *what_differs, long long *max, int nmax, const char *call) {
+                        const char *labels, long long *max, int nmax, const char *call) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -49,9 +49,12 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
     return m.rc;
   }
   for (int i = 0; i < nsame; i++)
-    if (r[1 + i] != -r[1 + nsame + i])
-      return lmpio__err(MPI_ERR_NOT_SAME, call, "ranks passed different %s",
-                        what_differs ? what_differs : "values for an argument that must match");
+    if (r[1 + i] != -r[1 + nsame + i]) {
+      const char *label = labels ? labels : "values for an argument that must match";
+      for (int k = 0; k < i && strchr(label, '|'); k++) label = strchr(label, '|') + 1;
+      int len = (int)strcspn(label, "|");
+      return lmpio__err(MPI_ERR_NOT_SAME, call, "ranks passed different %.*s", len, label);
+    }
   return MPI_SUCCESS;
 }
 

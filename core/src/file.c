@@ -100,9 +100,11 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     rc = check_amode(amode, call);
   }
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&hints, info, size, call);
-  long long same[2] = {rc == MPI_SUCCESS ? lmpio__hash(filename) ^ ((long long)amode << 40) : 0,
-                       rc == MPI_SUCCESS ? lmpio__hints_same(&hints) : 0};
-  rc = lmpio__agree_values(comm, rc, same, 2, "file names, amodes or collective-buffering hints", NULL, 0, call);
+  long long same[2 + LMPIO__HINTS_SAME] = {rc == MPI_SUCCESS ? lmpio__hash(filename) : 0, rc == MPI_SUCCESS ? amode : 0};
+  lmpio__hints_same(&hints, rc == MPI_SUCCESS, same + 2);
+  char labels[512] = "file names|access modes (amode)";
+  lmpio__hints_same_labels(labels, sizeof labels);
+  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, NULL, 0, call);
   if (rc != MPI_SUCCESS) return rc;
 
   const char *path = strip_prefix(filename);
@@ -280,8 +282,11 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   lmpio__hints h = fh->hints;
   rc = lmpio__pending(rc, call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
-  long long same = rc == MPI_SUCCESS ? lmpio__hints_same(&h) : 0;
-  rc = lmpio__agree_values(fh->comm, rc, &same, 1, "values for the collective-buffering hints", NULL, 0, call);
+  long long same[LMPIO__HINTS_SAME];
+  lmpio__hints_same(&h, rc == MPI_SUCCESS, same);
+  char labels[512] = "";
+  lmpio__hints_same_labels(labels, sizeof labels);
+  rc = lmpio__agree_values(fh->comm, rc, same, LMPIO__HINTS_SAME, labels, NULL, 0, call);
   if (rc == MPI_SUCCESS) fh->hints = h;
   return rc;
 }
@@ -372,12 +377,13 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   /* The data representation, the etype extent and the hints that must
    * match agree on every rank; the same reduction tells every rank whether
    * some view has holes. */
-  unsigned long long x = datarep ? (unsigned long long)lmpio__hash(datarep) : 0;
-  x = x * 31u + (unsigned long long)(rc == MPI_SUCCESS ? nv.eextent : 0);
-  long long same[2] = {rc == MPI_SUCCESS ? (long long)(x >> 2) : 0, rc == MPI_SUCCESS ? lmpio__hints_same(&h) : 0};
+  long long same[2 + LMPIO__HINTS_SAME] = {rc == MPI_SUCCESS && datarep ? lmpio__hash(datarep) : 0,
+                                          rc == MPI_SUCCESS ? nv.eextent : 0};
+  lmpio__hints_same(&h, rc == MPI_SUCCESS, same + 2);
+  char labels[512] = "data representations|etypes (their extents in the file differ)";
+  lmpio__hints_same_labels(labels, sizeof labels);
   long long holes = rc == MPI_SUCCESS && nv.any_holes;
-  rc = lmpio__agree_values(fh->comm, rc, same, 2, "data representations, etype extents or collective-buffering hints",
-                           &holes, 1, call);
+  rc = lmpio__agree_values(fh->comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, &holes, 1, call);
   if (rc != MPI_SUCCESS) {
     lmpio__view_free(&nv);
     return rc;

@@ -97,15 +97,24 @@ int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *c
   return MPI_SUCCESS;
 }
 
-long long lmpio__hints_same(const lmpio__hints *h) {
-  unsigned long long x = 1469598103934665603ULL;
-  for (int i = 0; i < NHINTS; i++) {
+void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out) {
+  int n = 0;
+  for (int i = 0; i < NHINTS && n < LMPIO__HINTS_SAME; i++) {
     if (!table[i].agree) continue;
     long long v = table[i].kind == MODE ? *mode_field((lmpio__hints *)h, &table[i])
                                         : *size_field((lmpio__hints *)h, &table[i]);
-    x = (x ^ (unsigned long long)v) * 1099511628211ULL;
+    out[n++] = ok ? v : 0;
   }
-  return (long long)(x >> 2);
+}
+
+void lmpio__hints_same_labels(char *buf, size_t n) {
+  size_t used = strlen(buf);
+  for (int i = 0; i < NHINTS; i++) {
+    if (!table[i].agree) continue;
+    int w = snprintf(buf + used, n - used, "%svalues of the hint %s", used ? "|" : "", table[i].key);
+    if (w < 0 || (size_t)w >= n - used) break;
+    used += (size_t)w;
+  }
 }
 
 int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info) {

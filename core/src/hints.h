@@ -26,8 +26,13 @@ void lmpio__hints_default(lmpio__hints *h, int nranks);
  * standard allows) to *h; an invalid value leaves *h unchanged and is
  * MPI_ERR_INFO_VALUE naming the key and the accepted values. */
 int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *call);
-/* A hash of the hints every rank must pass alike (for the agreement). */
-long long lmpio__hints_same(const lmpio__hints *h);
+/* The hints every rank must pass alike, for the agreement: their values
+ * into out[LMPIO__HINTS_SAME] (zeros when ok is 0, a rank that failed), and
+ * their labels for lmpio__agree_values ("values of the hint cb_nodes|..."),
+ * appended to what buf holds. */
+#define LMPIO__HINTS_SAME 4
+void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out);
+void lmpio__hints_same_labels(char *buf, size_t n);
 /* The values in effect, set into info. */
 int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info);
 /* Row i of the README's table of hints ("| key | default | values |"), or

@@ -25,9 +25,10 @@ int lmpio__pending(int rc, const char *call);
  * every rank, and nmax values that are reduced by MAX in place.  Returns on
  * every rank the class and message of the lowest failing rank; when no rank
  * failed but a value of `same` differs, MPI_ERR_NOT_SAME saying the ranks
- * passed different `what_differs`. */
+ * passed different <label>: labels holds one label per value of same,
+ * separated by '|' (the last one serves the values past it). */
 int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
-                        const char *what_differs, long long *max, int nmax, const char *call);
+                        const char *labels, long long *max, int nmax, const char *call);
 /* The same with one value that must match (0 on every rank: none). */
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 

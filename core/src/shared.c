@@ -309,11 +309,11 @@ int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
 
 /* Every rank: one agreement on the outcome and `same`, reducing whether
  * some rank moved the pointer and whether the views' signatures match. */
-static int sync_state(lmpio_file fh, int rc, long long same, long long sig, int *anydirty,
-                      int *sig_same, const char *call) {
+static int sync_state(lmpio_file fh, int rc, const long long *same, int nsame, const char *labels, long long sig,
+                      int *anydirty, int *sig_same, const char *call) {
   shstate *st = st_of(fh);
   long long max[3] = {st->dirty, sig, -sig};
-  rc = lmpio__agree_values(fh->comm, rc, &same, 1, NULL, max, 3, call);
+  rc = lmpio__agree_values(fh->comm, rc, same, nsame, labels, max, 3, call);
   if (rc != MPI_SUCCESS) return rc;
   *anydirty = (int)max[0];
   if (sig_same) *sig_same = max[1] == -max[2];
@@ -340,7 +340,7 @@ static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset v
 int lmpio__shared_reset(lmpio_file fh, const char *call) {
   shstate *st = st_of(fh);
   int anydirty = 0, sig_same = 1;
-  int rc = sync_state(fh, MPI_SUCCESS, 0, view_sig(&fh->view), &anydirty, &sig_same, call);
+  int rc = sync_state(fh, MPI_SUCCESS, NULL, 0, NULL, view_sig(&fh->view), &anydirty, &sig_same, call);
   if (rc != MPI_SUCCESS) return rc;
   st->view_ok = sig_same;
   return collective_set(fh, st, anydirty, 0, call);
@@ -400,9 +400,8 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   else if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   int anydirty = 0;
-  rc = sync_state(fh, rc, (long long)offset * 4 + whence, 0, &anydirty, NULL, call);
-  if (rc == MPI_ERR_NOT_SAME)
-    lmpio__err(rc, call, "ranks passed different offsets or whence values for file \"%s\"", fh->path);
+  long long same[2] = {rc == MPI_SUCCESS ? offset : 0, rc == MPI_SUCCESS ? whence : 0};
+  rc = sync_state(fh, rc, same, 2, "offsets|whence values", 0, &anydirty, NULL, call);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Offset target = 0;
   if (whence == MPI_SEEK_END) {
@@ -416,15 +415,17 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
     if (fh->size > 1) MPI_Allreduce(&size, &maxsize, 1, MPI_LONG_LONG, MPI_MAX, fh->comm);
     else maxsize = size;
     /* End of file in this view: the etypes that start before it, rounded up. */
-    target = (lmpio__view_data_before(&fh->view, maxsize) + fh->view.esize - 1) / fh->view.esize + offset;
+    MPI_Offset data = lmpio__view_data_before(&fh->view, maxsize);
+    target = data / fh->view.esize + (data % fh->view.esize != 0);
   } else if (whence == MPI_SEEK_CUR) {
     rc = collective_delta(fh, st, anydirty, call);
     if (anydirty && st->mode != MODE_LOCAL) rc = lmpio__agree(fh->comm, rc, 0, call);
     if (rc != MPI_SUCCESS) return rc;
-    target = st->base + st->delta + offset;
-  } else {
-    target = offset;
+    target = st->base + st->delta;
   }
+  if (!lmpio__add_ok(target, offset, &target))
+    return lmpio__err(MPI_ERR_ARG, call, "seek to %lld + %lld overflows a 64-bit offset", (long long)target,
+                      (long long)offset);
   if (target < 0)
     return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)target);
   if (whence == MPI_SEEK_CUR) { /* move base only: delta stays in the helper */

@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 
 static int fail_errno; /* this rank's pwrite fails with it (0: never) */
 
@@ -61,7 +62,47 @@ static void test_not_same_names_argument(void) {
   TL_CHECK(strstr(lmpio_last_error_message(), "atomicity") != NULL);
   TL_RC(lmpio_file_set_view(fh, 0, tl_rank == 1 ? MPI_INT : MPI_DOUBLE, tl_rank == 1 ? MPI_INT : MPI_DOUBLE,
                             "native", MPI_INFO_NULL), MPI_ERR_NOT_SAME);
-  TL_CHECK(strstr(lmpio_last_error_message(), "etype") != NULL);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different etypes") != NULL);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, tl_rank == 1 ? "native" : "external32", MPI_INFO_NULL),
+        MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different data representations") != NULL);
+  /* a hint that must match is named by its key */
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "cb_nodes", tl_rank == 1 ? "1" : "2");
+  TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different values of the hint cb_nodes") != NULL);
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different values of the hint cb_nodes") != NULL);
+  MPI_Info_free(&info);
+  TL_RC(lmpio_file_seek_shared(fh, tl_rank == 1 ? 1 : 2, MPI_SEEK_SET), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different offsets") != NULL);
+  TL_RC(lmpio_file_seek_shared(fh, 0, tl_rank == 1 ? MPI_SEEK_SET : MPI_SEEK_CUR), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different whence values") != NULL);
+  TL_OK(lmpio_file_close(&fh));
+  lmpio_file_delete(path, MPI_INFO_NULL);
+  int am = tl_rank == 1 ? MPI_MODE_CREATE | MPI_MODE_RDWR : MPI_MODE_CREATE | MPI_MODE_WRONLY;
+  TL_RC(lmpio_file_open(MPI_COMM_WORLD, path, am, MPI_INFO_NULL, &fh), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different access modes") != NULL);
+  TL_RC(lmpio_file_open(MPI_COMM_WORLD, tl_rank == 1 ? path : "/tmp/other-name", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh),
+        MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "different file names") != NULL);
+  tl_unlink(path);
+}
+
+/* Seeking the shared pointer past 2^63 is an argument error on every rank,
+ * not a signed overflow. */
+static void test_seek_shared_overflow(void) {
+  char *path = tl_path("seekover");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_seek_shared(fh, 10, MPI_SEEK_SET));
+  TL_RC(lmpio_file_seek_shared(fh, LLONG_MAX, MPI_SEEK_CUR), MPI_ERR_ARG);
+  TL_CHECK(strstr(lmpio_last_error_message(), "overflows") != NULL);
+  TL_RC(lmpio_file_seek_shared(fh, LLONG_MAX - 2, MPI_SEEK_CUR), MPI_ERR_ARG);
+  MPI_Offset at = -1;
+  TL_OK(lmpio_file_get_position_shared(fh, &at));
+  TL_EQ(at, 10);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -102,6 +143,7 @@ int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("ranks failing with different classes agree on class and message", test_different_classes);
   tl_run("MPI_ERR_NOT_SAME names the argument that differs", test_not_same_names_argument);
+  tl_run("seek_shared past 2^63 is MPI_ERR_ARG, not an overflow", test_seek_shared_overflow);
   tl_run("lmpio_fail_next_collective fails the collective on every rank", test_fail_next_collective);
   return tl_finish();
 }

@@ -4,6 +4,7 @@
 # after agreement over all ranks); a program that crashes, exits non-zero or
 # times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc]...
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
@@ -87,12 +88,13 @@ for suite in $suites; do
     # The README's C tour must build and run as printed.
     mkdir -p "$BUILD/readme"
     awk '/^```c$/{on=1;next} /^```$/{on=0} on' README.md > "$BUILD/readme/tour.c"
-    run "README C tour" sh -c '${MPICC:-mpicc} -std=c11 -Icore/include "$0" -o "$1" "$2" -lm &&
+    # (LMPIO_TEST_CFLAGS: the flags the library was built with, e.g. sanitizers)
+    run "README C tour" sh -c '${MPICC:-mpicc} -std=c11 ${LMPIO_TEST_CFLAGS:-} -Icore/include "$0" -o "$1" "$2" -lm &&
       "$3" --oversubscribe -n 4 "$1" && echo "ok README C tour"' \
       "$BUILD/readme/tour.c" "$BUILD/readme/tour" "$BUILD/lib/liblmpio.a" "$MPIRUN"
     # And the Lua tour.
     awk '/^```lua$/{on=1;next} /^```$/{on=0} on' README.md > "$BUILD/readme/tour.lua"
-    run "README Lua tour" sh -c 'LUA_CPATH_5_4="$PWD/$0/lua/?.so;;" "$1" --oversubscribe -n 4 "$2" "$3" "$4" &&
+    run "README Lua tour" sh -c 'LUA_CPATH_5_4="$0/lua/?.so;;" "$1" --oversubscribe -n 4 "$2" "$3" "$4" &&
       echo "ok README Lua tour"' \
       "$BUILD" "$MPIRUN" "$LUA" "$BUILD/readme/tour.lua" "$BUILD/readme/tour-lua.dat"
     rm -f "$BUILD/readme/tour-lua.dat"
