@@ -599,8 +599,9 @@ A block of an n-dimensional array (`MPI_Type_create_subarray`).
 @tparam {integer,...} starts the block's first index in each dimension,
   counted from 0 as in MPI
 @tparam datatype oldtype the element type
-@tparam[opt="c"] string order `"c"` (last dimension varies fastest) or
-  `"fortran"`
+@param[opt="c"] order `"c"` (row major: the last dimension varies fastest;
+  also `"C"`, `lmpio.ORDER_C`) or `"fortran"` (column major; also
+  `"Fortran"`, `"FORTRAN"`, `"f"`, `"F"`, `lmpio.ORDER_FORTRAN`)
 @treturn datatype a new committed datatype
 @raise a Lua error when a block exceeds the array (start + subsize > size),
   the tables differ in length or are empty; as @{lmpio.type.contiguous}
@@ -640,7 +641,7 @@ One process's part of an array distributed over a grid of processes
 @tparam {integer,...} psizes processes in each dimension of the grid (their
   product must equal size)
 @tparam datatype oldtype the element type
-@tparam[opt="c"] string order `"c"` or `"fortran"`
+@param[opt="c"] order as for @{lmpio.type.subarray}
 @treturn datatype a new committed datatype
 @raise a Lua error for inconsistent arguments (rank not below size, tables of
   different lengths, unknown distribution, product of psizes not size); an

@@ -355,7 +355,9 @@ static int dropfile(lua_State *L, lfile *f) {
 /* fh:close(): collective; closing a closed file does nothing. */
 /***
 Closes the file (`MPI_File_close`); collective.  Closing a closed file
-does nothing.  With `delete_on_close` the file is deleted.
+does nothing.  With `delete_on_close` the file is deleted.  A close that
+fails after it went ahead still closes the file; a close that is refused
+(a call in progress uses the file) leaves it open.
 @function file:close
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_FILE` ("in use") when called from a converter inside a
@@ -775,6 +777,8 @@ Moves this rank's individual file pointer (`MPI_File_seek`).
 @param[opt="set"] whence `"set"` (from the start of the view), `"cur"` (from
   the pointer), `"end"` (from the end of the file), or `lmpio.SEEK_SET`,
   `lmpio.SEEK_CUR`, `lmpio.SEEK_END`
+@treturn integer the new position, in etypes of the view (as `io`'s
+  `file:seek` returns it)
 @raise an @{error} object: `MPI_ERR_ARG` for a position before the start of
   the view, `MPI_ERR_UNSUPPORTED_OPERATION` on a `sequential` file
 */
@@ -797,6 +801,7 @@ the same arguments on every rank.
 @function file:seek_shared
 @tparam[opt=0] integer offset in etypes of the view
 @param[opt="set"] whence as for @{file:seek}
+@treturn integer the new position of the shared pointer, in etypes of the view
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_NOT_SAME` when the ranks disagree
 */

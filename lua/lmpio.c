@@ -25,6 +25,8 @@ a rank whose script ends with an uncaught error, leaves a `<close>` scope
 with an error, or calls `os.exit` with a failure status prints the message
 with a traceback and aborts the job (`MPI_Abort`) instead of starting a
 collective call that the other ranks would never join.
+Once MPI is finalized (a finalizer that runs late at exit), the functions
+that would call MPI raise an error instead of letting MPI abort the process.
 
 Names follow MPI-IO: drop the `MPI_File_` prefix and lower-case the rest
 (`MPI_File_write_at_all` is `fh:write_at_all`, `MPI_Type_vector` is
