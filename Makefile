@@ -7,7 +7,13 @@ DESTDIR  ?=
 BUILD    ?= build
 OPT      ?= -O2 -g
 CFLAGS   ?= $(OPT)
-WARN     := -Wall -Wextra -Werror
+# Warnings are errors in the project's own test builds (make check,
+# check-core, check-asan set WERROR=-Werror; so does a developer with
+# `make WERROR=-Werror ...`); a plain `make`, `make demo` and the rock only
+# warn, so a newer compiler's new warning does not break a user's build.
+# (Objects already built are not rebuilt when only WERROR changes.)
+WERROR   ?=
+WARN     ?= -Wall -Wextra $(WERROR)
 ALLCFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Icore/include -Icore/src
 LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 
@@ -30,7 +36,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: all lib tests benches examples lua deps check check-core check-mpich check-asan lint demo bench install clean
+.PHONY: all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -88,12 +94,20 @@ $(BUILD)/lua/lmpio.so: $(LUA_SRC) $(wildcard lua/*.h) core/include/lmpio.h $(LUA
 deps:
 	@sh .ci/deps.sh
 
+# The reference of the Lua module (LDoc, from the comments of lua/*.c and the
+# topics in doc/), written to $(BUILD)/doc/index.html.
+doc: deps
+	@mkdir -p $(BUILD)/doc-src
+	$(LUA) doc/gather.lua $(BUILD)/doc-src/lmpio.c lua/*.c
+	ldoc -c doc/config.ld -d $(BUILD)/doc $(BUILD)/doc-src/lmpio.c
+
 check: deps
-	$(MAKE) all
+	$(MAKE) WERROR=-Werror all
 	sh core/test/check.sh
 
 # Only the C suites (used for portability checks, e.g. MPICC=mpicc.mpich MPIRUN=mpirun.mpich).
-check-core: lib tests
+check-core:
+	$(MAKE) WERROR=-Werror lib tests
 	sh core/test/check.sh core
 
 # The core and its C tests built and run with MPICH 4.0 (installed beside
@@ -108,7 +122,7 @@ check-mpich:
 ASAN_BUILD := $(BUILD)/asan
 ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
 check-asan:
-	$(MAKE) BUILD=$(ASAN_BUILD) CFLAGS="$(ASAN_CFLAGS)" lib tests lua examples
+	$(MAKE) BUILD=$(ASAN_BUILD) WERROR=-Werror CFLAGS="$(ASAN_CFLAGS)" lib tests lua examples
 	printf '#!/bin/sh\nLD_PRELOAD="%s %s" exec $(LUA) "$$@"\n' "$$($(MPICC) -print-file-name=libasan.so)" \
 	  "$$($(MPICC) -print-file-name=libubsan.so)" > $(ASAN_BUILD)/lua-asan && chmod +x $(ASAN_BUILD)/lua-asan
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(CURDIR)/$(ASAN_BUILD)/lua-asan \

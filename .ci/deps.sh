@@ -10,6 +10,11 @@ command -v luarocks >/dev/null 2>&1 || need="$need luarocks"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
+# The reference documentation (make doc, the doc suite of make check): LDoc
+# runs on Lua 5.1 (lua-any), with lua-markdown for the comments.
+command -v ldoc >/dev/null 2>&1 || need="$need lua-ldoc"
+command -v lua5.1 >/dev/null 2>&1 || need="$need lua5.1"
+[ -f /usr/share/lua/5.1/markdown.lua ] || need="$need lua-markdown"
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -127,6 +127,17 @@ int lmpio_lua_isnamed(MPI_Datatype t) {
   return comb == MPI_COMBINER_NAMED;
 }
 
+/***
+An MPI datatype: one of the predefined types (`lmpio.INT`, `lmpio.DOUBLE`,
+`lmpio.BYTE`, ... see @{modes.md|modes, options and constants}) or a derived type made by the
+constructors under `lmpio.type` (committed, ready to use as memory type,
+etype or filetype).  A derived type is freed when collected, or at once by
+@{datatype:free}.  Two datatype objects are equal (`==`) when they hold the
+same MPI handle; `tostring` gives `"lmpio.DOUBLE"` for predefined types.
+A datatype handed to a converter is invalid once the converter returns.
+@type datatype
+*/
+
 /* ---- objects ---------------------------------------------------------- */
 
 static lmpio_lua_datatype *checkud(lua_State *L, int idx) {
@@ -190,6 +201,14 @@ static int t_gc(lua_State *L) {
 /* t:free(): frees the type now (it is also freed when collected); refused
  * while a core call that uses it is in progress (a converter or extent
  * function written in Lua runs inside one), whose handle it would pull away. */
+/***
+Frees a derived datatype now instead of when it is collected; using it
+afterwards raises.
+@function datatype:free
+@raise an error for a predefined type
+  (`"cannot free a predefined or borrowed datatype"`), and while a call that uses the type is in progress (from a
+  converter or extent function written in Lua inside that call)
+*/
 static int t_free(lua_State *L) {
   lmpio_lua_datatype *d = checkud(L, 1);
   if (!d->owned) return luaL_error(L, "cannot free a predefined or borrowed datatype");
@@ -218,6 +237,11 @@ static int t_eq(lua_State *L) {
   return 1;
 }
 
+/***
+The number of bytes of data in one item of the type, as `MPI_Type_size_x`.
+@function datatype:size
+@treturn integer bytes of data (holes not counted)
+*/
 static int t_size(lua_State *L) {
   MPI_Count n = 0;
   lmpio_lua_checkmpi(L, MPI_Type_size_x(lmpio_lua_checktype(L, 1), &n), "MPI_Type_size_x");
@@ -226,6 +250,14 @@ static int t_size(lua_State *L) {
 }
 
 /* t:extent() -> extent, lb */
+/***
+The extent and lower bound of the type in memory, as `MPI_Type_get_extent_x`.
+The extent in a file of a view whose representation is not native is
+@{file:get_type_extent}.
+@function datatype:extent
+@treturn integer extent in bytes (the span from one item to the next)
+@treturn integer lower bound in bytes
+*/
 static int t_extent(lua_State *L) {
   MPI_Count lb = 0, ext = 0;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
@@ -234,6 +266,11 @@ static int t_extent(lua_State *L) {
   return 2;
 }
 
+/***
+The lower bound of the type, in bytes.
+@function datatype:lb
+@treturn integer lower bound (second result of @{datatype:extent})
+*/
 static int t_lb(lua_State *L) {
   MPI_Count lb = 0, ext = 0;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
@@ -241,6 +278,11 @@ static int t_lb(lua_State *L) {
   return 1;
 }
 
+/***
+The upper bound of the type, in bytes: lower bound plus extent.
+@function datatype:ub
+@treturn integer upper bound
+*/
 static int t_ub(lua_State *L) {
   MPI_Count lb = 0, ext = 0;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext), "MPI_Type_get_extent_x");
@@ -249,6 +291,13 @@ static int t_ub(lua_State *L) {
 }
 
 /* t:true_extent() -> true_extent, true_lb */
+/***
+The true extent and true lower bound, as `MPI_Type_get_true_extent_x`:
+the bytes the data actually span, ignoring bounds set by `lmpio.type.resized`.
+@function datatype:true_extent
+@treturn integer true extent in bytes
+@treturn integer true lower bound in bytes
+*/
 static int t_true_extent(lua_State *L) {
   MPI_Count lb = 0, ext = 0;
   lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext),
@@ -258,6 +307,11 @@ static int t_true_extent(lua_State *L) {
   return 2;
 }
 
+/***
+The true lower bound, in bytes.
+@function datatype:true_lb
+@treturn integer true lower bound (second result of @{datatype:true_extent})
+*/
 static int t_true_lb(lua_State *L) {
   MPI_Count lb = 0, ext = 0;
   lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(lmpio_lua_checktype(L, 1), &lb, &ext),
@@ -267,6 +321,12 @@ static int t_true_lb(lua_State *L) {
 }
 
 /* t:name(): "DOUBLE" for predefined types, nil otherwise */
+/***
+The name of a predefined type.
+@function datatype:name
+@treturn string|nil the name under `lmpio` (`"DOUBLE"` for `lmpio.DOUBLE`);
+  nil for a derived type
+*/
 static int t_name(lua_State *L) {
   const char *name = lmpio_lua_typename(lmpio_lua_checktype(L, 1));
   if (name) lua_pushstring(L, name);
@@ -274,6 +334,11 @@ static int t_name(lua_State *L) {
   return 1;
 }
 
+/***
+Whether the type is predefined (a named MPI type) rather than derived.
+@function datatype:is_predefined
+@treturn boolean
+*/
 static int t_is_predefined(lua_State *L) {
   lua_pushboolean(L, lmpio_lua_isnamed(lmpio_lua_checktype(L, 1)));
   return 1;
@@ -343,12 +408,34 @@ static MPI_Aint *checkaints(lua_State *L, int idx, int n) {
   } while (0)
 #define OUT (&d_->type)
 
+/***
+Count items of a type, one after the other (`MPI_Type_contiguous`).
+@function lmpio.type.contiguous
+@tparam integer count number of items (0 or more)
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise a Lua error for a negative count or a non-datatype; an @{error}
+  object when MPI refuses the type
+*/
 static int c_contiguous(lua_State *L) {
   int count = checkcount(L, 1);
   MPI_Datatype old = lmpio_lua_checktype(L, 2);
   NEWTYPE(L, "MPI_Type_contiguous", MPI_Type_contiguous(count, old, OUT));
 }
 
+/***
+Count blocks of blocklength items, the starts of consecutive blocks
+stride items apart (`MPI_Type_vector`).
+@function lmpio.type.vector
+@tparam integer count number of blocks
+@tparam integer blocklength items in each block
+@tparam integer stride distance between block starts, in extents of oldtype
+  (may be negative)
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.contiguous}
+@usage local column = lmpio.type.vector(rows, 1, cols, lmpio.DOUBLE)
+*/
 static int c_vector(lua_State *L) {
   int count = checkcount(L, 1), bl = checkcount(L, 2);
   lua_Integer stride = luaL_checkinteger(L, 3);
@@ -357,6 +444,16 @@ static int c_vector(lua_State *L) {
   NEWTYPE(L, "MPI_Type_vector", MPI_Type_vector(count, bl, (int)stride, old, OUT));
 }
 
+/***
+As @{lmpio.type.vector} with the stride in bytes (`MPI_Type_create_hvector`).
+@function lmpio.type.hvector
+@tparam integer count number of blocks
+@tparam integer blocklength items in each block
+@tparam integer stride distance between block starts, in bytes
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.contiguous}
+*/
 static int c_hvector(lua_State *L) {
   int count = checkcount(L, 1), bl = checkcount(L, 2);
   MPI_Aint stride = checkaint(L, 3);
@@ -364,6 +461,18 @@ static int c_hvector(lua_State *L) {
   NEWTYPE(L, "MPI_Type_create_hvector", MPI_Type_create_hvector(count, bl, stride, old, OUT));
 }
 
+/***
+Blocks of different lengths at displacements counted in extents of
+oldtype (`MPI_Type_indexed`).
+@function lmpio.type.indexed
+@tparam {integer,...} blocklengths items in each block (0 or more)
+@tparam {integer,...} displacements start of each block, in extents of
+  oldtype; as many as blocklengths
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise a Lua error when the tables differ in length or hold something other
+  than integers; as @{lmpio.type.contiguous}
+*/
 static int c_indexed(lua_State *L) {
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
@@ -373,6 +482,16 @@ static int c_indexed(lua_State *L) {
   NEWTYPE(L, "MPI_Type_indexed", MPI_Type_indexed(n, bl, disp, old, OUT));
 }
 
+/***
+As @{lmpio.type.indexed} with displacements in bytes
+(`MPI_Type_create_hindexed`).
+@function lmpio.type.hindexed
+@tparam {integer,...} blocklengths items in each block
+@tparam {integer,...} displacements start of each block, in bytes
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.indexed}
+*/
 static int c_hindexed(lua_State *L) {
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
@@ -382,6 +501,16 @@ static int c_hindexed(lua_State *L) {
   NEWTYPE(L, "MPI_Type_create_hindexed", MPI_Type_create_hindexed(n, bl, disp, old, OUT));
 }
 
+/***
+Blocks of one length at displacements counted in extents of oldtype
+(`MPI_Type_create_indexed_block`).
+@function lmpio.type.indexed_block
+@tparam integer blocklength items in every block
+@tparam {integer,...} displacements start of each block, in extents of oldtype
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.indexed}
+*/
 static int c_indexed_block(lua_State *L) {
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int bl = checkcount(L, 1);
@@ -391,6 +520,16 @@ static int c_indexed_block(lua_State *L) {
   NEWTYPE(L, "MPI_Type_create_indexed_block", MPI_Type_create_indexed_block(n, bl, disp, old, OUT));
 }
 
+/***
+As @{lmpio.type.indexed_block} with displacements in bytes
+(`MPI_Type_create_hindexed_block`).
+@function lmpio.type.hindexed_block
+@tparam integer blocklength items in every block
+@tparam {integer,...} displacements start of each block, in bytes
+@tparam datatype oldtype the item type
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.indexed}
+*/
 static int c_hindexed_block(lua_State *L) {
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int bl = checkcount(L, 1);
@@ -400,6 +539,17 @@ static int c_hindexed_block(lua_State *L) {
   NEWTYPE(L, "MPI_Type_create_hindexed_block", MPI_Type_create_hindexed_block(n, bl, disp, old, OUT));
 }
 
+/***
+Blocks of different types at byte displacements (`MPI_Type_create_struct`).
+@function lmpio.type.struct
+@tparam {integer,...} blocklengths items in each block
+@tparam {integer,...} displacements start of each block, in bytes
+@tparam {datatype,...} types the type of each block
+@treturn datatype a new committed datatype
+@raise a Lua error when the three tables differ in length or an element of
+  types is not a datatype; as @{lmpio.type.indexed}
+@usage local pair = lmpio.type.struct({1, 1}, {0, 8}, {lmpio.DOUBLE, lmpio.INT})
+*/
 static int c_struct(lua_State *L) {
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
@@ -441,6 +591,24 @@ static int checkorder(lua_State *L, int idx) {
 
 /* subarray(sizes, subsizes, starts, oldtype [, order "c"|"fortran"]);
  * starts count from 0, as in MPI. */
+/***
+A block of an n-dimensional array (`MPI_Type_create_subarray`).
+@function lmpio.type.subarray
+@tparam {integer,...} sizes the whole array's size in each dimension (1 or more)
+@tparam {integer,...} subsizes the block's size in each dimension (1 or more)
+@tparam {integer,...} starts the block's first index in each dimension,
+  counted from 0 as in MPI
+@tparam datatype oldtype the element type
+@param[opt="c"] order `"c"` (row major: the last dimension varies fastest;
+  also `"C"`, `lmpio.ORDER_C`) or `"fortran"` (column major; also
+  `"Fortran"`, `"FORTRAN"`, `"f"`, `"F"`, `lmpio.ORDER_FORTRAN`)
+@treturn datatype a new committed datatype
+@raise a Lua error when a block exceeds the array (start + subsize > size),
+  the tables differ in length or are empty; as @{lmpio.type.contiguous}
+@usage -- rank r of 4 owns the r-th 50x50 quarter of a 100x100 grid of doubles
+local t = lmpio.type.subarray({100, 100}, {50, 50},
+  {(r // 2) * 50, (r % 2) * 50}, lmpio.DOUBLE)
+*/
 static int c_subarray(lua_State *L) {
   lua_settop(L, 5); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
@@ -459,6 +627,26 @@ static int c_subarray(lua_State *L) {
 
 /* darray(size, rank, gsizes, distribs, dargs, psizes, oldtype [, order]);
  * distribs: "block" | "cyclic" | "none"; dargs: integers or "default" (or nil). */
+/***
+One process's part of an array distributed over a grid of processes
+(`MPI_Type_create_darray`, HPF-style distributions).
+@function lmpio.type.darray
+@tparam integer size number of processes of the grid
+@tparam integer rank this process's rank in the grid (0 to size - 1)
+@tparam {integer,...} gsizes the global array's size in each dimension
+@tparam {string,...} distribs each dimension's distribution: `"block"`,
+  `"cyclic"` or `"none"`
+@tparam ?{integer|string,...} dargs each dimension's distribution argument:
+  a positive block size or `"default"`; nil means default everywhere
+@tparam {integer,...} psizes processes in each dimension of the grid (their
+  product must equal size)
+@tparam datatype oldtype the element type
+@param[opt="c"] order as for @{lmpio.type.subarray}
+@treturn datatype a new committed datatype
+@raise a Lua error for inconsistent arguments (rank not below size, tables of
+  different lengths, unknown distribution, product of psizes not size); an
+  @{error} object when MPI refuses the type
+*/
 static int c_darray(lua_State *L) {
   lua_settop(L, 8); /* scratch arrays go above the arguments */
   int size = checkint(L, 1, 1), rank = checkcount(L, 2);
@@ -504,12 +692,36 @@ static int c_darray(lua_State *L) {
 }
 
 /* resized(oldtype, lb, extent) */
+/***
+The same data with a new lower bound and extent (`MPI_Type_create_resized`):
+how a filetype leaves room for the other ranks' data.
+@function lmpio.type.resized
+@tparam datatype oldtype the type
+@tparam integer lb the new lower bound, in bytes
+@tparam integer extent the new extent, in bytes
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.contiguous}
+@usage -- every size-th double, starting at this rank's
+local ft = lmpio.type.resized(lmpio.DOUBLE, 0, size * 8)
+*/
 static int c_resized(lua_State *L) {
   MPI_Datatype old = lmpio_lua_checktype(L, 1);
   MPI_Aint lb = checkaint(L, 2), ext = checkaint(L, 3);
   NEWTYPE(L, "MPI_Type_create_resized", MPI_Type_create_resized(old, lb, ext, OUT));
 }
 
+/***
+A copy of a datatype (`MPI_Type_dup`), freed independently of it.
+@function lmpio.type.dup
+@tparam datatype oldtype the type to copy
+@treturn datatype a new committed datatype
+@raise as @{lmpio.type.contiguous}
+*/
+/***
+A copy of this datatype (`MPI_Type_dup`); the same as @{lmpio.type.dup}.
+@function datatype:dup
+@treturn datatype a new committed datatype
+*/
 static int c_dup(lua_State *L) {
   MPI_Datatype old = lmpio_lua_checktype(L, 1);
   NEWTYPE(L, "MPI_Type_dup", MPI_Type_dup(old, OUT));

@@ -3,10 +3,64 @@
  * with a __tostring that prints where, name, class and message. */
 #include "lmpio_lua.h"
 
+/***
+The error object that a failing call raises (with `error`, so `pcall`
+returns it as its second value).  Its metatable is `"lmpio.error"`;
+`tostring(err)` gives `"where: name (error class n): message"`.
+Check for one with @{lmpio.iserror}.
+
+Arguments of the wrong type or out of range raise an ordinary Lua error
+(a string, `bad argument #2 to 'write_at' ...`), except in collective
+methods (`open`, `close`, `set_view`, `set_size`, `preallocate`, `sync`,
+`set_info`, `set_atomicity`, `seek_shared`, the `_all`, `_ordered` and
+split collective data access methods): there every rank raises an error
+object of class `MPI_ERR_ARG` carrying the message of the rank whose
+argument was wrong, so that no rank waits for another one.
+@type error
+*/
+
+/***
+The MPI error class, an integer (compare with `lmpio.ERR_IO`, ...).
+@field error.class
+*/
+
+/***
+The class's name, a string such as `"MPI_ERR_NO_SUCH_FILE"`.
+@field error.name
+*/
+
+/***
+What went wrong, a string: the call, the path, the system's error text, the
+rank (the same on every rank for a collective call).
+@field error.message
+*/
+
+/***
+The script's `file:line` of the call, a string (nil when unknown).
+@field error.where
+*/
+
+/***
+This process's rank in `lmpio.world`, an integer (-1 when MPI is not
+running).
+@field error.rank
+*/
+
+/***
+The lmpio call that failed, a string such as `"write_at"` (nil when the
+error does not come from a call of the library).
+@field error.call
+*/
 #include <string.h>
 
 _Thread_local lua_State *lmpio_lua_caller;
 
+/***
+The error as one line: `"where: name (error class n): message"`, what
+`lua5.4` prints for an uncaught error.
+@function error:__tostring
+@treturn string
+*/
 static int error_tostring(lua_State *L) {
   lua_getfield(L, 1, "name");
   lua_getfield(L, 1, "class");
@@ -86,7 +140,14 @@ int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   return lua_error(L);
 }
 
-/* lmpio.error_string(class): the class's text, as MPI_Error_string. */
+/***
+The text of an error class, as `MPI_Error_string`.
+@function lmpio.error_string
+@tparam integer class an MPI error class (`lmpio.ERR_IO`, `err.class`, ...)
+@treturn string|nil name and description, e.g. `"MPI_ERR_IO: I/O error"`; for
+  a code lmpio does not define, the MPI library's text; nil when the MPI
+  library does not know the code either
+*/
 static int l_error_string(lua_State *L) {
   char s[MPI_MAX_ERROR_STRING];
   int n = 0;
@@ -95,13 +156,28 @@ static int l_error_string(lua_State *L) {
   return 1;
 }
 
-/* lmpio.error_class_name(class) */
+/***
+The name of an error class.
+@function lmpio.error_class_name
+@tparam integer class an MPI error class
+@treturn string its name, e.g. `"MPI_ERR_IO"` for `lmpio.ERR_IO`;
+  `"MPI_ERR_UNKNOWN"` for a number that is no error class of lmpio
+@usage assert(lmpio.error_class_name(err.class) == err.name)
+*/
 static int l_error_class_name(lua_State *L) {
   lua_pushstring(L, lmpio_error_class_name((int)luaL_checkinteger(L, 1)));
   return 1;
 }
 
-/* lmpio.iserror(v): whether v is an lmpio error object. */
+/***
+Whether a value is an lmpio @{error} object.
+@function lmpio.iserror
+@param v any value (e.g. the second result of `pcall`)
+@treturn boolean true for an error object raised by lmpio
+@usage
+local ok, err = pcall(lmpio.open, lmpio.world, "/nonexistent/x", "r")
+if not ok and lmpio.iserror(err) then print(err.name, err.message) end
+*/
 static int l_iserror(lua_State *L) {
   int yes = 0;
   if (lua_getmetatable(L, 1)) {

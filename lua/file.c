@@ -31,6 +31,52 @@ typedef struct lfile {
  * collective in progress (kept alive until its _end). */
 enum { UV_PATH = 1, UV_SPLIT = 2, NUV = 2 };
 
+/***
+An open file, made by @{lmpio.open}: the MPI-IO file handle, with every
+`MPI_File_*` call as a method of the same name in lower case without the
+prefix.  `tostring(fh)` names the path.  Declared `<close>`, a file is
+closed when its scope ends normally; leaving the scope with an error keeps
+it open (the collective close could hang) and an uncaught error then aborts
+the job.  Files still open at exit are closed by every rank in the order
+they were opened.  Using a closed file raises
+`"attempt to use a closed file"`.
+
+**Collective methods** (`close`, `set_size`, `preallocate`, `sync`,
+`set_info`, `set_atomicity`, `set_view`, `seek_shared`, the `_all`,
+`_ordered` and split collective data access methods, their `i` forms) must
+be called by every rank of the file's communicator.  They succeed on every
+rank or fail on every rank with the same error class; a wrong argument on
+one rank raises an @{error} of class `MPI_ERR_ARG` on every rank.
+
+**Offsets** are counted in etypes of the current view from its
+displacement (byte offsets under the default view), from 0.
+
+**Memory arguments** of the data access methods, called *data* below:
+
+  * for writing: `data [, count [, datatype]]` where data is an @{array},
+    a byte buffer or a string (its bytes, as `lmpio.CHAR`);
+  * for reading: `buf [, count [, datatype]]` to read into an array or
+    buffer, or `n [, datatype]` to read n items of datatype (default
+    `lmpio.BYTE`) into a new array.
+
+Count and datatype default to the array's length and element type; a
+datatype alone means as many whole items as fit; an explicit count must
+fit the array.  Reads return the array and the number of items of the
+datatype read (fewer at the end of the file); writes return the number of
+items written.  The `i` methods return a @{request} instead.
+
+Errors of the file system and of the file model raise an @{error} object:
+`MPI_ERR_NO_SUCH_FILE`, `MPI_ERR_ACCESS`, `MPI_ERR_NO_SPACE`,
+`MPI_ERR_QUOTA`, `MPI_ERR_IO` from the system; `MPI_ERR_READ_ONLY`
+(writing a file opened `"r"`), `MPI_ERR_ACCESS` (reading a file opened
+`"w"`), `MPI_ERR_UNSUPPORTED_OPERATION` (an individual pointer call on a
+`sequential` file),
+`MPI_ERR_CONVERSION` (a conversion that failed), `MPI_ERR_ARG`,
+`MPI_ERR_TYPE`, `MPI_ERR_NOT_SAME` (collective arguments that must match
+and do not).
+@type file
+*/
+
 static lfile *open_head, *open_tail;
 
 static void unlink_open(lfile *f) {
@@ -245,6 +291,29 @@ static void fix_argerror(lua_State *L, const char *name, int self);
 
 /* lmpio.open: collective, so an argument error on one rank fails the open
  * on every rank (see collective_call below). */
+/***
+Opens a file on every rank of a communicator (`MPI_File_open`); collective.
+@function lmpio.open
+@tparam[opt=lmpio.world] comm comm the ranks that open the file together
+  (may be left out: `lmpio.open(path, mode)`)
+@tparam string path the file's name (the same on every rank)
+@param mode the access mode, the same on every rank: a string as for
+  `io.open` (`"r"`, `"r+"`, `"w"`, `"w+"`, `"a"`, `"a+"`: `"w"` and `"w+"`
+  truncate), words (`"rdwr create"`, `"wronly|create|excl"`,
+  `"w+ delete_on_close"`), a table of words (`{"rdwr", "create"}`,
+  `{rdwr = true}`) or an integer of OR-ed `lmpio.MODE_*` (see @{modes.md|modes, options and constants})
+@tparam[opt] {[string]=string,...} info hints, such as
+  `{cb_buffer_size = "1048576"}` (numbers and booleans are turned into
+  strings)
+@treturn file the open file
+@raise an @{error} object, the same on every rank: `MPI_ERR_NO_SUCH_FILE`,
+  `MPI_ERR_ACCESS`, `MPI_ERR_FILE_EXISTS` (with `excl`), `MPI_ERR_AMODE`
+  (an invalid combination of modes), `MPI_ERR_NOT_SAME` (ranks gave
+  different modes, or some truncate and others not), `MPI_ERR_INFO_VALUE`
+  (a hint with an invalid value), `MPI_ERR_ARG` (a wrong argument on any rank)
+@usage
+local fh <close> = lmpio.open(lmpio.world, "/tmp/out.dat", "w+")
+*/
 static int l_open(lua_State *L) {
   int inserted = lua_type(L, 1) == LUA_TSTRING;
   if (inserted) { /* the communicator defaults to world */
@@ -284,6 +353,16 @@ static int dropfile(lua_State *L, lfile *f) {
 }
 
 /* fh:close(): collective; closing a closed file does nothing. */
+/***
+Closes the file (`MPI_File_close`); collective.  Closing a closed file
+does nothing.  With `delete_on_close` the file is deleted.  A close that
+fails after it went ahead still closes the file; a close that is refused
+(a call in progress uses the file) leaves it open.
+@function file:close
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_FILE` ("in use") when called from a converter inside a
+  call on this file
+*/
 static int f_close(lua_State *L) {
   lfile *f = tofile(L);
   if (f->fh == LMPIO_FILE_NULL) return 0;
@@ -301,6 +380,13 @@ static int f_close(lua_State *L) {
  * error must not start the collective close, which the other ranks may
  * never join: the file stays open; an uncaught error then aborts the job
  * (lmpio.c), a caught one leaves it to fh:close() or the exit. */
+/***
+Closes the file when a `<close>` variable holding it goes out of scope
+normally, as @{file:close} (collective).  When the scope is left with an
+error in a job of several ranks the file stays open, since the other ranks
+may never join the close; an uncaught error then aborts the job.
+@function file:__close
+*/
 static int f_close_meta(lua_State *L) {
   lfile *f = tofile(L);
   if (!lua_isnoneornil(L, 2) && f->nranks > 1) return 0;
@@ -329,6 +415,15 @@ static int f_tostring(lua_State *L) {
 }
 
 /* lmpio.delete(path [, info]) */
+/***
+Deletes a file (`MPI_File_delete`), and what a crashed job left of its
+shared file pointer.  Not collective.
+@function lmpio.delete
+@tparam string path the file's name
+@tparam[opt] {[string]=string,...} info hints (none used)
+@raise an @{error} object: `MPI_ERR_NO_SUCH_FILE`, `MPI_ERR_ACCESS`,
+  `MPI_ERR_FILE_IN_USE`, `MPI_ERR_IO`
+*/
 static int l_delete(lua_State *L) {
   const char *path = checkpath(L, 1);
   MPI_Info info = lmpio_lua_checkinfo(L, 2);
@@ -345,6 +440,12 @@ static MPI_Offset checkoffset(lua_State *L, int idx) {
   return (MPI_Offset)luaL_checkinteger(L, idx);
 }
 
+/***
+The size of the file in bytes (`MPI_File_get_size`).
+@function file:get_size
+@treturn integer bytes
+@raise an @{error} object when the call fails
+*/
 static int f_get_size(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset n = 0;
@@ -355,6 +456,16 @@ static int f_get_size(lua_State *L) {
   return 1;
 }
 
+/***
+Truncates or extends the file to a size in bytes (`MPI_File_set_size`);
+collective, with the same size on every rank.
+@function file:set_size
+@tparam integer size the new size in bytes
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_NOT_SAME` when the sizes differ, `MPI_ERR_READ_ONLY` on a
+  file opened read-only, `MPI_ERR_UNSUPPORTED_OPERATION` on a `sequential`
+  file
+*/
 static int f_set_size(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset n = checkoffset(L, 2);
@@ -364,6 +475,14 @@ static int f_set_size(lua_State *L) {
   return 0;
 }
 
+/***
+Makes sure the first size bytes of the file are allocated on storage
+(`MPI_File_preallocate`); collective.  The file grows to at least size.
+@function file:preallocate
+@tparam integer size bytes to allocate
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_preallocate(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset n = checkoffset(L, 2);
@@ -373,6 +492,13 @@ static int f_preallocate(lua_State *L) {
   return 0;
 }
 
+/***
+Flushes what this rank wrote to storage and makes other ranks' writes
+visible after the matching sync (`MPI_File_sync`); collective.
+@function file:sync
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_sync(lua_State *L) {
   lmpio_file fh = checkfile(L);
   int rc;
@@ -383,6 +509,14 @@ static int f_sync(lua_State *L) {
 
 /* fh:get_group() -> table of the ranks in lmpio.world of the file's group
  * (indexed from 1 by group rank + 1), size */
+/***
+The ranks that opened the file (`MPI_File_get_group`).
+@function file:get_group
+@treturn {integer,...} the rank in `lmpio.world` of each rank of the file's
+  group, indexed by group rank + 1
+@treturn integer the number of ranks in the group
+@raise an @{error} object when the call fails
+*/
 static int f_get_group(lua_State *L) {
   lmpio_file fh = checkfile(L);
   int wsize = 0;
@@ -416,6 +550,13 @@ static int f_get_group(lua_State *L) {
 }
 
 /* fh:get_amode() -> integer, "rdwr,create" */
+/***
+The access mode the file was opened with (`MPI_File_get_amode`).
+@function file:get_amode
+@treturn integer the OR-ed `lmpio.MODE_*` bits
+@treturn string the same as words, e.g. `"rdwr,create"`
+@raise an @{error} object when the call fails
+*/
 static int f_get_amode(lua_State *L) {
   lmpio_file fh = checkfile(L);
   int amode = 0, rc;
@@ -426,6 +567,16 @@ static int f_get_amode(lua_State *L) {
   return 2;
 }
 
+/***
+Sets hints (`MPI_File_set_info`); collective.  Keys lmpio does not know
+are ignored; see @{modes.md|modes, options and constants} for those it knows.
+@function file:set_info
+@tparam {[string]=string,...} info hints (numbers and booleans are turned
+  into strings)
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_INFO_VALUE` for a value that is not valid for its
+  key, `MPI_ERR_NOT_SAME` for a hint that must be the same on every rank
+*/
 static int f_set_info(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Info info = lmpio_lua_checkinfo(L, 2);
@@ -436,6 +587,12 @@ static int f_set_info(lua_State *L) {
   return 0;
 }
 
+/***
+The hints in effect (`MPI_File_get_info`), with their defaults.
+@function file:get_info
+@treturn {[string]=string,...} every hint lmpio knows, and `lmpio_version`
+@raise an @{error} object when the call fails
+*/
 static int f_get_info(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Info info = MPI_INFO_NULL;
@@ -450,6 +607,15 @@ static int f_get_info(lua_State *L) {
   return 1;
 }
 
+/***
+Sets atomic mode (`MPI_File_set_atomicity`); collective, with the same
+flag on every rank.  In atomic mode, conflicting accesses of different
+ranks see each other whole.
+@function file:set_atomicity
+@tparam boolean flag true for atomic mode
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_set_atomicity(lua_State *L) {
   lmpio_file fh = checkfile(L);
   luaL_checkany(L, 2);
@@ -459,6 +625,12 @@ static int f_set_atomicity(lua_State *L) {
   return 0;
 }
 
+/***
+Whether the file is in atomic mode (`MPI_File_get_atomicity`).
+@function file:get_atomicity
+@treturn boolean
+@raise an @{error} object when the call fails
+*/
 static int f_get_atomicity(lua_State *L) {
   lmpio_file fh = checkfile(L);
   int flag = 0, rc;
@@ -473,6 +645,30 @@ static int f_get_atomicity(lua_State *L) {
 /* fh:set_view(disp, etype, filetype, datarep, info) or fh:set_view{disp=,
  * etype=, filetype=, datarep=, info=}; defaults: 0, BYTE, etype, "native".
  * disp may be lmpio.DISPLACEMENT_CURRENT. */
+/***
+Sets this rank's view of the file (`MPI_File_set_view`); collective.
+The view is the displacement, the etype (the unit of offsets and counts),
+the filetype (tiled over the file from the displacement: the parts it
+covers are what this rank sees) and the data representation.  Resets the
+individual and shared file pointers to 0.  Also
+`fh:set_view{disp = d, etype = e, filetype = f, datarep = r, info = i}`
+(another key is an error).
+@function file:set_view
+@tparam[opt=0] integer disp the displacement in bytes, or
+  `lmpio.DISPLACEMENT_CURRENT` (files opened `sequential`)
+@tparam[opt=lmpio.BYTE] datatype etype the elementary type (the same size
+  on every rank for the shared pointer calls)
+@tparam[opt=etype] datatype filetype the filetype: etype or a type built of
+  etypes
+@tparam[opt="native"] string datarep `"native"`, `"internal"`,
+  `"external32"` or a name given to @{lmpio.register_datarep}, the same on
+  every rank
+@tparam[opt] {[string]=string,...} info hints
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_UNSUPPORTED_DATAREP` for an unknown representation,
+  `MPI_ERR_TYPE` for an invalid etype or filetype, `MPI_ERR_NOT_SAME`
+@usage fh:set_view(rank * 8, lmpio.DOUBLE, lmpio.type.resized(lmpio.DOUBLE, 0, size * 8))
+*/
 static int f_set_view(lua_State *L) {
   lmpio_file fh = checkfile(L);
   if (lua_type(L, 2) == LUA_TTABLE) {
@@ -501,6 +697,15 @@ static int f_set_view(lua_State *L) {
 }
 
 /* fh:get_view() -> disp, etype, filetype, datarep */
+/***
+The current view (`MPI_File_get_view`).
+@function file:get_view
+@treturn integer the displacement in bytes
+@treturn datatype the etype (a copy for a derived type)
+@treturn datatype the filetype (a copy for a derived type)
+@treturn string the data representation
+@raise an @{error} object when the call fails
+*/
 static int f_get_view(lua_State *L) {
   lmpio_file fh = checkfile(L);
   /* The objects that will own the returned handles, made first. */
@@ -527,6 +732,16 @@ static int f_get_view(lua_State *L) {
   return 4;
 }
 
+/***
+The extent of a datatype in the file under the view's data representation
+(`MPI_File_get_type_extent`).  For example 4 for `lmpio.LONG` in
+`"external32"`; for a representation written in Lua, what its extent
+function says.
+@function file:get_type_extent
+@tparam datatype datatype the type
+@treturn integer its extent in the file, in bytes
+@raise an @{error} object when the call fails
+*/
 static int f_get_type_extent(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Datatype t = lmpio_lua_checktype(L, 2);
@@ -555,6 +770,18 @@ static int checkwhence(lua_State *L, int idx) {
   return vals[luaL_checkoption(L, idx, "set", names)];
 }
 
+/***
+Moves this rank's individual file pointer (`MPI_File_seek`).
+@function file:seek
+@tparam[opt=0] integer offset in etypes of the view
+@param[opt="set"] whence `"set"` (from the start of the view), `"cur"` (from
+  the pointer), `"end"` (from the end of the file), or `lmpio.SEEK_SET`,
+  `lmpio.SEEK_CUR`, `lmpio.SEEK_END`
+@treturn integer the new position, in etypes of the view (as `io`'s
+  `file:seek` returns it)
+@raise an @{error} object: `MPI_ERR_ARG` for a position before the start of
+  the view, `MPI_ERR_UNSUPPORTED_OPERATION` on a `sequential` file
+*/
 static int f_seek(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset off = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
@@ -568,6 +795,16 @@ static int f_seek(lua_State *L) {
   return 1;
 }
 
+/***
+Moves the shared file pointer (`MPI_File_seek_shared`); collective, with
+the same arguments on every rank.
+@function file:seek_shared
+@tparam[opt=0] integer offset in etypes of the view
+@param[opt="set"] whence as for @{file:seek}
+@treturn integer the new position of the shared pointer, in etypes of the view
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_NOT_SAME` when the ranks disagree
+*/
 static int f_seek_shared(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset off = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
@@ -580,6 +817,12 @@ static int f_seek_shared(lua_State *L) {
   return 1;
 }
 
+/***
+This rank's individual file pointer (`MPI_File_get_position`).
+@function file:get_position
+@treturn integer the offset, in etypes of the view
+@raise an @{error} object when the call fails
+*/
 static int f_get_position(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset off = 0;
@@ -590,6 +833,12 @@ static int f_get_position(lua_State *L) {
   return 1;
 }
 
+/***
+The shared file pointer (`MPI_File_get_position_shared`).
+@function file:get_position_shared
+@treturn integer the offset, in etypes of the view
+@raise an @{error} object when the call fails
+*/
 static int f_get_position_shared(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset off = 0;
@@ -600,6 +849,14 @@ static int f_get_position_shared(lua_State *L) {
   return 1;
 }
 
+/***
+The absolute byte position in the file of an offset of the view
+(`MPI_File_get_byte_offset`).
+@function file:get_byte_offset
+@tparam integer offset in etypes of the view
+@treturn integer the byte position
+@raise an @{error} object when the call fails
+*/
 static int f_get_byte_offset(lua_State *L) {
   lmpio_file fh = checkfile(L);
   MPI_Offset off = checkoffset(L, 2), disp = 0;
@@ -678,17 +935,143 @@ static int write_ptr(lua_State *L, wr_fn fn) {
   return 1;
 }
 
+/***
+Reads at an explicit offset (`MPI_File_read_at`).
+@function file:read_at
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object when the call fails
+*/
 static int f_read_at(lua_State *L) { return read_at(L, lmpio_file_read_at); }
+/***
+Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
+@function file:read_at_all
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+@usage local a, n = fh:read_at_all(0, 3, lmpio.DOUBLE) -- a new array of 3 doubles
+*/
 static int f_read_at_all(lua_State *L) { return read_at(L, lmpio_file_read_at_all); }
+/***
+Writes at an explicit offset (`MPI_File_write_at`).
+@function file:write_at
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_write_at(lua_State *L) { return write_at(L, lmpio_file_write_at); }
+/***
+Writes at an explicit offset, collectively (`MPI_File_write_at_all`).
+@function file:write_at_all
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+@usage fh:write_at_all(0, lmpio.array(lmpio.DOUBLE, {1, 2, 3}))
+*/
 static int f_write_at_all(lua_State *L) { return write_at(L, lmpio_file_write_at_all); }
+/***
+Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
+@function file:read
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object when the call fails
+*/
 static int f_read(lua_State *L) { return read_ptr(L, lmpio_file_read); }
+/***
+Reads at the individual file pointer, collectively, and advances it
+(`MPI_File_read_all`).
+@function file:read_all
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_read_all(lua_State *L) { return read_ptr(L, lmpio_file_read_all); }
+/***
+Writes at this rank's individual file pointer, and advances it
+(`MPI_File_write`).
+@function file:write
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_write(lua_State *L) { return write_ptr(L, lmpio_file_write); }
+/***
+Writes at the individual file pointer, collectively, and advances it
+(`MPI_File_write_all`).
+@function file:write_all
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_write_all(lua_State *L) { return write_ptr(L, lmpio_file_write_all); }
+/***
+Reads at the shared file pointer, and advances it for every rank
+(`MPI_File_read_shared`).
+Not collective: the ranks' accesses are serialised in some order.
+@function file:read_shared
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object when the call fails
+*/
 static int f_read_shared(lua_State *L) { return read_ptr(L, lmpio_file_read_shared); }
+/***
+Writes at the shared file pointer, and advances it for every rank
+(`MPI_File_write_shared`).
+Not collective: the ranks' accesses are serialised in some order.
+@function file:write_shared
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_write_shared(lua_State *L) { return write_ptr(L, lmpio_file_write_shared); }
+/***
+Reads at the shared file pointer, collectively, in rank order
+(`MPI_File_read_ordered`).
+Each rank's data comes after that of the ranks below it; the pointer
+moves past all of them.
+@function file:read_ordered
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@return the array or buffer read into (the given one, or a new one)
+@treturn integer the number of items read (fewer at the end of the file)
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_read_ordered(lua_State *L) { return read_ptr(L, lmpio_file_read_ordered); }
+/***
+Writes at the shared file pointer, collectively, in rank order
+(`MPI_File_write_ordered`).
+Each rank's data comes after that of the ranks below it; the pointer
+moves past all of them.
+@function file:write_ordered
+@param data what to write, then optional count and datatype (see @{file})
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+@usage fh:write_ordered(string.format("rank %d\\n", rank))
+*/
 static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
 
 /* ---- nonblocking data access: each returns an lmpio.request ------------------ */
@@ -748,15 +1131,129 @@ static int iwrite_ptr(lua_State *L, iwr_fn fn) {
   return 1;
 }
 
+/***
+Starts @{file:read_at} as a nonblocking operation (`MPI_File_iread_at`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iread_at
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the array read into and the number of
+  items read
+@raise an @{error} object when the call fails
+*/
 static int f_iread_at(lua_State *L) { return iread_at(L, lmpio_file_iread_at); }
+/***
+Starts @{file:read_at_all} as a nonblocking operation (`MPI_File_iread_at_all`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iread_at_all
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the array read into and the number of
+  items read
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_iread_at_all(lua_State *L) { return iread_at(L, lmpio_file_iread_at_all); }
+/***
+Starts @{file:write_at} as a nonblocking operation (`MPI_File_iwrite_at`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iwrite_at
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param data what to write, then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_iwrite_at(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at); }
+/***
+Starts @{file:write_at_all} as a nonblocking operation
+(`MPI_File_iwrite_at_all`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iwrite_at_all
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param data what to write, then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_iwrite_at_all(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at_all); }
+/***
+Starts @{file:read} as a nonblocking operation (`MPI_File_iread`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iread
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the array read into and the number of
+  items read
+@raise an @{error} object when the call fails
+*/
 static int f_iread(lua_State *L) { return iread_ptr(L, lmpio_file_iread); }
+/***
+Starts @{file:read_all} as a nonblocking operation (`MPI_File_iread_all`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iread_all
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the array read into and the number of
+  items read
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_iread_all(lua_State *L) { return iread_ptr(L, lmpio_file_iread_all); }
+/***
+Starts @{file:write} as a nonblocking operation (`MPI_File_iwrite`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iwrite
+@param data what to write, then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_iwrite(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite); }
+/***
+Starts @{file:write_all} as a nonblocking operation (`MPI_File_iwrite_all`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iwrite_all
+@param data what to write, then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank
+*/
 static int f_iwrite_all(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_all); }
+/***
+Starts @{file:read_shared} as a nonblocking operation (`MPI_File_iread_shared`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iread_shared
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the array read into and the number of
+  items read
+@raise an @{error} object when the call fails
+*/
 static int f_iread_shared(lua_State *L) { return iread_ptr(L, lmpio_file_iread_shared); }
+/***
+Starts @{file:write_shared} as a nonblocking operation
+(`MPI_File_iwrite_shared`).
+The operation completes before the method returns; keep the data
+unchanged until the request is waited for all the same.
+@function file:iwrite_shared
+@param data what to write, then optional count and datatype (see @{file})
+@treturn request whose `wait` returns the number of items written
+@raise an @{error} object when the call fails
+*/
 static int f_iwrite_shared(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_shared); }
 
 /* ---- split collectives ------------------------------------------------------ */
@@ -863,17 +1360,150 @@ static int split_end(lua_State *L, int kind) {
   return 1;
 }
 
+/***
+Begins the split collective form of @{file:read_ordered}
+(`MPI_File_read_ordered_begin`); collective.
+One split collective at a time per file; finish it with
+@{file:read_ordered_end}.
+The data is kept alive until then.
+@function file:read_ordered_begin
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_read_ordered_begin(lua_State *L) { return split_begin(L, S_READ_ORDERED); }
+/***
+Begins the split collective form of @{file:write_ordered}
+(`MPI_File_write_ordered_begin`); collective.
+One split collective at a time per file; finish it with
+@{file:write_ordered_end}.
+The data is kept alive until then.
+@function file:write_ordered_begin
+@param data what to write, then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_write_ordered_begin(lua_State *L) { return split_begin(L, S_WRITE_ORDERED); }
+/***
+Ends the split collective begun by @{file:read_ordered_begin}
+(`MPI_File_read_ordered_end`); collective.
+@function file:read_ordered_end
+@param[opt] data what the `_begin` call received (checked when given)
+@return the array or buffer read into (the one `_begin` received or made)
+@treturn integer the number of items read
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_read_ordered_end(lua_State *L) { return split_end(L, S_READ_ORDERED); }
+/***
+Ends the split collective begun by @{file:write_ordered_begin}
+(`MPI_File_write_ordered_end`); collective.
+@function file:write_ordered_end
+@param[opt] data what the `_begin` call received (checked when given)
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_write_ordered_end(lua_State *L) { return split_end(L, S_WRITE_ORDERED); }
+/***
+Begins the split collective form of @{file:read_at_all}
+(`MPI_File_read_at_all_begin`); collective.
+One split collective at a time per file; finish it with @{file:read_at_all_end}.
+The data is kept alive until then.
+@function file:read_at_all_begin
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_read_at_all_begin(lua_State *L) { return split_begin(L, S_READ_AT_ALL); }
+/***
+Begins the split collective form of @{file:write_at_all}
+(`MPI_File_write_at_all_begin`); collective.
+One split collective at a time per file; finish it with
+@{file:write_at_all_end}.
+The data is kept alive until then.
+@function file:write_at_all_begin
+@tparam integer offset where to start, in etypes of the view from its
+  displacement
+@param data what to write, then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_write_at_all_begin(lua_State *L) { return split_begin(L, S_WRITE_AT_ALL); }
+/***
+Ends the split collective begun by @{file:read_at_all_begin}
+(`MPI_File_read_at_all_end`); collective.
+@function file:read_at_all_end
+@param[opt] data what the `_begin` call received (checked when given)
+@return the array or buffer read into (the one `_begin` received or made)
+@treturn integer the number of items read
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_read_at_all_end(lua_State *L) { return split_end(L, S_READ_AT_ALL); }
+/***
+Ends the split collective begun by @{file:write_at_all_begin}
+(`MPI_File_write_at_all_end`); collective.
+@function file:write_at_all_end
+@param[opt] data what the `_begin` call received (checked when given)
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_write_at_all_end(lua_State *L) { return split_end(L, S_WRITE_AT_ALL); }
+/***
+Begins the split collective form of @{file:read_all}
+(`MPI_File_read_all_begin`); collective.
+One split collective at a time per file; finish it with @{file:read_all_end}.
+The data is kept alive until then.
+@function file:read_all_begin
+@param buf an array or buffer to read into, or a number of items for a new
+  array; then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_read_all_begin(lua_State *L) { return split_begin(L, S_READ_ALL); }
+/***
+Begins the split collective form of @{file:write_all}
+(`MPI_File_write_all_begin`); collective.
+One split collective at a time per file; finish it with @{file:write_all_end}.
+The data is kept alive until then.
+@function file:write_all_begin
+@param data what to write, then optional count and datatype (see @{file})
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when a split collective is already active
+*/
 static int f_write_all_begin(lua_State *L) { return split_begin(L, S_WRITE_ALL); }
+/***
+Ends the split collective begun by @{file:read_all_begin}
+(`MPI_File_read_all_end`); collective.
+@function file:read_all_end
+@param[opt] data what the `_begin` call received (checked when given)
+@return the array or buffer read into (the one `_begin` received or made)
+@treturn integer the number of items read
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_read_all_end(lua_State *L) { return split_end(L, S_READ_ALL); }
+/***
+Ends the split collective begun by @{file:write_all_begin}
+(`MPI_File_write_all_end`); collective.
+@function file:write_all_end
+@param[opt] data what the `_begin` call received (checked when given)
+@treturn integer the number of items written
+@raise an @{error} object, the same on every rank, when the call fails on any
+  rank: `MPI_ERR_OTHER` when no matching split collective is active;
+  a Lua error when data is not what `_begin` received
+*/
 static int f_write_all_end(lua_State *L) { return split_end(L, S_WRITE_ALL); }
 
 /* ---- collective methods agree on argument errors ------------------------------

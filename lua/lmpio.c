@@ -14,6 +14,62 @@
 #include <stdlib.h>
 #include <string.h>
 
+/***
+The MPI-IO file model for Lua 5.4.
+
+`local lmpio = require "lmpio"` initialises MPI when it is not yet
+initialised (a script run without `mpirun` is a job of one rank) and, at
+exit, closes the files the script left open (every rank, in opening order)
+and finalises MPI if the module initialised it.  In a job of several ranks,
+a rank whose script ends with an uncaught error, leaves a `<close>` scope
+with an error, or calls `os.exit` with a failure status prints the message
+with a traceback and aborts the job (`MPI_Abort`) instead of starting a
+collective call that the other ranks would never join.
+Once MPI is finalized (a finalizer that runs late at exit), the functions
+that would call MPI raise an error instead of letting MPI abort the process.
+
+Names follow MPI-IO: drop the `MPI_File_` prefix and lower-case the rest
+(`MPI_File_write_at_all` is `fh:write_at_all`, `MPI_Type_vector` is
+`lmpio.type.vector`, `MPI_INT` is `lmpio.INT`).  Data are typed arrays
+(`lmpio.array`), byte buffers (`lmpio.buffer`) or, for writing, strings;
+count and datatype default from the array.  A failing call raises an
+@{error} object carrying the MPI error class; wrong arguments raise Lua
+errors, and collective methods raise them on every rank (`MPI_ERR_ARG`).
+
+See @{modes.md|modes, options and constants} for the access modes, `set_view` options, hints and
+constants, and @{datarep.md|data representations written in Lua} for the functions a data representation
+written in Lua supplies.
+@module lmpio
+@usage
+local lmpio = require "lmpio"
+local world = lmpio.world
+local fh <close> = lmpio.open(world, "/tmp/data", "w+")
+fh:set_view(world:rank() * 8, lmpio.DOUBLE,
+            lmpio.type.resized(lmpio.DOUBLE, 0, world:size() * 8))
+fh:write_at_all(0, lmpio.array(lmpio.DOUBLE, {1.5, 2.5}))
+local back, n = fh:read_at_all(0, 2, lmpio.DOUBLE)
+*/
+
+/***
+Typed arrays and byte buffers: Lua values over C memory.
+
+Made by `lmpio.array(datatype, n_or_table_or_string)` (elements of a
+predefined type) or `lmpio.buffer(n_or_string)` (bytes, an array of
+`lmpio.BYTE`); the reading methods of @{file} return new ones.  Elements
+are indexed from 1 (`a[i]`, `a[i] = v`), `#a` is the number of elements.
+An array handed to a converter (see @{datarep.md|data representations written in Lua}) borrows the library's
+memory and is invalid once the converter returns: every access then raises.
+@type array
+*/
+
+/***
+Communicators: `lmpio.world` (`MPI_COMM_WORLD`), `lmpio.self`
+(`MPI_COMM_SELF`) and those made from them by `comm:split` and `comm:dup`.
+Two communicator objects are equal (`==`) when they hold the same MPI
+communicator.
+@type comm
+*/
+
 #define SENTINEL_KEY "lmpio.sentinel"
 
 static int we_initialized;  /* MPI_Init was ours: finalise at exit */
@@ -188,17 +244,34 @@ static int init_mpi(lua_State *L) {
   return 0;
 }
 
+/***
+Wall-clock time, as `MPI_Wtime`.
+@function lmpio.wtime
+@treturn number seconds since some time in the past (differences measure elapsed
+  time)
+*/
 static int l_wtime(lua_State *L) {
   lua_pushnumber(L, MPI_Wtime());
   return 1;
 }
 
+/***
+Resolution of `lmpio.wtime`, as `MPI_Wtick`.
+@function lmpio.wtick
+@treturn number seconds between successive ticks of the clock
+*/
 static int l_wtick(lua_State *L) {
   lua_pushnumber(L, MPI_Wtick());
   return 1;
 }
 
-/* lmpio.abort([code]): MPI_Abort on lmpio.world (ends every rank). */
+/***
+Ends the whole job at once, as `MPI_Abort` on `lmpio.world`: every rank
+stops, no file is closed, nothing collective runs.
+@function lmpio.abort
+@tparam[opt=1] integer code exit status handed to `MPI_Abort`
+@return never returns
+*/
 static int l_abort(lua_State *L) {
   int code = (int)luaL_optinteger(L, 1, 1);
   MPI_Abort(MPI_COMM_WORLD, code);

@@ -12,6 +12,16 @@
  * is local). */
 #include "lmpio_lua.h"
 
+/***
+The request of a nonblocking data access call (`fh:iread_at`,
+`fh:iwrite_all`, `fh:iread_shared`, ...), an MPI generalized request.  The
+calls complete in the call that starts them, as the standard allows; the
+request gives their result.  It keeps the call's data (array, buffer or
+string) alive until it is waited for.  A request never waited for is
+freed when collected.
+@type request
+*/
+
 enum { UV_DATA = 1, NUV = 1 };
 
 static lmpio_lua_request *checkrequest(lua_State *L) {
@@ -56,6 +66,18 @@ static int results(lua_State *L, const lmpio_lua_request *r) {
   return 1;
 }
 
+/***
+Waits for the operation to complete (`MPI_Wait`) and gives its result;
+waiting again gives the same result.
+@function request:wait
+@return for reads: the array or buffer read into (the one given to the call,
+  or the new one it made), and the number of items of the call's datatype
+  read (fewer at the end of the file); for writes: the number of items written
+@raise an @{error} object when `MPI_Wait` fails
+@usage
+local req = fh:iread_at(0, 100, lmpio.DOUBLE)
+local data, n = req:wait()
+*/
 static int r_wait(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
   if (!r->done) {
@@ -66,6 +88,13 @@ static int r_wait(lua_State *L) {
   return results(L, r);
 }
 
+/***
+Whether the operation has completed (`MPI_Test`), and its result if so.
+@function request:test
+@treturn boolean false when it is still in progress, or true followed by what
+  @{request:wait} returns
+@raise an @{error} object when `MPI_Test` fails
+*/
 static int r_test(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
   if (!r->done) {

@@ -2,7 +2,11 @@ rockspec_format = "3.0"
 package = "lmpio"
 version = "scm-1"
 source = {
-   url = "git+file:///work/main",
+   -- A placeholder: the project has no public repository yet.  `luarocks
+   -- make` (the README's install line) builds the working tree it is run in
+   -- and never fetches this; set the repository's address here before
+   -- publishing the rock (`luarocks pack` / `luarocks upload`).
+   url = "git+https://lmpio.invalid/lmpio.git",
 }
 description = {
    summary = "The MPI-IO file model for Lua 5.4: parallel I/O with views",
@@ -24,6 +28,8 @@ build = {
    -- module's sources see only the public header (core/include), and with
    -- LUA_LINK=static the core goes inside the module, so the rock installs
    -- one self-contained lmpio.so (no liblmpio.so to find at run time).
+   -- Warnings are not errors here (the Makefile adds -Werror only for
+   -- `make check`), so a newer compiler does not break the install.
    type = "command",
    build_command = [[make lua BUILD=build/rock LUA_LINK=static MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
    install = {

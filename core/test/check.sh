@@ -2,13 +2,13 @@
 # Runs every suite and prints, as its last line, "N passed, N failed" summed
 # over all of them.  C tests print "ok NAME" / "not ok NAME" per case (rank 0,
 # after agreement over all ranks); a program that crashes, exits non-zero or
-# times out counts as one more failure.  Usage: check.sh [core|lua|examples]...
+# times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc]...
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
-suites=${*:-core lua examples}
+suites=${*:-core lua examples doc}
 passed=0
 failed=0
 log=$(mktemp)
@@ -99,6 +99,12 @@ for suite in $suites; do
       "$BUILD" "$MPIRUN" "$LUA" "$BUILD/readme/tour.lua" "$BUILD/readme/tour-lua.dat"
     rm -f "$BUILD/readme/tour-lua.dat"
     [ -f examples/run.sh ] && . examples/run.sh ;;
+  doc)
+    # The reference (make doc) builds without LDoc warnings and documents
+    # every function, method and value of the module: one line per name.
+    case $BUILD in /*) b=$BUILD ;; *) b=$PWD/$BUILD ;; esac
+    run "reference documentation (spec/doc_check.lua)" env LUA_CPATH_5_4="$b/lua/?.so;;" \
+      "$LUA" spec/doc_check.lua "$BUILD" ;;
   esac
 done
 echo "$passed passed, $failed failed"
