@@ -30,6 +30,11 @@ static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   return c;
 }
 
+/***
+This rank's number in the communicator (0 .. size-1).
+@function comm:rank
+@treturn integer the rank
+*/
 static int c_rank(lua_State *L) {
   int r = 0;
   lmpio_lua_checkmpi(L, MPI_Comm_rank(lmpio_lua_checkcomm(L, 1), &r), "MPI_Comm_rank");
@@ -37,6 +42,11 @@ static int c_rank(lua_State *L) {
   return 1;
 }
 
+/***
+The number of ranks in the communicator.
+@function comm:size
+@treturn integer the number of ranks
+*/
 static int c_size(lua_State *L) {
   int n = 0;
   lmpio_lua_checkmpi(L, MPI_Comm_size(lmpio_lua_checkcomm(L, 1), &n), "MPI_Comm_size");
@@ -44,6 +54,11 @@ static int c_size(lua_State *L) {
   return 1;
 }
 
+/***
+Waits until every rank of the communicator has called it.
+Collective.
+@function comm:barrier
+*/
 static int c_barrier(lua_State *L) {
   lmpio_lua_checkmpi(L, MPI_Barrier(lmpio_lua_checkcomm(L, 1)), "MPI_Barrier");
   return 0;
@@ -72,6 +87,12 @@ static int c_split(lua_State *L) {
   return 1;
 }
 
+/***
+A new communicator with the same ranks (MPI_Comm_dup), e.g. for a library's own traffic.
+Collective.
+@function comm:dup
+@return the new communicator (free it with `comm:free`)
+*/
 static int c_dup(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
@@ -81,7 +102,14 @@ static int c_dup(lua_State *L) {
   return 1;
 }
 
-/* comm:free() (collective) */
+/***
+Frees a communicator made by `comm:split` or `comm:dup`.
+Collective.  MPI_Comm_free is collective, so it is never done by the garbage
+collector: free what you make.  Using a freed communicator raises
+"attempt to use a freed communicator".
+@function comm:free
+@raise "cannot free a predefined communicator" (lmpio.world, lmpio.self)
+*/
 static int c_free(lua_State *L) {
   lcomm *c = checklcomm(L, 1);
   if (!c->owned) return luaL_error(L, "cannot free a predefined communicator");
@@ -318,8 +346,14 @@ static int c_bcast(lua_State *L) {
   return 1;
 }
 
-/* comm:allreduce(x, op): x a number or boolean; op "sum" | "max" | "min" |
- * "prod" | "land" | "lor" (booleans: "land" default, numbers: "sum"). */
+/***
+Combines one value of every rank; every rank gets the result.
+Collective.
+@function comm:allreduce
+@tparam number|boolean x this rank's value
+@tparam[opt] string op "sum" (default for numbers), "max", "min", "prod"; "land" (default for booleans), "lor"
+@return the combined value: an integer when every rank passed an integer, a float otherwise, a boolean for booleans
+*/
 static int c_allreduce(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   static const char *const names[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
