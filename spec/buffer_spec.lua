@@ -27,10 +27,10 @@ describe("typed arrays and byte buffers", function()
     assert.equal(14, s)
   end)
 
-  it("integer types wrap and check", function()
+  it("integer types hold their range and refuse what does not fit", function()
     local u = lmpio.array(lmpio.UINT8_T, 2)
     u[1] = 255
-    u[2] = 256
+    assert.has_error(function() u[2] = 256 end, "element 2 of a UINT8_T array: 256 is out of range (0..255)")
     assert.same({ 255, 0 }, u:totable())
     local i = lmpio.array(lmpio.INT16_T, { -1, 32767 })
     assert.same({ -1, 32767 }, i:totable())
