@@ -1282,8 +1282,11 @@ static int l_isbuffer(lua_State *L) {
 A record datatype from a list of named fields, laid out as a C compiler lays
 out the matching struct (each field aligned to its type's alignment, the
 extent padded to the largest one), committed.  Use it with `lmpio.records`,
-as the datatype of a read from a count (which then returns records), or as
-an etype or filetype: the file holds the fields' bytes without padding.
+as the datatype of a read from a count (which then returns records), or in a
+view.  Written through a contiguous view, records leave only their fields'
+bytes in the file (`rt:size()` bytes each, no padding); as the filetype, the
+record's layout is kept in the file (`rt:extent()` bytes each, the padding
+being holes).
 @function lmpio.recordtype
 @param fields a list of {name, type [, count]}: type a predefined datatype
  that Lua can read (not complex), count > 1 an array field
