@@ -631,6 +631,17 @@ static int methods(lua_State *L) {
   return 1;
 }
 
+/***
+Reads an element: `a[i]` (position i in storage order, from 1; nil outside
+1..#a), `a[{i, j, k}]` (one index per dimension of a shaped array; raises
+outside the shape), `r[i].x` (field x of record i; an array field is a view).
+String keys are the methods, and for one record (`r[i]`) its fields first.
+@function array:__index
+@param k an integer, a table of indices, or a name
+@return the value (for records: record i, a view of it)
+@raise when a is a converter's buffer used after the converter returned, or
+ the elements are not readable from Lua (complex types: use tostring)
+*/
 static int b_index(lua_State *L) {
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
   switch (lua_type(L, 2)) {
@@ -661,6 +672,21 @@ static int b_index(lua_State *L) {
   return methods(L);
 }
 
+/***
+Stores an element: `a[i] = v`, `a[{i, j, k}] = v`, `r[i].x = v`,
+`r[i] = {x = 1, id = 2}` (fields not given are zeroed).  The value is
+checked against the element type: integer types take integers (booleans as
+0/1, floats with an integral value) within their C range; `FLOAT` takes any
+number of magnitude up to FLT_MAX, NaN and infinities; `DOUBLE` and
+`LONG_DOUBLE` any number; `C_BOOL` a boolean or a number.  A refused store
+leaves the element unchanged.
+@function array:__newindex
+@param k an index in 1..#a, a table of indices, or a field name of a record
+@param v the value
+@raise "index i out of range 1..n"; "element i of a T array: v is out of
+ range (lo..hi)"; "... needs an integer, got ..."; "attempt to write to a
+ read-only buffer"; "record has no field 'x'"
+*/
 static int b_newindex(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t pos;
@@ -687,11 +713,23 @@ static int b_newindex(lua_State *L) {
   return 0;
 }
 
+/***
+The number of elements (records for records; bytes for a buffer of a derived
+type).  After a read from a count, the number of items read.
+@function array:__len
+@return the count
+*/
 static int b_len(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)lmpio_lua_checkbuffer(L, 1)->count);
   return 1;
 }
 
+/***
+A description: "lmpio.array(DOUBLE, 4): 0x...", with the shape and order of
+a shaped array, "view" for views, "lmpio.buffer(n)", "lmpio.records(n)".
+@function array:__tostring
+@return a string
+*/
 static int b_tostring_meta(lua_State *L) {
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
   const char *how = b->root ? " view" : b->borrowed ? " borrowed" : "";
