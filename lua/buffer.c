@@ -1,27 +1,69 @@
-/* Typed arrays and byte buffers over C memory (metatable "lmpio.buffer").
+/* Typed arrays, byte buffers and record arrays over C memory (metatable
+ * "lmpio.buffer").
  *
  *   lmpio.array(lmpio.DOUBLE, n)        n zeroed doubles
  *   lmpio.array(lmpio.INT, {1, 2, 3})   from a Lua table
  *   lmpio.array(lmpio.INT, bytes)       from the raw bytes of a string
+ *   lmpio.array(lmpio.DOUBLE, {shape = {4, 5, 6}, order = "F"})   shaped
  *   lmpio.buffer(n) / lmpio.buffer(s)   mutable bytes (an array of lmpio.BYTE)
+ *   lmpio.recordtype{{"x", lmpio.DOUBLE}, {"id", lmpio.INT}, {"v", lmpio.FLOAT, 3}}
+ *   lmpio.records(rt_or_spec, n)        n zeroed records: r[i].x, r[i].v[2]
  *
- * a[i] (1-based), #a, a:tostring([i [, j]]) (raw bytes of elements i..j),
- * a:totable([i [, j]]), a:fill(v), a:set(i, table_or_string), a:type(),
- * a:nbytes(), a:valid().  Owned memory lives inside the userdata; borrowed
- * memory (a converter's buffers) can be invalidated, after which every
- * access raises "used after the converter returned". */
+ * a[i] (1-based, in storage order), a[{i, j, k}] (shaped), #a,
+ * a:tostring([i [, j]]), a:totable([i [, j]]), a:fill(v [, i [, j]]),
+ * a:set(i..., v), a:get(i...), a:index(i...), a:sub(i [, j]) (a view sharing
+ * the memory), a:reshape(shape [, order]), a:shape(), a:fields(), a:type(),
+ * a:nbytes(), a:valid(), pairs(a).
+ *
+ * Owned memory lives inside the userdata.  A view (a:sub, a:reshape, r[i], a
+ * record's array field) points into the memory of its root buffer, which it
+ * keeps alive in user value 1; records keep their field layout in user value
+ * 2.  Borrowed memory (a converter's buffers) can be invalidated, after which
+ * every access, also through a view, raises "used after the converter
+ * returned".
+ *
+ * Stores from Lua are checked: an integer element takes integers (or
+ * booleans, or floats with an integral value) within the range of its C
+ * type; a FLOAT takes any number whose magnitude does not exceed FLT_MAX
+ * (NaN and infinities are kept; precision is rounded); DOUBLE and
+ * LONG_DOUBLE take any number.  An UINT64 element above math.maxinteger
+ * reads as a float. */
 #include "lmpio_lua.h"
 
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define ALIGN 16
+#define RECORDTYPES_KEY "lmpio.recordtypes" /* registry: record datatype object -> layout (weak keys) */
+
+/* One field of a record. */
+typedef struct field {
+  const char *name; /* kept alive by the layout's name list (user value 2) */
+  size_t offset;    /* bytes from the start of the record */
+  size_t count;     /* elements (1: a scalar, more: an array field) */
+  size_t esize;
+  MPI_Datatype type;
+  int kind;
+} field;
+
+/* The layout of records (a userdata: user value 1 the datatype object, 2 the
+ * list of field names). */
+struct lmpio_lua_records {
+  size_t extent;            /* bytes of one record in memory */
+  int nfields;
+  lmpio_lua_datatype *tobj; /* the record's MPI datatype */
+  field f[];
+};
+typedef struct lmpio_lua_records records;
 
 static lmpio_lua_buffer *alloc(lua_State *L, size_t inline_bytes) {
   size_t hdr = (sizeof(lmpio_lua_buffer) + ALIGN - 1) / ALIGN * ALIGN;
   if (inline_bytes > (size_t)-1 - hdr - ALIGN) luaL_error(L, "buffer too large");
-  lmpio_lua_buffer *b = lua_newuserdatauv(L, hdr + (inline_bytes ? inline_bytes + ALIGN : 0), 0);
+  lmpio_lua_buffer *b = lua_newuserdatauv(L, hdr + (inline_bytes ? inline_bytes + ALIGN : 0), 2);
   memset(b, 0, sizeof *b);
   if (inline_bytes) {
     uintptr_t p = (uintptr_t)b + hdr;
@@ -37,13 +79,18 @@ static lmpio_lua_buffer *alloc(lua_State *L, size_t inline_bytes) {
   return b;
 }
 
+/* Whether b's memory may be used (a view: also its root's). */
+static int usable(const lmpio_lua_buffer *b) {
+  return b->valid && (!b->root || b->root->valid);
+}
+
 lmpio_lua_buffer *lmpio_lua_tobuffer(lua_State *L, int idx) {
   return luaL_testudata(L, idx, LMPIO_LUA_BUFFER);
 }
 
 lmpio_lua_buffer *lmpio_lua_checkbuffer(lua_State *L, int idx) {
   lmpio_lua_buffer *b = luaL_checkudata(L, idx, LMPIO_LUA_BUFFER);
-  if (!b->valid) luaL_error(L, "buffer used after the converter returned");
+  if (!usable(b)) luaL_error(L, "buffer used after the converter returned");
   return b;
 }
 
@@ -95,8 +142,14 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
   if (count > INT_MAX) luaL_error(L, "count too large");
   long long need = span(L, (int)count, type);
   if (need < 0) luaL_error(L, "datatype reaches before the start of the buffer");
+  MPI_Count lb, ext, tlb, text;
+  lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(type, &lb, &ext), "MPI_Type_get_extent_x");
+  lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(type, &tlb, &text), "MPI_Type_get_true_extent_x");
+  (void)lb;
   lmpio_lua_buffer *b = alloc(L, (size_t)need);
   b->count = b->nbytes = (size_t)need;
+  b->itemext = (long long)ext;
+  b->itemtail = text > 0 ? (long long)(tlb + text) : 0;
   return b;
 }
 
@@ -122,106 +175,455 @@ void lmpio_lua_invalidate(lmpio_lua_buffer *b) {
   b->nbytes = b->count = 0;
 }
 
-/* ---- elements ----------------------------------------------------------- */
-
-static const char *elemname(lmpio_lua_buffer *b) {
-  const char *n = lmpio_lua_typename(b->type);
-  return n ? n : "?";
+void lmpio_lua_readdone(lmpio_lua_buffer *b, lua_Integer n) {
+  if (!b || !b->fresh) return;
+  b->fresh = 0;
+  if (n < 0) n = 0;
+  if ((size_t)n >= b->count && !b->itemtail) return;
+  if (b->itemtail) { /* bytes of a derived type: the span of n items */
+    long long nb = n ? (long long)(n - 1) * b->itemext + b->itemtail : 0;
+    if (nb >= 0 && (unsigned long long)nb < b->nbytes) b->count = b->nbytes = (size_t)nb;
+    return;
+  }
+  b->count = (size_t)n;
+  b->nbytes = (size_t)n * b->esize;
 }
 
-static void pushelem(lua_State *L, lmpio_lua_buffer *b, size_t i) {
-  const unsigned char *p = b->data + i * b->esize;
-  switch (b->kind) {
+/* ---- values ------------------------------------------------------------- */
+
+/* Outcome of a store into one element. */
+enum { ST_OK, ST_NEEDINT, ST_NOTINT, ST_RANGE, ST_NEEDNUM, ST_NEEDBOOL, ST_NOLUA };
+
+/* Pushes the value of the element of kind and esize bytes at p; 0 when Lua
+ * cannot hold it (nothing pushed). */
+static int loadval(lua_State *L, int kind, size_t esize, const unsigned char *p) {
+  switch (kind) {
   case LMPIO_LUA_K_INT:
-    switch (b->esize) {
-    case 1: { int8_t v; memcpy(&v, p, 1); lua_pushinteger(L, v); return; }
-    case 2: { int16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); return; }
-    case 4: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); return; }
-    case 8: { int64_t v; memcpy(&v, p, 8); lua_pushinteger(L, (lua_Integer)v); return; }
+    switch (esize) {
+    case 1: { int8_t v; memcpy(&v, p, 1); lua_pushinteger(L, v); return 1; }
+    case 2: { int16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); return 1; }
+    case 4: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); return 1; }
+    case 8: { int64_t v; memcpy(&v, p, 8); lua_pushinteger(L, (lua_Integer)v); return 1; }
     }
     break;
   case LMPIO_LUA_K_UINT:
-    switch (b->esize) {
-    case 1: lua_pushinteger(L, *p); return;
-    case 2: { uint16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); return; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); return; }
-    case 8: { uint64_t v; memcpy(&v, p, 8); lua_pushinteger(L, (lua_Integer)v); return; }
+    switch (esize) {
+    case 1: lua_pushinteger(L, *p); return 1;
+    case 2: { uint16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); return 1; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); return 1; }
+    case 8: {
+      uint64_t v;
+      memcpy(&v, p, 8);
+      if (v <= (uint64_t)LUA_MAXINTEGER) lua_pushinteger(L, (lua_Integer)v);
+      else lua_pushnumber(L, (lua_Number)v);
+      return 1;
+    }
     }
     break;
   case LMPIO_LUA_K_BOOL: {
     int nz = 0;
-    for (size_t k = 0; k < b->esize; k++) nz |= p[k];
+    for (size_t k = 0; k < esize; k++) nz |= p[k];
     lua_pushboolean(L, nz);
-    return;
+    return 1;
   }
-  case LMPIO_LUA_K_F32: { float v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); return; }
-  case LMPIO_LUA_K_F64: { double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); return; }
-  case LMPIO_LUA_K_LDOUBLE: { long double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, (lua_Number)v); return; }
+  case LMPIO_LUA_K_F32: { float v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); return 1; }
+  case LMPIO_LUA_K_F64: { double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); return 1; }
+  case LMPIO_LUA_K_LDOUBLE: { long double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, (lua_Number)v); return 1; }
   }
-  luaL_error(L, "elements of type %s cannot be read from Lua (use tostring)", elemname(b));
+  return 0;
 }
 
-/* Stores the value at vidx into element i. */
-static void setelem(lua_State *L, lmpio_lua_buffer *b, size_t i, int vidx) {
-  unsigned char *p = b->data + i * b->esize;
-  switch (b->kind) {
-  case LMPIO_LUA_K_INT:
-  case LMPIO_LUA_K_UINT: {
-    int isnum;
-    lua_Integer v = lua_tointegerx(L, vidx, &isnum);
-    if (!isnum) {
-      if (lua_type(L, vidx) == LUA_TBOOLEAN) v = lua_toboolean(L, vidx);
-      else luaL_error(L, "element %I of a %s array needs an integer, got %s", (lua_Integer)i + 1,
-                      elemname(b), lua_isnumber(L, vidx) ? "a number without integer value" : luaL_typename(L, vidx));
+/* The integer value of the Lua value at vidx for an integer element: ST_OK
+ * and *v, or why not.  A float with an integral value beyond the integers
+ * is ST_RANGE; *big receives it for UINT64. */
+static int toint(lua_State *L, int vidx, lua_Integer *v, lua_Number *big) {
+  int isnum;
+  *v = lua_tointegerx(L, vidx, &isnum);
+  if (isnum) return ST_OK;
+  int t = lua_type(L, vidx);
+  if (t == LUA_TBOOLEAN) {
+    *v = lua_toboolean(L, vidx);
+    return ST_OK;
+  }
+  if (!lua_isnumber(L, vidx)) return ST_NEEDINT;
+  lua_Number d = lua_tonumber(L, vidx);
+  if (isnan(d) || (isfinite(d) && d != floor(d))) return ST_NOTINT;
+  *big = d;
+  return ST_RANGE;
+}
+
+/* Stores the Lua value at vidx into the element of kind and esize bytes at
+ * p, when it fits the element's type; ST_OK or why not (p untouched). */
+static int storeval(lua_State *L, int kind, size_t esize, unsigned char *p, int vidx) {
+  switch (kind) {
+  case LMPIO_LUA_K_INT: {
+    lua_Integer v;
+    lua_Number big;
+    int st = toint(L, vidx, &v, &big);
+    if (st != ST_OK) return st;
+    switch (esize) {
+    case 1: { if (v < INT8_MIN || v > INT8_MAX) return ST_RANGE; int8_t x = (int8_t)v; memcpy(p, &x, 1); return ST_OK; }
+    case 2: { if (v < INT16_MIN || v > INT16_MAX) return ST_RANGE; int16_t x = (int16_t)v; memcpy(p, &x, 2); return ST_OK; }
+    case 4: { if (v < INT32_MIN || v > INT32_MAX) return ST_RANGE; int32_t x = (int32_t)v; memcpy(p, &x, 4); return ST_OK; }
+    case 8: { int64_t x = (int64_t)v; memcpy(p, &x, 8); return ST_OK; }
     }
-    switch (b->esize) {
-    case 1: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); return; }
-    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); return; }
-    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); return; }
-    case 8: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); return; }
+    break;
+  }
+  case LMPIO_LUA_K_UINT: {
+    lua_Integer v;
+    lua_Number big = 0;
+    int st = toint(L, vidx, &v, &big);
+    if (st == ST_RANGE && esize == 8 && big >= 0 && big < 18446744073709551616.0) {
+      uint64_t x = (uint64_t)big; /* 2^63 .. 2^64 as a float */
+      memcpy(p, &x, 8);
+      return ST_OK;
+    }
+    if (st != ST_OK) return st;
+    if (v < 0) return ST_RANGE;
+    switch (esize) {
+    case 1: { if (v > UINT8_MAX) return ST_RANGE; *p = (unsigned char)v; return ST_OK; }
+    case 2: { if (v > UINT16_MAX) return ST_RANGE; uint16_t x = (uint16_t)v; memcpy(p, &x, 2); return ST_OK; }
+    case 4: { if (v > (lua_Integer)UINT32_MAX) return ST_RANGE; uint32_t x = (uint32_t)v; memcpy(p, &x, 4); return ST_OK; }
+    case 8: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); return ST_OK; }
     }
     break;
   }
   case LMPIO_LUA_K_BOOL: {
     int t = lua_type(L, vidx);
+    if (t != LUA_TBOOLEAN && t != LUA_TNUMBER) return ST_NEEDBOOL;
     int v = t == LUA_TNUMBER ? lua_tonumber(L, vidx) != 0 : lua_toboolean(L, vidx);
-    if (t != LUA_TBOOLEAN && t != LUA_TNUMBER)
-      luaL_error(L, "element %I of a %s array needs a boolean, got %s", (lua_Integer)i + 1, elemname(b),
-                 luaL_typename(L, vidx));
-    memset(p, 0, b->esize);
+    memset(p, 0, esize);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    p[b->esize - 1] = (unsigned char)v;
+    p[esize - 1] = (unsigned char)v;
 #else
     p[0] = (unsigned char)v;
 #endif
-    return;
+    return ST_OK;
   }
   case LMPIO_LUA_K_F32:
   case LMPIO_LUA_K_F64:
   case LMPIO_LUA_K_LDOUBLE: {
     int isnum;
     lua_Number v = lua_tonumberx(L, vidx, &isnum);
-    if (!isnum) luaL_error(L, "element %I of a %s array needs a number, got %s", (lua_Integer)i + 1,
-                           elemname(b), luaL_typename(L, vidx));
-    if (b->kind == LMPIO_LUA_K_F32) { float x = (float)v; memcpy(p, &x, sizeof x); }
-    else if (b->kind == LMPIO_LUA_K_F64) { double x = (double)v; memcpy(p, &x, sizeof x); }
-    else { long double x = (long double)v; memcpy(p, &x, sizeof x); }
-    return;
+    if (!isnum) return ST_NEEDNUM;
+    if (kind == LMPIO_LUA_K_F32) {
+      if (isfinite(v) && (v > FLT_MAX || v < -FLT_MAX)) return ST_RANGE;
+      float x = (float)v;
+      memcpy(p, &x, sizeof x);
+    } else if (kind == LMPIO_LUA_K_F64) {
+      double x = (double)v;
+      memcpy(p, &x, sizeof x);
+    } else {
+      long double x = (long double)v;
+      memcpy(p, &x, sizeof x);
+    }
+    return ST_OK;
   }
   }
-  luaL_error(L, "elements of type %s cannot be written from Lua (use set with a string)", elemname(b));
+  return ST_NOLUA;
 }
 
-static int b_index(lua_State *L) {
-  luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
-  int isnum;
-  lua_Integer i = lua_tointegerx(L, 2, &isnum);
-  if (isnum) {
-    lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-    if (i < 1 || (lua_Unsigned)i > b->count) return 0;
-    pushelem(L, b, (size_t)i - 1);
+/* Raises the error of a store that failed with st; what names the element
+ * ("element 3 of a INT array"). */
+static int storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, const char *what) {
+  vidx = lua_absindex(L, vidx);
+  switch (st) {
+  case ST_NEEDINT: return luaL_error(L, "%s needs an integer, got %s", what, luaL_typename(L, vidx));
+  case ST_NOTINT:
+    return luaL_error(L, "%s needs an integer, got a number without integer value (%s)", what,
+                      luaL_tolstring(L, vidx, NULL));
+  case ST_NEEDNUM: return luaL_error(L, "%s needs a number, got %s", what, luaL_typename(L, vidx));
+  case ST_NEEDBOOL: return luaL_error(L, "%s needs a boolean, got %s", what, luaL_typename(L, vidx));
+  case ST_RANGE: {
+    char range[64];
+    unsigned bits = (unsigned)(8 * esize);
+    if (kind == LMPIO_LUA_K_F32)
+      snprintf(range, sizeof range, "magnitude at most %.9g", (double)FLT_MAX);
+    else if (kind == LMPIO_LUA_K_INT)
+      snprintf(range, sizeof range, "%lld..%lld", bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1)),
+               bits >= 64 ? LLONG_MAX : (1LL << (bits - 1)) - 1);
+    else
+      snprintf(range, sizeof range, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
+    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), range);
+  }
+  }
+  return luaL_error(L, "%s cannot be written from Lua (use set with a string of raw bytes)", what);
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+static const records *getrec(const lmpio_lua_buffer *b) { return b->rec; }
+
+/* The field of r named by the string at kidx, or NULL. */
+static const field *findfield(lua_State *L, const records *r, int kidx) {
+  size_t len;
+  const char *k = lua_tolstring(L, kidx, &len);
+  for (int i = 0; i < r->nfields; i++)
+    if (r->f[i].name == k || (strlen(r->f[i].name) == len && memcmp(r->f[i].name, k, len) == 0)) return &r->f[i];
+  return NULL;
+}
+
+/* ---- views ----------------------------------------------------------------- */
+
+/* Pushes a buffer of count elements (type, kind, esize, records rec) at data,
+ * inside the memory of b (at stack index bidx), which it keeps alive. */
+static lmpio_lua_buffer *pushview(lua_State *L, int bidx, const lmpio_lua_buffer *b, unsigned char *data,
+                                  size_t count, size_t esize, MPI_Datatype type, int kind, const records *rec) {
+  bidx = lua_absindex(L, bidx);
+  lmpio_lua_buffer *v = alloc(L, 0);
+  v->data = count ? data : NULL;
+  v->count = count;
+  v->esize = esize;
+  v->nbytes = count * esize;
+  v->type = type;
+  v->kind = kind;
+  v->rec = rec;
+  v->borrowed = b->borrowed;
+  v->readonly = b->readonly;
+  v->root = b->root ? b->root : (lmpio_lua_buffer *)b;
+  if (b->root) lua_getiuservalue(L, bidx, 1);
+  else lua_pushvalue(L, bidx);
+  lua_setiuservalue(L, -2, 1);
+  if (rec) {
+    lua_getiuservalue(L, bidx, 2);
+    lua_setiuservalue(L, -2, 2);
+  }
+  return v;
+}
+
+/* Pushes a view of elements [start, start + n) of b (at bidx). */
+static lmpio_lua_buffer *subview(lua_State *L, int bidx, const lmpio_lua_buffer *b, size_t start, size_t n) {
+  return pushview(L, bidx, b, b->data ? b->data + start * b->esize : NULL, n, b->esize, b->type, b->kind,
+                  b->rec);
+}
+
+/* ---- elements ----------------------------------------------------------- */
+
+static const char *elemname(const lmpio_lua_buffer *b) {
+  if (b->rec) return "record";
+  const char *n = lmpio_lua_typename(b->type);
+  return n ? n : "?";
+}
+
+/* Pushes element i of b (at stack index bidx): its value, or for records a
+ * view of record i (whose string keys are its fields). */
+static void pushelem(lua_State *L, int bidx, const lmpio_lua_buffer *b, size_t i) {
+  if (b->rec) {
+    subview(L, bidx, b, i, 1)->isref = 1;
+    return;
+  }
+  if (!loadval(L, b->kind, b->esize, b->data + i * b->esize))
+    luaL_error(L, "elements of type %s cannot be read from Lua (use tostring)", elemname(b));
+}
+
+/* Pushes field f of the record at p (of ref, at stack index bidx): a value,
+ * or a view of an array field. */
+static void pushfield(lua_State *L, int bidx, const lmpio_lua_buffer *ref, unsigned char *p, const field *f) {
+  if (f->count == 1) loadval(L, f->kind, f->esize, p + f->offset);
+  else pushview(L, bidx, ref, p + f->offset, f->count, f->esize, f->type, f->kind, NULL);
+}
+
+/* Stores the value at vidx into field f of record i at p: a value for a
+ * scalar, a table of exactly count values or a string of at most count
+ * elements' raw bytes (the rest zeroed) for an array field. */
+static void setfield(lua_State *L, const records *r, unsigned char *p, size_t i, const field *f, int vidx) {
+  (void)r;
+  vidx = lua_absindex(L, vidx);
+  unsigned char *q = p + f->offset;
+  int st;
+  if (f->count == 1) {
+    if ((st = storeval(L, f->kind, f->esize, q, vidx)) != ST_OK)
+      storeerror(L, st, f->kind, f->esize, vidx,
+                 lua_pushfstring(L, "field '%s' of record %I", f->name, (lua_Integer)i + 1));
+    return;
+  }
+  size_t bytes = f->count * f->esize;
+  if (lua_type(L, vidx) == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, vidx, &len);
+    if (len > bytes || len % f->esize)
+      luaL_error(L, "field '%s' of record %I takes at most %I bytes, a whole number of elements, got %I", f->name,
+                 (lua_Integer)i + 1, (lua_Integer)bytes, (lua_Integer)len);
+    memcpy(q, s, len);
+    memset(q + len, 0, bytes - len);
+    return;
+  }
+  if (!lua_istable(L, vidx) || luaL_len(L, vidx) != (lua_Integer)f->count)
+    luaL_error(L, "field '%s' of record %I needs a table of %I values or a string", f->name, (lua_Integer)i + 1,
+               (lua_Integer)f->count);
+  unsigned char *tmp = lua_newuserdatauv(L, bytes, 0); /* all or nothing */
+  memcpy(tmp, q, bytes);
+  for (size_t k = 0; k < f->count; k++) {
+    lua_geti(L, vidx, (lua_Integer)k + 1);
+    if ((st = storeval(L, f->kind, f->esize, tmp + k * f->esize, -1)) != ST_OK)
+      storeerror(L, st, f->kind, f->esize, -1,
+                 lua_pushfstring(L, "element %I of field '%s' of record %I", (lua_Integer)k + 1, f->name,
+                                 (lua_Integer)i + 1));
+    lua_pop(L, 1);
+  }
+  memcpy(q, tmp, bytes);
+  lua_pop(L, 1);
+}
+
+/* Stores the value at vidx into record i of b: a table of fields (those not
+ * in it are zeroed; an unknown key raises) or a string of exactly one
+ * record's raw bytes. */
+static void setrecord(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vidx) {
+  const records *r = getrec(b);
+  unsigned char *p = b->data + i * b->esize;
+  vidx = lua_absindex(L, vidx);
+  if (lua_type(L, vidx) == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, vidx, &len);
+    if (len != r->extent)
+      luaL_error(L, "record %I takes a table of fields or a string of %I bytes, got %I bytes", (lua_Integer)i + 1,
+                 (lua_Integer)r->extent, (lua_Integer)len);
+    memcpy(p, s, len);
+    return;
+  }
+  if (!lua_istable(L, vidx))
+    luaL_error(L, "record %I takes a table of fields or a string, got %s", (lua_Integer)i + 1,
+               luaL_typename(L, vidx));
+  unsigned char *tmp = lua_newuserdatauv(L, r->extent, 0); /* all or nothing */
+  memset(tmp, 0, r->extent);
+  lua_pushnil(L);
+  while (lua_next(L, vidx)) {
+    const field *f = lua_type(L, -2) == LUA_TSTRING ? findfield(L, r, -2) : NULL;
+    if (!f)
+      luaL_error(L, "record %I has no field '%s'", (lua_Integer)i + 1, luaL_tolstring(L, -2, NULL));
+    setfield(L, r, tmp, i, f, -1);
+    lua_pop(L, 1);
+  }
+  memcpy(p, tmp, r->extent);
+  lua_pop(L, 1);
+}
+
+/* Stores the value at vidx into element i of b. */
+static void setelem(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vidx) {
+  if (b->rec) {
+    setrecord(L, b, i, vidx);
+    return;
+  }
+  int st = storeval(L, b->kind, b->esize, b->data + i * b->esize, vidx);
+  if (st != ST_OK)
+    storeerror(L, st, b->kind, b->esize, vidx,
+               lua_pushfstring(L, "element %I of a %s array", (lua_Integer)i + 1, elemname(b)));
+}
+
+/* A table of the values of record i (array fields as tables). */
+static void pushrecordtable(lua_State *L, const lmpio_lua_buffer *b, size_t i) {
+  const records *r = getrec(b);
+  const unsigned char *p = b->data + i * b->esize;
+  lua_createtable(L, 0, r->nfields);
+  for (int k = 0; k < r->nfields; k++) {
+    const field *f = &r->f[k];
+    if (f->count == 1) {
+      loadval(L, f->kind, f->esize, p + f->offset);
+    } else {
+      lua_createtable(L, (int)f->count, 0);
+      for (size_t e = 0; e < f->count; e++) {
+        loadval(L, f->kind, f->esize, p + f->offset + e * f->esize);
+        lua_rawseti(L, -2, (lua_Integer)e + 1);
+      }
+    }
+    lua_setfield(L, -2, f->name);
+  }
+}
+
+/* ---- shapes ----------------------------------------------------------------- */
+
+/* The dimensions of b (one of count elements when it has no shape). */
+static int getdims(const lmpio_lua_buffer *b, size_t *dims) {
+  if (b->ndim == 0) {
+    dims[0] = b->count;
     return 1;
   }
+  memcpy(dims, b->dims, (size_t)b->ndim * sizeof *dims);
+  return b->ndim;
+}
+
+/* The 0-based storage position of the element at the 1-based indices
+ * ix[0..n-1]: one index is a position in storage order, ndim indices
+ * address the shape (C order: last index fastest; Fortran: first). */
+static size_t position(lua_State *L, const lmpio_lua_buffer *b, const lua_Integer *ix, int n) {
+  size_t dims[LMPIO_LUA_MAXDIM];
+  int nd = getdims(b, dims);
+  if (n == 1) {
+    if (ix[0] < 1 || (lua_Unsigned)ix[0] > b->count)
+      luaL_error(L, "index %I out of range 1..%I", ix[0], (lua_Integer)b->count);
+    return (size_t)ix[0] - 1;
+  }
+  if (n != nd) luaL_error(L, "%d indices for an array of %d dimensions", n, nd);
+  for (int k = 0; k < n; k++)
+    if (ix[k] < 1 || (lua_Unsigned)ix[k] > dims[k])
+      luaL_error(L, "index %d is %I, out of range 1..%I", k + 1, ix[k], (lua_Integer)dims[k]);
+  size_t pos = 0;
+  if (b->forder)
+    for (int k = n - 1; k >= 0; k--) pos = pos * dims[k] + (size_t)(ix[k] - 1);
+  else
+    for (int k = 0; k < n; k++) pos = pos * dims[k] + (size_t)(ix[k] - 1);
+  return pos;
+}
+
+/* The position of the indices given as arguments first..last. */
+static size_t argposition(lua_State *L, const lmpio_lua_buffer *b, int first, int last) {
+  lua_Integer ix[LMPIO_LUA_MAXDIM];
+  int n = last - first + 1;
+  if (n < 1) luaL_error(L, "missing index");
+  if (n > LMPIO_LUA_MAXDIM) luaL_error(L, "too many indices (at most %d)", LMPIO_LUA_MAXDIM);
+  for (int k = 0; k < n; k++) ix[k] = luaL_checkinteger(L, first + k);
+  return position(L, b, ix, n);
+}
+
+/* The position of the indices in the table at tidx ({i, j, k}). */
+static size_t tableposition(lua_State *L, const lmpio_lua_buffer *b, int tidx) {
+  lua_Integer ix[LMPIO_LUA_MAXDIM];
+  lua_Integer n = (lua_Integer)lua_rawlen(L, tidx);
+  if (n < 1 || n > LMPIO_LUA_MAXDIM) luaL_error(L, "an index table holds 1 to %d indices", LMPIO_LUA_MAXDIM);
+  for (lua_Integer k = 0; k < n; k++) {
+    int isnum;
+    lua_rawgeti(L, tidx, k + 1);
+    ix[k] = lua_tointegerx(L, -1, &isnum);
+    if (!isnum) luaL_error(L, "index %d is not an integer", (int)k + 1);
+    lua_pop(L, 1);
+  }
+  return position(L, b, ix, (int)n);
+}
+
+/* Whether the option at idx names Fortran order ("F", "f", "fortran",
+ * "Fortran") rather than C order ("C", "c"; the default). */
+static int checkorder(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  const char *s = luaL_checkstring(L, idx);
+  if (!strcmp(s, "C") || !strcmp(s, "c")) return 0;
+  if (!strcmp(s, "F") || !strcmp(s, "f") || !strcmp(s, "fortran") || !strcmp(s, "Fortran")) return 1;
+  return luaL_argerror(L, idx, lua_pushfstring(L, "order must be \"C\" or \"F\" (\"fortran\"), got \"%s\"", s));
+}
+
+/* Reads the shape (a table of 1..LMPIO_LUA_MAXDIM sizes) at idx into dims;
+ * returns the number of dimensions and the product in *total. */
+static int checkshape(lua_State *L, int idx, size_t *dims, size_t *total) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, idx);
+  if (n < 1 || n > LMPIO_LUA_MAXDIM) luaL_argerror(L, idx, "a shape has 1 to 8 dimensions");
+  size_t t = 1;
+  for (lua_Integer k = 0; k < n; k++) {
+    int isnum;
+    lua_geti(L, idx, k + 1);
+    lua_Integer d = lua_tointegerx(L, -1, &isnum);
+    lua_pop(L, 1);
+    if (!isnum || d < 0) luaL_argerror(L, idx, lua_pushfstring(L, "dimension %d is not a size", (int)k + 1));
+    if (d && t > ((size_t)-1 / 2) / (size_t)d) luaL_argerror(L, idx, "shape too large");
+    dims[k] = (size_t)d;
+    t *= (size_t)d;
+  }
+  *total = t;
+  return (int)n;
+}
+
+/* ---- metamethods ---------------------------------------------------------- */
+
+static int methods(lua_State *L) {
   lua_getmetatable(L, 1);
   lua_getfield(L, -1, "methods");
   lua_pushvalue(L, 2);
@@ -229,36 +631,161 @@ static int b_index(lua_State *L) {
   return 1;
 }
 
+/***
+Reads an element: `a[i]` (position i in storage order, from 1; nil outside
+1..#a), `a[{i, j, k}]` (one index per dimension of a shaped array; raises
+outside the shape), `r[i].x` (field x of record i; an array field is a view).
+String keys are the methods, and for one record (`r[i]`) its fields first.
+@function array:__index
+@param k an integer, a table of indices, or a name
+@return the value (for records: record i, a view of it)
+@raise when a is a converter's buffer used after the converter returned, or
+ the elements are not readable from Lua (complex types: use tostring)
+*/
+static int b_index(lua_State *L) {
+  lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
+  switch (lua_type(L, 2)) {
+  case LUA_TNUMBER: {
+    int isnum;
+    lua_Integer i = lua_tointegerx(L, 2, &isnum);
+    if (!isnum) return 0;
+    if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
+    if (i < 1 || (lua_Unsigned)i > b->count) return 0;
+    pushelem(L, 1, b, (size_t)i - 1);
+    return 1;
+  }
+  case LUA_TSTRING:
+    if (b->isref) {
+      const field *f = findfield(L, b->rec, 2);
+      if (f) {
+        if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
+        pushfield(L, 1, b, b->data, f);
+        return 1;
+      }
+    }
+    return methods(L);
+  case LUA_TTABLE:
+    if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
+    pushelem(L, 1, b, tableposition(L, b, 2));
+    return 1;
+  }
+  return methods(L);
+}
+
+/***
+Stores an element: `a[i] = v`, `a[{i, j, k}] = v`, `r[i].x = v`,
+`r[i] = {x = 1, id = 2}` (fields not given are zeroed).  The value is
+checked against the element type: integer types take integers (booleans as
+0/1, floats with an integral value) within their C range; `FLOAT` takes any
+number of magnitude up to FLT_MAX, NaN and infinities; `DOUBLE` and
+`LONG_DOUBLE` any number; `C_BOOL` a boolean or a number.  A refused store
+leaves the element unchanged.
+@function array:__newindex
+@param k an index in 1..#a, a table of indices, or a field name of a record
+@param v the value
+@raise "index i out of range 1..n"; "element i of a T array: v is out of
+ range (lo..hi)"; "... needs an integer, got ..."; "attempt to write to a
+ read-only buffer"; "record has no field 'x'"
+*/
 static int b_newindex(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  size_t pos;
   int isnum;
   lua_Integer i = lua_tointegerx(L, 2, &isnum);
-  if (!isnum) return luaL_error(L, "%s arrays only have integer keys", elemname(b));
-  if (i < 1 || (lua_Unsigned)i > b->count)
-    return luaL_error(L, "index %I out of range 1..%I", i, (lua_Integer)b->count);
+  if (isnum) {
+    if (i < 1 || (lua_Unsigned)i > b->count)
+      return luaL_error(L, "index %I out of range 1..%I", i, (lua_Integer)b->count);
+    pos = (size_t)i - 1;
+  } else if (lua_type(L, 2) == LUA_TSTRING && b->isref) {
+    const field *f = findfield(L, b->rec, 2);
+    if (!f) return luaL_error(L, "record has no field '%s'", lua_tostring(L, 2));
+    if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+    size_t at = b->root && b->root->data ? (size_t)(b->data - b->root->data) / b->esize : 0;
+    setfield(L, b->rec, b->data, at, f, 3);
+    return 0;
+  } else if (lua_type(L, 2) == LUA_TTABLE) {
+    pos = tableposition(L, b, 2);
+  } else {
+    return luaL_error(L, "%s arrays only have integer keys", elemname(b));
+  }
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
-  setelem(L, b, (size_t)i - 1, 3);
+  setelem(L, b, pos, 3);
   return 0;
 }
 
+/***
+The number of elements (records for records; bytes for a buffer of a derived
+type).  After a read from a count, the number of items read.
+@function array:__len
+@return the count
+*/
 static int b_len(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)lmpio_lua_checkbuffer(L, 1)->count);
   return 1;
 }
 
+/***
+A description: "lmpio.array(DOUBLE, 4): 0x...", with the shape and order of
+a shaped array, "view" for views, "lmpio.buffer(n)", "lmpio.records(n)".
+@function array:__tostring
+@return a string
+*/
 static int b_tostring_meta(lua_State *L) {
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
-  if (!b->valid) lua_pushliteral(L, "lmpio.buffer (used after the converter returned)");
-  else if (b->type == MPI_BYTE && b->esize == 1)
-    lua_pushfstring(L, "lmpio.buffer(%I)%s: %p", (lua_Integer)b->count, b->borrowed ? " borrowed" : "", (void *)b);
-  else
-    lua_pushfstring(L, "lmpio.array(%s, %I)%s: %p", elemname(b), (lua_Integer)b->count,
-                    b->borrowed ? " borrowed" : "", (void *)b);
+  const char *how = b->root ? " view" : b->borrowed ? " borrowed" : "";
+  if (!usable(b)) {
+    lua_pushliteral(L, "lmpio.buffer (used after the converter returned)");
+  } else if (b->rec) {
+    if (b->isref) lua_pushfstring(L, "lmpio.record: %p", (void *)b->data);
+    else lua_pushfstring(L, "lmpio.records(%I)%s: %p", (lua_Integer)b->count, how, (void *)b);
+  } else if (b->type == MPI_BYTE && b->esize == 1 && !b->ndim) {
+    lua_pushfstring(L, "lmpio.buffer(%I)%s: %p", (lua_Integer)b->count, how, (void *)b);
+  } else if (b->ndim) {
+    luaL_Buffer s;
+    luaL_buffinit(L, &s);
+    for (int k = 0; k < b->ndim; k++) {
+      if (k) luaL_addchar(&s, 'x');
+      lua_pushinteger(L, (lua_Integer)b->dims[k]);
+      luaL_addvalue(&s);
+    }
+    luaL_pushresult(&s);
+    lua_pushfstring(L, "lmpio.array(%s, %I, shape %s %s)%s: %p", elemname(b), (lua_Integer)b->count,
+                    lua_tostring(L, -1), b->forder ? "F" : "C", how, (void *)b);
+  } else {
+    lua_pushfstring(L, "lmpio.array(%s, %I)%s: %p", elemname(b), (lua_Integer)b->count, how, (void *)b);
+  }
   return 1;
 }
 
-/* Element range [i, j] (1-based, inclusive, negative from the end) -> start, n. */
-static void range(lua_State *L, lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n) {
+static int b_next(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  lua_Integer i = luaL_checkinteger(L, 2) + 1;
+  if (i < 1 || (lua_Unsigned)i > b->count) return 0;
+  lua_pushinteger(L, i);
+  pushelem(L, 1, b, (size_t)i - 1);
+  return 2;
+}
+
+/***
+Iterates over the elements in storage order: `for i, v in pairs(a)`.
+`ipairs(a)` does the same.  For records, `v` is record `i` (a view).
+@function array:__pairs
+@return an iterator, a and 0
+@raise when a is a converter's buffer used after the converter returned
+*/
+static int b_pairs(lua_State *L) {
+  lmpio_lua_checkbuffer(L, 1);
+  lua_pushcfunction(L, b_next);
+  lua_pushvalue(L, 1);
+  lua_pushinteger(L, 0);
+  return 3;
+}
+
+/* ---- methods --------------------------------------------------------------- */
+
+/* Element range [i, j] (1-based, inclusive, negative from the end, clamped
+ * to the array as string.sub does) -> start, n. */
+static void range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n) {
   lua_Integer cnt = (lua_Integer)b->count;
   lua_Integer i = luaL_optinteger(L, ai, 1), j = luaL_optinteger(L, aj, cnt);
   if (i < 0) i += cnt + 1;
@@ -269,7 +796,16 @@ static void range(lua_State *L, lmpio_lua_buffer *b, int ai, int aj, size_t *sta
   *n = j >= i ? (size_t)(j - i + 1) : 0;
 }
 
-/* a:tostring([i [, j]]): the raw bytes of elements i..j */
+/***
+The raw bytes of elements i..j (records: whole records, padding included).
+i and j count from 1, negative ones from the end, and are clamped to the
+array as `string.sub` clamps.
+@function array:tostring
+@param[opt=1] i first element
+@param[opt=#a] j last element
+@return a string of (j - i + 1) * element size bytes
+@raise when a is a converter's buffer used after the converter returned
+*/
 static int b_tostring(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t s, n;
@@ -278,6 +814,16 @@ static int b_tostring(lua_State *L) {
   return 1;
 }
 
+/***
+The values of elements i..j as a new Lua table (a copy), in storage order.
+The range is that of `array:tostring`.  For records, each record is a table
+of its fields (array fields as tables).
+@function array:totable
+@param[opt=1] i first element
+@param[opt=#a] j last element
+@return a sequence of j - i + 1 values
+@raise when the elements are not readable from Lua (complex types)
+*/
 static int b_totable(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t s, n;
@@ -285,45 +831,83 @@ static int b_totable(lua_State *L) {
   if (n > INT_MAX) return luaL_error(L, "too many elements for a table");
   lua_createtable(L, (int)n, 0);
   for (size_t k = 0; k < n; k++) {
-    pushelem(L, b, s + k);
+    if (b->rec) pushrecordtable(L, b, s + k);
+    else pushelem(L, 1, b, s + k);
     lua_rawseti(L, -2, (lua_Integer)k + 1);
   }
   return 1;
 }
 
+/***
+Sets elements i..j to v (the range is that of `array:tostring`).
+The value is checked once, as `a[i] = v` checks it, then copied in C.
+@function array:fill
+@param v the value (for records, a table of fields)
+@param[opt=1] i first element
+@param[opt=#a] j last element
+@return a
+@raise when v does not fit the element type, or a is read-only
+*/
 static int b_fill(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   luaL_checkany(L, 2);
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
-  if (b->count == 0) return 0;
-  setelem(L, b, 0, 2);
-  for (size_t k = 1; k < b->count; k++) memcpy(b->data + k * b->esize, b->data, b->esize);
+  size_t s, n;
+  range(L, b, 3, 4, &s, &n);
+  lua_settop(L, 2);
+  if (n) {
+    unsigned char *p = b->data + s * b->esize;
+    setelem(L, b, s, 2);
+    for (size_t k = 1; k < n; k++) memcpy(p + k * b->esize, p, b->esize);
+  }
   lua_settop(L, 1);
   return 1;
 }
 
-/* a:set(i, values): copies a table of elements, or a string of raw bytes
- * (a whole number of elements), into the array from element i. */
+/***
+Stores values.  `a:set(i..., v)` with a single value v stores one element,
+addressed by one index (a position in storage order) or, for a shaped
+array, by one index per dimension.  With a table of values (for records: a
+list of record tables) or a string of raw bytes (a whole number of
+elements), copies them into consecutive elements from there.
+@function array:set
+@param ... the index or indices, then the value(s)
+@return a
+@raise when an index is out of range, the values do not fit in the array or
+ their element type, or a is read-only
+*/
 static int b_set(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  lua_Integer i = luaL_checkinteger(L, 2);
+  int top = lua_gettop(L);
+  if (top < 3) return luaL_error(L, "set needs an index and a value");
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
-  if (i < 1) return luaL_argerror(L, 2, "index must be at least 1");
-  size_t start = (size_t)i - 1;
-  if (lua_type(L, 3) == LUA_TSTRING) {
+  int t = lua_type(L, top), bulk = t == LUA_TSTRING;
+  if (t == LUA_TTABLE) { /* for records, one record table or a list of them */
+    bulk = !b->rec || lua_rawgeti(L, top, 1) == LUA_TTABLE;
+    lua_settop(L, top);
+  }
+  size_t start;
+  if (bulk && top == 3) { /* where the copy starts, up to #a + 1 */
+    lua_Integer i = luaL_checkinteger(L, 2);
+    if (i < 1) return luaL_argerror(L, 2, "index must be at least 1");
+    if ((lua_Unsigned)i - 1 > b->count) return luaL_argerror(L, 3, "does not fit in the buffer");
+    start = (size_t)i - 1;
+  } else {
+    start = argposition(L, b, 2, top - 1);
+  }
+  if (!bulk) {
+    setelem(L, b, start, top);
+  } else if (t == LUA_TSTRING) {
     size_t len;
-    const char *s = lua_tolstring(L, 3, &len);
-    if (len % b->esize) return luaL_argerror(L, 3, "not a whole number of elements");
-    if (start > b->count || len / b->esize > b->count - start)
-      return luaL_argerror(L, 3, "does not fit in the buffer");
+    const char *s = lua_tolstring(L, top, &len);
+    if (len % b->esize) return luaL_argerror(L, top, "not a whole number of elements");
+    if (len / b->esize > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
     if (len) memcpy(b->data + start * b->esize, s, len);
   } else {
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_Integer n = luaL_len(L, 3);
-    if (start > b->count || (lua_Unsigned)n > b->count - start)
-      return luaL_argerror(L, 3, "does not fit in the buffer");
+    lua_Integer n = luaL_len(L, top);
+    if ((lua_Unsigned)n > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
     for (lua_Integer k = 0; k < n; k++) {
-      lua_geti(L, 3, k + 1);
+      lua_geti(L, top, k + 1);
       setelem(L, b, start + (size_t)k, -1);
       lua_pop(L, 1);
     }
@@ -332,61 +916,381 @@ static int b_set(lua_State *L) {
   return 1;
 }
 
-static int b_type(lua_State *L) {
-  lmpio_lua_pushtype(L, lmpio_lua_checkbuffer(L, 1)->type, 0);
+/***
+The element at an index: one index is a position in storage order (as
+`a[i]`), one index per dimension addresses a shaped array (as `a[{i, j}]`).
+Unlike `a[i]`, an index out of range raises.
+@function array:get
+@param ... the index or indices (from 1)
+@return the value (for records: a view of the record)
+@raise when an index is out of range or the count of indices is wrong
+*/
+static int b_get(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  pushelem(L, 1, b, argposition(L, b, 2, lua_gettop(L)));
   return 1;
 }
 
+/***
+The position in storage order (from 1) of the element at the indices of a
+shaped array, so that `a[a:index(i, j, k)]` is `a:get(i, j, k)`.
+@function array:index
+@param ... one index per dimension (from 1)
+@return the position
+@raise when an index is out of range or the count of indices is wrong
+*/
+static int b_indexof(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  lua_pushinteger(L, (lua_Integer)argposition(L, b, 2, lua_gettop(L)) + 1);
+  return 1;
+}
+
+/***
+A view of elements i..j: an array (or records) sharing a's memory, without
+a copy.  Reading into the view fills those elements of a; it can be the
+data argument of any read or write (e.g. to read into the middle of an
+array without an hindexed datatype).  The view keeps a alive.  Negative
+indices count from the end; the range must lie within a (j = i - 1 gives an
+empty view).  The view has no shape.
+@function array:sub
+@param i first element
+@param[opt=#a] j last element
+@return the view
+@raise when the range is out of bounds
+*/
+static int b_sub(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  lua_Integer cnt = (lua_Integer)b->count;
+  lua_Integer i0 = luaL_checkinteger(L, 2), j0 = luaL_optinteger(L, 3, cnt);
+  lua_Integer i = i0 < 0 ? i0 + cnt + 1 : i0, j = j0 < 0 ? j0 + cnt + 1 : j0;
+  if (i < 1 || j > cnt || j < i - 1)
+    return luaL_error(L, "sub(%I, %I) out of bounds: the array has %I elements", i0, j0, cnt);
+  subview(L, 1, b, (size_t)(i - 1), (size_t)(j - i + 1));
+  return 1;
+}
+
+/***
+A view of all of a with a shape: n-d indexing `b[{i, j, k}]`, `b:get(i,
+j, k)`, over the same memory in C order (last index fastest) or Fortran
+order (first index fastest), as the `order` of `lmpio.type.subarray` and
+`lmpio.type.darray`.
+@function array:reshape
+@param shape a table of sizes whose product is #a (1 to 8 dimensions)
+@param[opt="C"] order "C" or "c"; "F", "f", "fortran" or "Fortran"
+@return the view
+@raise when the product of the sizes is not #a
+*/
+static int b_reshape(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  size_t dims[LMPIO_LUA_MAXDIM], total;
+  int nd = checkshape(L, 2, dims, &total);
+  int f = checkorder(L, 3);
+  if (total != b->count)
+    return luaL_argerror(L, 2, lua_pushfstring(L, "a shape of %I elements for an array of %I", (lua_Integer)total,
+                                               (lua_Integer)b->count));
+  lmpio_lua_buffer *v = subview(L, 1, b, 0, b->count);
+  v->ndim = nd;
+  v->forder = f;
+  memcpy(v->dims, dims, sizeof dims);
+  return 1;
+}
+
+/***
+The shape of a and its order.
+@function array:shape
+@return a table of sizes ({#a} for an array without a shape)
+@return "C" or "F"
+*/
+static int b_shape(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  size_t dims[LMPIO_LUA_MAXDIM];
+  int nd = getdims(b, dims);
+  lua_createtable(L, nd, 0);
+  for (int k = 0; k < nd; k++) {
+    lua_pushinteger(L, (lua_Integer)dims[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+  lua_pushstring(L, b->forder ? "F" : "C");
+  return 2;
+}
+
+/***
+The fields of records, in order, with their place in memory.
+@function array:fields
+@return a sequence of tables {name =, type =, count =, offset =} (offset
+ in bytes from the start of a record)
+@raise when a is not records
+*/
+static int b_fields(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  const records *r = getrec(b);
+  if (!r) return luaL_error(L, "only records have fields");
+  lua_createtable(L, r->nfields, 0);
+  for (int k = 0; k < r->nfields; k++) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, r->f[k].name);
+    lua_setfield(L, -2, "name");
+    lmpio_lua_pushtype(L, r->f[k].type, 0);
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, (lua_Integer)r->f[k].count);
+    lua_setfield(L, -2, "count");
+    lua_pushinteger(L, (lua_Integer)r->f[k].offset);
+    lua_setfield(L, -2, "offset");
+    lua_rawseti(L, -2, k + 1);
+  }
+  return 1;
+}
+
+/***
+The element type: a predefined datatype, or for records the record datatype
+(as made by `lmpio.recordtype`).
+@function array:type
+@return a datatype
+*/
+static int b_type(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  if (b->rec) {
+    lua_getiuservalue(L, 1, 2);
+    lua_getiuservalue(L, -1, 1);
+  } else {
+    lmpio_lua_pushtype(L, b->type, 0);
+  }
+  return 1;
+}
+
+/***
+The bytes of a's memory (#a times the element size, or the record extent).
+@function array:nbytes
+@return the size in bytes
+*/
 static int b_nbytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)lmpio_lua_checkbuffer(L, 1)->nbytes);
   return 1;
 }
 
+/***
+Whether a may be used: false for a converter's buffer (or a view of one)
+after the converter returned.
+@function array:valid
+@return a boolean
+*/
 static int b_valid(lua_State *L) {
-  lua_pushboolean(L, ((lmpio_lua_buffer *)luaL_checkudata(L, 1, LMPIO_LUA_BUFFER))->valid);
+  lua_pushboolean(L, usable(luaL_checkudata(L, 1, LMPIO_LUA_BUFFER)));
   return 1;
+}
+
+/* ---- records: layouts and datatypes -------------------------------------- */
+
+/* The alignment of a C object of a predefined kind and size. */
+static size_t alignof_kind(int kind, size_t esize) {
+  if (kind == LMPIO_LUA_K_LDOUBLE) return _Alignof(long double);
+  size_t a = 1;
+  while (a < esize && a < 16 && esize % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+/* Builds the layout of the field spec at sidx, with its datatype (a struct
+ * of the fields at the offsets a C compiler gives them, resized to the
+ * padded extent, committed) registered; pushes the layout. */
+static records *buildlayout(lua_State *L, int sidx) {
+  sidx = lua_absindex(L, sidx);
+  lua_Integer n = luaL_len(L, sidx);
+  if (n < 1 || n > 4096) luaL_argerror(L, sidx, "a record has 1 to 4096 fields");
+  records *r = lua_newuserdatauv(L, sizeof *r + (size_t)n * sizeof(field), 2);
+  memset(r, 0, sizeof *r + (size_t)n * sizeof(field));
+  int lidx = lua_gettop(L);
+  lua_createtable(L, (int)n, 0); /* the names, kept alive with the layout */
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, lidx, 2);
+  int nidx = lua_gettop(L);
+  size_t off = 0, maxalign = 1;
+  for (lua_Integer k = 0; k < n; k++) {
+    field *f = &r->f[k];
+    if (lua_geti(L, sidx, k + 1) != LUA_TTABLE)
+      luaL_argerror(L, sidx, lua_pushfstring(L, "field %d is not a table {name, type [, count]}", (int)k + 1));
+    int e = lua_gettop(L);
+    if (lua_geti(L, e, 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+      luaL_argerror(L, sidx, lua_pushfstring(L, "field %d has no name", (int)k + 1));
+    f->name = lua_tostring(L, -1);
+    for (lua_Integer q = 0; q < k; q++)
+      if (!strcmp(r->f[q].name, f->name))
+        luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' named twice", f->name));
+    lua_rawseti(L, nidx, k + 1);
+    lua_geti(L, e, 2);
+    lmpio_lua_datatype *d = lmpio_lua_totype(L, -1);
+    if (!d || d->type == MPI_DATATYPE_NULL || !lmpio_lua_isnamed(d->type) ||
+        lmpio_lua_typekind(d->type) == LMPIO_LUA_K_NONE)
+      luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a predefined datatype that Lua can read", f->name));
+    f->type = d->type;
+    f->kind = lmpio_lua_typekind(d->type);
+    f->esize = (size_t)type_size(L, d->type);
+    lua_pop(L, 1);
+    int isnum;
+    lua_geti(L, e, 3);
+    lua_Integer c = lua_isnil(L, -1) ? 1 : lua_tointegerx(L, -1, &isnum);
+    if (!lua_isnil(L, -1) && (!isnum || c < 1 || c > (1 << 24)))
+      luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a count from 1", f->name));
+    lua_pop(L, 2);
+    f->count = (size_t)c;
+    size_t a = alignof_kind(f->kind, f->esize);
+    if (a > maxalign) maxalign = a;
+    off = (off + a - 1) / a * a;
+    f->offset = off;
+    off += f->count * f->esize;
+  }
+  lua_pop(L, 1); /* the names */
+  r->nfields = (int)n;
+  r->extent = (off + maxalign - 1) / maxalign * maxalign;
+  /* The datatype: a struct of the fields, resized to the padded extent. */
+  int *bl = lua_newuserdatauv(L, (size_t)n * sizeof(int), 0);
+  MPI_Aint *disp = lua_newuserdatauv(L, (size_t)n * sizeof(MPI_Aint), 0);
+  MPI_Datatype *types = lua_newuserdatauv(L, (size_t)n * sizeof(MPI_Datatype), 0);
+  for (lua_Integer k = 0; k < n; k++) {
+    bl[k] = (int)r->f[k].count;
+    disp[k] = (MPI_Aint)r->f[k].offset;
+    types[k] = r->f[k].type;
+  }
+  MPI_Datatype st, t;
+  lmpio_lua_checkmpi(L, MPI_Type_create_struct((int)n, bl, disp, types, &st), "MPI_Type_create_struct");
+  int rc = MPI_Type_create_resized(st, 0, (MPI_Aint)r->extent, &t);
+  MPI_Type_free(&st);
+  lmpio_lua_checkmpi(L, rc, "MPI_Type_create_resized");
+  lua_pop(L, 3);
+  r->tobj = lmpio_lua_pushtype(L, t, 1);
+  if ((rc = MPI_Type_commit(&r->tobj->type)) != MPI_SUCCESS) lmpio_lua_checkmpi(L, rc, "MPI_Type_commit");
+  lua_setiuservalue(L, lidx, 1);
+  /* registered: the datatype object finds its layout */
+  lua_getfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY);
+  lua_getiuservalue(L, lidx, 1);
+  lua_pushvalue(L, lidx);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  return r;
+}
+
+/* The layout registered for the datatype object at idx: pushed and returned,
+ * or NULL (nothing pushed). */
+static records *findlayout(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (!lmpio_lua_totype(L, idx)) return NULL;
+  lua_getfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) != LUA_TUSERDATA) {
+    lua_pop(L, 2);
+    return NULL;
+  }
+  lua_remove(L, -2);
+  return lua_touserdata(L, -1);
+}
+
+/* Pushes n zeroed records of the layout r (at lidx). */
+static lmpio_lua_buffer *newrecords(lua_State *L, int lidx, const records *r, size_t n) {
+  lidx = lua_absindex(L, lidx);
+  if (r->tobj->type == MPI_DATATYPE_NULL) luaL_error(L, "the record datatype was freed");
+  if (n > ((size_t)-1 / 2) / r->extent) luaL_error(L, "buffer too large");
+  lmpio_lua_buffer *b = alloc(L, n * r->extent);
+  b->type = r->tobj->type;
+  b->kind = LMPIO_LUA_K_NONE;
+  b->esize = r->extent;
+  b->count = n;
+  b->nbytes = n * r->extent;
+  b->rec = r;
+  lua_pushvalue(L, lidx);
+  lua_setiuservalue(L, -2, 2);
+  return b;
 }
 
 /* ---- constructors ---------------------------------------------------------- */
 
-/* lmpio.array(type, n | table | string) */
+/***
+A new typed array of a predefined datatype, zeroed or initialised.
+An options table gives it a shape for n-d indexing; it may replace the
+second argument (`lmpio.array(lmpio.DOUBLE, {shape = {4, 5, 6}})`: zeroed).
+Stores are range-checked (see `a[i] = v`).
+@function lmpio.array
+@param type a predefined datatype (lmpio.DOUBLE, lmpio.INT, ...)
+@param init a count of zeroed elements, a table of values, or a string of
+ raw bytes (a whole number of elements)
+@param[opt] options {shape = {d1, ..., dn}, order = "C" | "F"}: the
+ product of the sizes must be the count (see `array:reshape`)
+@return the array
+@raise when type is not predefined, a value does not fit the type, or the
+ shape does not match
+*/
 static int l_array(lua_State *L) {
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
   if (!lmpio_lua_isnamed(t)) return luaL_argerror(L, 1, "arrays hold predefined datatypes");
   MPI_Count es = type_size(L, t);
-  switch (lua_type(L, 2)) {
-  case LUA_TNUMBER: {
-    lua_Integer n = luaL_checkinteger(L, 2);
-    if (n < 0) return luaL_argerror(L, 2, "size must not be negative");
-    lmpio_lua_newbuffer(L, t, (size_t)n);
-    return 1;
+  int optidx = 0;
+  lua_settop(L, 3);
+  if (lua_type(L, 2) == LUA_TTABLE && lua_getfield(L, 2, "shape") != LUA_TNIL) optidx = 2;
+  lua_settop(L, 3);
+  if (!optidx && !lua_isnil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    optidx = 3;
   }
-  case LUA_TTABLE: {
-    lua_Integer n = luaL_len(L, 2);
-    lmpio_lua_buffer *b = lmpio_lua_newbuffer(L, t, (size_t)n);
-    if (b->kind == LMPIO_LUA_K_NONE && n > 0)
-      return luaL_argerror(L, 2, "elements of this type cannot be written from Lua");
-    for (lua_Integer k = 0; k < n; k++) {
-      lua_geti(L, 2, k + 1);
-      setelem(L, b, (size_t)k, -1);
-      lua_pop(L, 1);
+  size_t dims[LMPIO_LUA_MAXDIM], total = 0;
+  int nd = 0, forder = 0;
+  if (optidx) {
+    static const char *const names[] = {"shape", "order", NULL};
+    lmpio_lua_checkfields(L, optidx, names);
+    lua_getfield(L, optidx, "shape");
+    if (!lua_isnil(L, -1)) nd = checkshape(L, lua_gettop(L), dims, &total);
+    lua_getfield(L, optidx, "order");
+    forder = checkorder(L, lua_gettop(L));
+    lua_pop(L, 2);
+  }
+  lmpio_lua_buffer *b;
+  if (optidx == 2) {
+    b = lmpio_lua_newbuffer(L, t, total);
+  } else {
+    switch (lua_type(L, 2)) {
+    case LUA_TNUMBER: {
+      lua_Integer n = luaL_checkinteger(L, 2);
+      if (n < 0) return luaL_argerror(L, 2, "size must not be negative");
+      b = lmpio_lua_newbuffer(L, t, (size_t)n);
+      break;
     }
-    return 1;
+    case LUA_TTABLE: {
+      lua_Integer n = luaL_len(L, 2);
+      b = lmpio_lua_newbuffer(L, t, (size_t)n);
+      if (b->kind == LMPIO_LUA_K_NONE && n > 0)
+        return luaL_argerror(L, 2, "elements of this type cannot be written from Lua");
+      for (lua_Integer k = 0; k < n; k++) {
+        lua_geti(L, 2, k + 1);
+        setelem(L, b, (size_t)k, -1);
+        lua_pop(L, 1);
+      }
+      break;
+    }
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, 2, &len);
+      if (len % (size_t)es) return luaL_argerror(L, 2, "not a whole number of elements");
+      b = lmpio_lua_newbuffer(L, t, len / (size_t)es);
+      if (len) memcpy(b->data, s, len);
+      break;
+    }
+    default:
+      return luaL_typeerror(L, 2, "size, table, string or options");
+    }
+    if (nd && total != b->count)
+      return luaL_argerror(L, 3, lua_pushfstring(L, "a shape of %I elements for an array of %I",
+                                                 (lua_Integer)total, (lua_Integer)b->count));
   }
-  case LUA_TSTRING: {
-    size_t len;
-    const char *s = lua_tolstring(L, 2, &len);
-    if (len % (size_t)es) return luaL_argerror(L, 2, "not a whole number of elements");
-    lmpio_lua_buffer *b = lmpio_lua_newbuffer(L, t, len / (size_t)es);
-    if (len) memcpy(b->data, s, len);
-    return 1;
-  }
-  default:
-    return luaL_typeerror(L, 2, "size, table or string");
-  }
+  b->ndim = nd;
+  b->forder = forder;
+  if (nd) memcpy(b->dims, dims, sizeof dims);
+  return 1;
 }
 
-/* lmpio.buffer(n | string) */
+/***
+A new byte buffer (an array of lmpio.BYTE), zeroed or a copy of a string.
+@function lmpio.buffer
+@param init a size in bytes, or a string
+@return the buffer
+@raise when the size is negative
+*/
 static int l_buffer(lua_State *L) {
   if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
@@ -401,8 +1305,88 @@ static int l_buffer(lua_State *L) {
   return 1;
 }
 
+/***
+Whether v is an lmpio array, buffer, records or a view of one.
+@function lmpio.isbuffer
+@param v any value
+@return a boolean
+*/
 static int l_isbuffer(lua_State *L) {
   lua_pushboolean(L, lmpio_lua_tobuffer(L, 1) != NULL);
+  return 1;
+}
+
+/***
+A record datatype from a list of named fields, laid out as a C compiler lays
+out the matching struct (each field aligned to its type's alignment, the
+extent padded to the largest one), committed.  Use it with `lmpio.records`,
+as the datatype of a read from a count (which then returns records), or in a
+view.  Written through a contiguous view, records leave only their fields'
+bytes in the file (`rt:size()` bytes each, no padding); as the filetype, the
+record's layout is kept in the file (`rt:extent()` bytes each, the padding
+being holes).
+@function lmpio.recordtype
+@param fields a list of {name, type [, count]}: type a predefined datatype
+ that Lua can read (not complex), count > 1 an array field
+@return the datatype
+@raise when a field is malformed or named twice
+*/
+static int l_recordtype(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  buildlayout(L, 1);
+  lua_getiuservalue(L, -1, 1);
+  return 1;
+}
+
+/***
+A new array of records (h5py's compound type): `r[i].x` reads field x of
+record i, `r[i].x = 3` writes it, `r[i].v[2]` reads element 2 of an array
+field (a view), `r[i] = {x = 1, id = 2}` stores a whole record.  The
+records are the data of any read or write (count #r, datatype r:type()).
+@function lmpio.records
+@param fields a record datatype from `lmpio.recordtype`, or a field list as
+ it takes
+@param init a count of zeroed records, a list of record tables, or a string
+ of raw bytes (a whole number of records)
+@return the records
+@raise when fields is not a record datatype, or a value does not fit
+*/
+static int l_records(lua_State *L) {
+  lua_settop(L, 2);
+  records *r;
+  if (lua_istable(L, 1)) r = buildlayout(L, 1);
+  else if (!(r = findlayout(L, 1)))
+    return luaL_typeerror(L, 1, "record datatype (from lmpio.recordtype) or field list");
+  int lidx = lua_gettop(L);
+  lmpio_lua_buffer *b;
+  switch (lua_type(L, 2)) {
+  case LUA_TNUMBER: {
+    lua_Integer n = luaL_checkinteger(L, 2);
+    if (n < 0) return luaL_argerror(L, 2, "count must not be negative");
+    newrecords(L, lidx, r, (size_t)n);
+    break;
+  }
+  case LUA_TTABLE: {
+    lua_Integer n = luaL_len(L, 2);
+    b = newrecords(L, lidx, r, (size_t)n);
+    for (lua_Integer k = 0; k < n; k++) {
+      lua_geti(L, 2, k + 1);
+      setrecord(L, b, (size_t)k, -1);
+      lua_pop(L, 1);
+    }
+    break;
+  }
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, 2, &len);
+    if (len % r->extent) return luaL_argerror(L, 2, "not a whole number of records");
+    b = newrecords(L, lidx, r, len / r->extent);
+    if (len) memcpy(b->data, s, len);
+    break;
+  }
+  default:
+    return luaL_typeerror(L, 2, "count, table or string");
+  }
   return 1;
 }
 
@@ -414,6 +1398,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   MPI_Datatype deftype = MPI_BYTE;
   size_t defcount = 0;
   int tidx = idx + 2, cidx = idx + 1;
+  lmpio_lua_datatype *defobj = NULL;
   switch (lua_type(L, idx)) {
   case LUA_TSTRING:
     if (!writing)
@@ -427,8 +1412,15 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
     lua_Integer n = luaL_checkinteger(L, idx);
     if (n < 0 || n > INT_MAX) return luaL_argerror(L, idx, "count out of range");
     MPI_Datatype t = lmpio_lua_opttype(L, idx + 1, MPI_BYTE);
-    m->buf = lmpio_lua_newbuffer(L, t, (size_t)n); /* pushed: the result */
-    m->ptr = m->buf->data;
+    const records *r = findlayout(L, idx + 1);
+    if (r) {
+      m->buf = newrecords(L, -1, r, (size_t)n);
+      lua_remove(L, -2); /* the layout: the records keep it */
+    } else {
+      m->buf = lmpio_lua_newbuffer(L, t, (size_t)n); /* pushed: the result */
+    }
+    m->buf->fresh = 1;
+    m->ptr = m->buf->data ? (void *)m->buf->data : (void *)"";
     m->count = (int)n;
     m->type = t;
     m->type_size = type_size(L, t);
@@ -438,13 +1430,18 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   case LUA_TUSERDATA: {
     lmpio_lua_buffer *b = lmpio_lua_tobuffer(L, idx);
     if (b) {
-      if (!b->valid) return luaL_error(L, "buffer used after the converter returned");
+      if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
       if (!writing && b->readonly) return luaL_argerror(L, idx, "cannot read into a read-only buffer");
       m->buf = b;
       m->ptr = b->data;
       nbytes = b->nbytes;
       deftype = b->type;
       defcount = b->count;
+      if (b->rec) {
+        defobj = b->rec->tobj;
+        if (defobj->type == MPI_DATATYPE_NULL) return luaL_argerror(L, idx, "the record datatype was freed");
+        deftype = defobj->type;
+      }
       break;
     }
   } /* fall through */
@@ -487,6 +1484,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
   m->type = t;
   m->type_size = type_size(L, t);
   m->tobj = lmpio_lua_totype(L, tidx);
+  if (!m->tobj && t == deftype) m->tobj = defobj;
   if (!m->ptr) m->ptr = (void *)""; /* zero-length buffer */
   return 3;
 }
@@ -516,19 +1514,33 @@ int lmpio_lua_buffer_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_BUFFER)) {
     static const luaL_Reg meta[] = {
       {"__index", b_index}, {"__newindex", b_newindex}, {"__len", b_len},
-      {"__tostring", b_tostring_meta}, {NULL, NULL},
+      {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},
     };
     static const luaL_Reg methods[] = {
       {"tostring", b_tostring}, {"totable", b_totable}, {"fill", b_fill}, {"set", b_set},
-      {"type", b_type}, {"nbytes", b_nbytes}, {"valid", b_valid}, {NULL, NULL},
+      {"get", b_get}, {"index", b_indexof}, {"sub", b_sub}, {"reshape", b_reshape},
+      {"shape", b_shape}, {"fields", b_fields}, {"type", b_type}, {"nbytes", b_nbytes},
+      {"valid", b_valid}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "methods");
   }
   lua_pop(L, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY);
+  } else {
+    lua_pop(L, 1);
+  }
   static const luaL_Reg funcs[] = {
-    {"array", l_array}, {"buffer", l_buffer}, {"isbuffer", l_isbuffer}, {NULL, NULL},
+    {"array", l_array}, {"buffer", l_buffer}, {"isbuffer", l_isbuffer},
+    {"recordtype", l_recordtype}, {"records", l_records}, {NULL, NULL},
   };
   lmpio_lua_setfuncs(L, funcs);
   if (lua_getfield(L, -1, "_debug") != LUA_TTABLE) {

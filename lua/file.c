@@ -891,7 +891,9 @@ static int read_at(lua_State *L, at_fn fn) {
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
+  lua_Integer n = status_count(&st, &m);
+  lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
+  lua_pushinteger(L, n);
   return 2;
 }
 
@@ -918,7 +920,9 @@ static int read_ptr(lua_State *L, rd_fn fn) {
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
   lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
+  lua_Integer n = status_count(&st, &m);
+  lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
+  lua_pushinteger(L, n);
   return 2;
 }
 
@@ -1352,8 +1356,10 @@ static int split_end(lua_State *L, int kind) {
   }
   lmpio_lua_check(L, rc);
   if (reading) {
-    if (!have) lua_pushnil(L);
-    lua_pushinteger(L, status_count(&st, &m));
+    lua_Integer n = status_count(&st, &m);
+    if (have) lmpio_lua_readdone(lmpio_lua_tobuffer(L, -1), n);
+    else lua_pushnil(L);
+    lua_pushinteger(L, n);
     return 2;
   }
   lua_pushinteger(L, status_count(&st, &m));

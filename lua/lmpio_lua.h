@@ -70,16 +70,28 @@ extern _Thread_local int lmpio_lua_entered;
 
 /* ---- buffer.c: typed arrays and byte buffers over C memory ------------ */
 
+#define LMPIO_LUA_MAXDIM 8 /* dimensions of a shaped array */
+
+struct lmpio_lua_records;
 typedef struct lmpio_lua_buffer {
   unsigned char *data;   /* NULL only when nbytes == 0 */
   size_t nbytes;         /* bytes usable from data */
   size_t count;          /* elements (nbytes / esize for arrays of elements) */
-  size_t esize;          /* bytes of one element */
+  size_t esize;          /* bytes of one element (of one record for records) */
   MPI_Datatype type;     /* element type (MPI_BYTE for byte buffers) */
   int kind;              /* how elements are read/written from Lua (buffer.c) */
   int borrowed;          /* memory belongs to someone else */
   int valid;             /* 0: every access raises "used after the converter returned" */
   int readonly;          /* writes from Lua raise */
+  int fresh;             /* allocated by a read from a count: trimmed to the items read */
+  long long itemext;     /* fresh bytes of a derived type: extent of one item, */
+  long long itemtail;    /*   and bytes of the last item from its start */
+  struct lmpio_lua_buffer *root;        /* a view: the buffer owning the memory (user value 1) */
+  const struct lmpio_lua_records *rec;  /* records: their fields (user value 2), else NULL */
+  int isref;             /* one record of a records array: string keys are its fields */
+  int ndim;              /* 0: no shape (one dimension of count elements) */
+  int forder;            /* the shape is in Fortran order (first index fastest) */
+  size_t dims[LMPIO_LUA_MAXDIM];
 } lmpio_lua_buffer;
 
 /* Checks that idx is a buffer that may be used; raises otherwise. */
@@ -94,6 +106,9 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
 lmpio_lua_buffer *lmpio_lua_pushborrowed(lua_State *L, void *data, size_t count,
                                          MPI_Datatype type, int readonly);
 void lmpio_lua_invalidate(lmpio_lua_buffer *b);
+/* After a read into b that transferred n items: a buffer the call allocated
+ * from a count (b->fresh) keeps only those n items; others are unchanged. */
+void lmpio_lua_readdone(lmpio_lua_buffer *b, lua_Integer n);
 
 /* Memory arguments of a data access call: (data [, count [, datatype]]) at
  * idx.  data is a buffer, or a Lua string when writing.  Count and type

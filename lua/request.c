@@ -3,7 +3,8 @@
  * request of the core, complete when the call returned: see
  * core/src/request.c).
  *
- *   req:wait()  -> buf, count for reads; count for writes (items of the call's type)
+ *   req:wait()  -> buf, count for reads; count for writes (items of the call's type);
+ *                  a buffer the read made from a count holds the count items read
  *   req:test()  -> false, or true followed by what wait returns
  *
  * The request keeps the call's data (buffer or string) alive in its user
@@ -50,7 +51,11 @@ static void complete(lua_State *L, lmpio_lua_request *r, const MPI_Status *st) {
   r->count = r->type_size > 0 ? (lua_Integer)(bytes / r->type_size) : 0;
   r->done = 1;
   r->req = MPI_REQUEST_NULL;
-  if (!r->reading) {
+  if (r->reading) { /* a buffer made from a count holds the items read */
+    lua_getiuservalue(L, 1, UV_DATA);
+    lmpio_lua_readdone(lmpio_lua_tobuffer(L, -1), r->count);
+    lua_pop(L, 1);
+  } else {
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_DATA);
   }
