@@ -946,7 +946,8 @@ Reads at an explicit offset (`MPI_File_read_at`).
   displacement
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
@@ -958,7 +959,8 @@ Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
   displacement
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
@@ -992,7 +994,8 @@ Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
 @function file:read
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
@@ -1003,7 +1006,8 @@ Reads at the individual file pointer, collectively, and advances it
 @function file:read_all
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
@@ -1035,7 +1039,8 @@ Not collective: the ranks' accesses are serialised in some order.
 @function file:read_shared
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
@@ -1058,7 +1063,8 @@ moves past all of them.
 @function file:read_ordered
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
-@return the array or buffer read into (the given one, or a new one)
+@return the array or buffer read into: the given one (its size kept), or a new
+  one holding exactly the items read (`#` is n: no padding at end of file)
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
