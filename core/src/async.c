@@ -14,15 +14,11 @@
  * thread each time (and the buffers a thread keeps, collective.c, are
  * reused).
  *
- * A job given a request completes an MPI generalized request when it is done
- * (MPI_Grequest_complete from the worker: this needs MPI_THREAD_MULTIPLE,
- * lmpio__async_available); the completing call -- MPI_Wait, MPI_Test and
- * the others, on whichever thread -- then calls query_fn, which fills the
- * status and makes the job's outcome that thread's: its class is what the
- * call returns (through MPI_COMM_WORLD's error handler, as for every
- * generalized request) and its message becomes the thread's
- * lmpio_last_error_message().  A job without a request (split collectives)
- * is waited for with lmpio__async_join.
+ * A job that carries a generalized request (made by the layer above) is
+ * completed by the worker when it has run (MPI_Grequest_complete from
+ * another thread: this needs MPI_THREAD_MULTIPLE, lmpio__async_available);
+ * a job without one (split collectives) is waited for with
+ * lmpio__async_join.
  *
  * Collective jobs talk to the other ranks on a duplicate of the handle's
  * communicator (lmpio__async_comm), so they never mix with the caller's own
@@ -90,30 +86,6 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* ---- the generalized request ---------------------------------------------- */
-
-static int query_fn(void *extra_state, MPI_Status *status) {
-  const lmpio__job *job = extra_state;
-  lmpio__set_status(status, job->rc == MPI_SUCCESS ? job->bytes : 0);
-  status->MPI_SOURCE = MPI_UNDEFINED;
-  status->MPI_TAG = MPI_UNDEFINED;
-  status->MPI_ERROR = job->rc;
-  /* The completing thread's last message is the failure's. */
-  if (job->rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
-  return job->rc;
-}
-
-static int free_fn(void *extra_state) {
-  job_drop(extra_state);
-  return MPI_SUCCESS;
-}
-
-static int cancel_fn(void *extra_state, int complete) {
-  (void)extra_state; /* a transfer that has started is not cancelled */
-  (void)complete;
-  return MPI_SUCCESS;
-}
-
 /* ---- the public face of this file ----------------------------------------- */
 
 int lmpio__async_available(void) {
@@ -133,7 +105,7 @@ int lmpio__async_available(void) {
 }
 
 /* The handle's worker: from the pool, or a new thread. */
-static int worker_of(lmpio_file fh, const char *call) {
+int lmpio__async_prepare(lmpio_file fh, const char *call) {
   if (fh->async) return MPI_SUCCESS;
   pthread_mutex_lock(&pool_mu);
   lmpio__worker *w = pool;
@@ -163,7 +135,7 @@ static int worker_of(lmpio_file fh, const char *call) {
  * caller is about to queue), so starting collective operations on several
  * files in different orders on different ranks cannot deadlock here. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call) {
-  int rc = worker_of(fh, call);
+  int rc = lmpio__async_prepare(fh, call);
   if (rc != MPI_SUCCESS) return rc;
   lmpio__worker *w = fh->async;
   if (w->comm == MPI_COMM_NULL) {
@@ -180,20 +152,12 @@ int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call) {
   return MPI_SUCCESS;
 }
 
-int lmpio__async_submit(lmpio_file fh, lmpio__job *job, MPI_Request *request, const char *call) {
-  int rc = worker_of(fh, call);
-  if (rc != MPI_SUCCESS) return rc;
+void lmpio__async_submit(lmpio_file fh, lmpio__job *job) {
   job->next = NULL;
   job->done = 0;
   job->rc = MPI_SUCCESS;
   job->msg[0] = '\0';
   job->refs = 2; /* the worker's, and the request's or the joiner's */
-  job->req = MPI_REQUEST_NULL;
-  if (request && MPI_Grequest_start(query_fn, free_fn, cancel_fn, job, &job->req) != MPI_SUCCESS) {
-    job->req = MPI_REQUEST_NULL;
-    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
-  }
-  if (request) *request = job->req;
   lmpio__worker *w = fh->async;
   pthread_mutex_lock(&w->mu);
   if (w->tail) w->tail->next = job;
@@ -202,7 +166,6 @@ int lmpio__async_submit(lmpio_file fh, lmpio__job *job, MPI_Request *request, co
   w->pending++;
   pthread_cond_broadcast(&w->cv);
   pthread_mutex_unlock(&w->mu);
-  return MPI_SUCCESS;
 }
 
 void lmpio__async_join(lmpio_file fh, lmpio__job *job) {

@@ -256,11 +256,14 @@ struct lmpio__job {
 /* Whether jobs can run in the background: MPI_THREAD_MULTIPLE (and not
  * LMPIO_ASYNC=0 in the environment). */
 int lmpio__async_available(void);
-/* Queues job on fh's worker, behind the handle's earlier jobs.  With a
- * request, *request becomes a generalized request that completes when the
- * job has run (the completing call reports its outcome); without, the
- * caller waits with lmpio__async_join and then calls lmpio__async_release. */
-int lmpio__async_submit(lmpio_file fh, lmpio__job *job, MPI_Request *request, const char *call);
+/* Gives fh a worker (the first time); then the caller may make the job's
+ * generalized request (job->req; MPI_REQUEST_NULL: none) and queue it with
+ * lmpio__async_submit, behind the handle's earlier jobs.  The worker
+ * completes the request when the job has run; without a request, the caller
+ * waits with lmpio__async_join and then calls lmpio__async_release.  A
+ * request's free function calls lmpio__async_release. */
+int lmpio__async_prepare(lmpio_file fh, const char *call);
+void lmpio__async_submit(lmpio_file fh, lmpio__job *job);
 /* The communicator a collective job uses: a duplicate of fh->comm, made by
  * the first call (collective). */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);

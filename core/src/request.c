@@ -137,6 +137,37 @@ static int run(lmpio__job *job) {
   return rc;
 }
 
+/* The generalized request of a job: completed by the worker; the
+ * completing call (MPI_Wait, MPI_Test, ... on whichever thread) calls
+ * query_fn, which fills the status and makes the job's outcome that
+ * thread's: its class is what the call returns (through MPI_COMM_WORLD's
+ * error handler, as for every generalized request) and its message becomes
+ * the thread's lmpio_last_error_message(). */
+static int job_query_fn(void *extra_state, MPI_Status *status) {
+  const lmpio__job *job = extra_state;
+  lmpio__set_status(status, job->rc == MPI_SUCCESS ? job->bytes : 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  status->MPI_ERROR = job->rc;
+  if (job->rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
+  return job->rc;
+}
+
+static int job_free_fn(void *extra_state) {
+  lmpio__async_release(extra_state);
+  return MPI_SUCCESS;
+}
+
+/* Queues x on fh's worker (prepared), with a request when request != NULL. */
+static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call) {
+  x->job.req = MPI_REQUEST_NULL;
+  if (request && MPI_Grequest_start(job_query_fn, job_free_fn, cancel_fn, &x->job, &x->job.req) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
+  if (request) *request = x->job.req;
+  lmpio__async_submit(fh, &x->job);
+  return MPI_SUCCESS;
+}
+
 /* Whether fh's operations can run in the background: threads, and no user
  * conversion functions (they run on the caller's thread). */
 static int can_run_later(lmpio_file fh) {
@@ -150,7 +181,7 @@ static int is_named(MPI_Datatype t) {
 
 /* The record of a transfer starting at etype offset etpos (checked by the
  * caller): a snapshot of fh with comm as its communicator. */
-static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
+static int make_xfer(const struct lmpio_file_s *fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
                      MPI_Datatype type, int dir, xfer **out, const char *call) {
   xfer *x = calloc(1, sizeof *x);
   if (!x) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
@@ -206,8 +237,9 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   MPI_Offset etpos, n = 0;
   int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   xfer *x = NULL;
+  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
-  if (rc == MPI_SUCCESS && (rc = lmpio__async_submit(fh, &x->job, request, call)) != MPI_SUCCESS) drop_xfer(x);
+  if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
   return rc;
 }
@@ -236,7 +268,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   if (mrc == MPI_SUCCESS) {
     x->pre_rc = rc;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
-    if ((mrc = lmpio__async_submit(fh, &x->job, request, call)) != MPI_SUCCESS) drop_xfer(x);
+    if ((mrc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   }
   if (mrc != MPI_SUCCESS) return mrc;
   if (job) *job = &x->job;
