@@ -29,9 +29,11 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct lmpio__worker {
   pthread_mutex_t mu;
@@ -54,8 +56,24 @@ static void job_drop(lmpio__job *job) {
   if (__atomic_sub_fetch(&job->refs, 1, __ATOMIC_ACQ_REL) == 0) free(job);
 }
 
+/* The worker may run on any core the process may use, whatever core the
+ * launcher bound the rank to (Open MPI binds each rank to one core when
+ * there are no more ranks than cores): the transfer overlaps the caller's
+ * computation only on another core.  LMPIO_ASYNC_BIND=1 keeps the binding. */
+static void unbind(void) {
+  const char *env = getenv("LMPIO_ASYNC_BIND");
+  if (env && strcmp(env, "1") == 0) return;
+  long n = sysconf(_SC_NPROCESSORS_CONF);
+  if (n < 1 || n > CPU_SETSIZE) n = CPU_SETSIZE;
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (long i = 0; i < n; i++) CPU_SET((int)i, &all);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof all, &all); /* the kernel keeps it to the allowed ones */
+}
+
 static void *worker_main(void *arg) {
   lmpio__worker *w = arg;
+  unbind();
   pthread_mutex_lock(&w->mu);
   for (;;) {
     while (!w->head && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
