@@ -200,6 +200,12 @@ int main(int argc, char **argv) {
   for (int op = 0; op < NOP; op++) {
     if (op == OP_IWRITE_AT_SYNC && !disk) continue;
     for (int b = 0; b < NB; b++) {
+      if (b == B_MPI && op == OP_IWRITE_AT_ALL && strstr(io, "romio")) {
+        /* ROMIO 3.2.1 as Open MPI 4.1 ships it dies in MPI_File_iwrite_at_all
+         * (a null function pointer, with or without threads). */
+        if (rank == 0) printf("  %-8s %-20s %9s %9s %9s %8s\n", bname[b], opname[op], "-", "-", "-", "crashes");
+        continue;
+      }
       file f = {b, LMPIO_FILE_NULL, MPI_FILE_NULL};
       fopen_(&f, path);
       blocking(&f, OP_IWRITE_AT); /* the file exists at full size: nobody pays for extending it */

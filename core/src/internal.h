@@ -333,6 +333,10 @@ void lmpio__shared_delete(const char *path);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
+/* The checks of write_shared / read_shared, then the pointer moves by the
+ * *n etypes requested: the access is to start at etype *at. */
+int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, MPI_Offset *at,
+                          MPI_Offset *n, const char *call);
 /* The blocking write_shared / read_shared. */
 int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call);

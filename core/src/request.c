@@ -9,7 +9,8 @@
  * collective.c), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
  * generalized request (or the split collective's _end) complete it:
  *
- *  - pointers move when the call is initiated, by the whole amount
+ *  - pointers (the individual one, and the shared one for iread_shared and
+ *    iwrite_shared) move when the call is initiated, by the whole amount
  *    requested (the standard: "the next etype after the last one that will
  *    be accessed"), so the next call can be issued at once;
  *  - argument errors are reported by the initiating call, with *request
@@ -35,8 +36,7 @@
  * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
  * LMPIO_ASYNC=0 in the environment); views of a user-defined data
  * representation (its conversion functions, perhaps written in Lua, must
- * run on the caller's thread); the shared-pointer calls iread_shared and
- * iwrite_shared and the ordered split collectives.  Those run the blocking
+ * run on the caller's thread); the ordered split collectives.  Those run the blocking
  * path and hand back a request that is already complete.
  *
  * Split collectives keep their state in the handle (fh->split, this file:
@@ -308,6 +308,21 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
 
 static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                   MPI_Request *request, const char *call) {
+  if (request && fh != LMPIO_FILE_NULL && can_run_later(fh)) {
+    /* The shared pointer moves now; the transfer, at that offset, later. */
+    *request = MPI_REQUEST_NULL;
+    MPI_Offset at, n;
+    xfer *x = NULL;
+    int rc = lmpio__async_prepare(fh, call);
+    if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, 0, buf, count, type, dir, &x, call);
+    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+    if (rc == MPI_SUCCESS) {
+      x->offset = at;
+      rc = submit(fh, x, request, call);
+    }
+    if (rc != MPI_SUCCESS && x) drop_xfer(x);
+    return rc;
+  }
   record *r;
   int rc = prepare(request, &r, call);
   if (rc != MPI_SUCCESS) return rc;

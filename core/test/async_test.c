@@ -191,6 +191,41 @@ static void test_pointers_at_initiation(void) {
   tl_unlink(path);
 }
 
+/* iwrite_shared / iread_shared: the shared pointer moves at initiation. */
+static void test_shared(void) {
+  char *path = tl_path("async-shared");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  int a[4] = {tl_rank, tl_rank, tl_rank, tl_rank}, b[4];
+  MPI_Request r[2];
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_shared(fh, a, 3, MPI_INT, &r[0]));
+  gate_await_writer();
+  MPI_Offset pos = -1;
+  if (tl_size == 1) {
+    TL_OK(lmpio_file_get_position_shared(fh, &pos));
+    TL_EQ(pos, 3); /* before the transfer */
+  }
+  TL_OK(lmpio_file_iwrite_shared(fh, a, 1, MPI_INT, &r[1]));
+  gate_open();
+  MPI_Status sts[2];
+  TL_OK(MPI_Waitall(2, r, sts));
+  TL_EQ(count_of(&sts[0], MPI_INT), 3);
+  TL_EQ(count_of(&sts[1], MPI_INT), 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_get_position_shared(fh, &pos));
+  TL_EQ(pos, 4 * tl_size);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+  /* Each rank reads 4 ints somewhere: the file holds 3 + 1 of every rank,
+   * each run of 3 intact. */
+  TL_OK(lmpio_file_iread_shared(fh, b, 4, MPI_INT, &r[0]));
+  TL_EQ(wait_count(&r[0], MPI_INT), 4);
+  for (int i = 0; i < 4; i++) TL_CHECK(b[i] >= 0 && b[i] < tl_size);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 /* Many requests over three handles, completed in reverse order, by Waitall
  * and by Testany; a derived memory type freed right after initiation. */
 static void test_many_outstanding(void) {
@@ -571,6 +606,7 @@ int main(int argc, char **argv) {
   lmpio__os.pwrite = x_pwrite;
   tl_run("the call returns before its transfer; MPI_Test, then MPI_Wait", test_returns_before_transfer);
   tl_run("pointers move at initiation (independent and collective)", test_pointers_at_initiation);
+  tl_run("iwrite_shared / iread_shared move the shared pointer at initiation", test_shared);
   tl_run("many outstanding requests on three handles: any order, Waitall, Testany", test_many_outstanding);
   tl_run("collective and split collective in the background; orders across handles", test_collective);
   tl_run("background failures: class and message at completion, agreed", test_background_errors);
