@@ -486,7 +486,28 @@ static void test_wait_for_outstanding(void) {
   TL_OK(lmpio_file_read_at(fh, off, b, 4, MPI_INT, MPI_STATUS_IGNORE));
   TL_CHECK(same(b, two, 4));
 
-  /* sync waits too: what an outstanding write wrote is in the file then. */
+  TL_OK(lmpio_file_close(&fh));
+  /* sync and set_size wait too. */
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, one, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  TL_OK(lmpio_file_sync(fh));
+  pthread_join(t, NULL);
+  flag = 0;
+  TL_OK(MPI_Test(&req, &flag, &st));
+  TL_CHECK(flag);
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, two, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  TL_OK(lmpio_file_set_size(fh, 0)); /* after the write, so the file ends up empty */
+  pthread_join(t, NULL);
+  TL_EQ(wait_count(&req, MPI_INT), 4);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
