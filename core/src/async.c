@@ -88,15 +88,16 @@ static void *worker_main(void *arg) {
     if (dup != MPI_REQUEST_NULL) MPI_Wait(&dup, MPI_STATUS_IGNORE);
     job->rc = job->run(job);
     if (job->rc != MPI_SUCCESS) snprintf(job->msg, sizeof job->msg, "%s", lmpio_last_error_message());
-    MPI_Request req = job->req;
+    /* Complete first: whoever waits for the handle's jobs (close, set_view,
+     * sync, ...) then finds every request complete.  The request stays
+     * valid after the handle is closed. */
+    if (job->req != MPI_REQUEST_NULL) MPI_Grequest_complete(job->req);
 
     pthread_mutex_lock(&w->mu);
     job->done = 1;
     w->pending--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    /* After this the handle may be closed; the request stays valid. */
-    if (req != MPI_REQUEST_NULL) MPI_Grequest_complete(req);
     job_drop(job);
     pthread_mutex_lock(&w->mu);
   }
