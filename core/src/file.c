@@ -184,6 +184,12 @@ int lmpio_file_close(lmpio_file *fhp) {
    * the file it converts for): refuse, here, without the collective. */
   if (fh->busy > 0)
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
+  /* Outstanding nonblocking operations finish first (async.c). */
+  lmpio__async_close(fh);
+  if (fh->split.job) { /* a split collective never ended: its transfer is done */
+    lmpio__async_release(fh->split.job);
+    fh->split.job = NULL;
+  }
   /* A failure a binding asked for fails the close everywhere, and every
    * rank keeps its handle. */
   int rc = lmpio__agree(fh->comm, lmpio__pending(MPI_SUCCESS, call), 0, call);
@@ -217,6 +223,7 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
 
 /* set_size and preallocate: arguments agreed, rank 0 acts, outcome agreed. */
 static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *call) {
+  lmpio__async_wait(fh); /* outstanding nonblocking operations first */
   int rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && size < 0) rc = lmpio__err(MPI_ERR_ARG, call, "negative size %lld", (long long)size);
   else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_RDONLY))
@@ -317,6 +324,7 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   const char *call = "lmpio_file_set_atomicity";
   int rc = check_fh(fh, call);
   if (rc) return rc;
+  lmpio__async_wait(fh); /* outstanding nonblocking operations keep the mode they started with */
   rc = lmpio__pending(MPI_SUCCESS, call);
   rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS && flag != 0}, 1, "atomicity flags", NULL, 0, call);
   if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
@@ -336,6 +344,7 @@ int lmpio_file_sync(lmpio_file fh) {
   const char *call = "lmpio_file_sync";
   int rc = check_fh(fh, call);
   if (rc) return rc;
+  lmpio__async_wait(fh); /* what outstanding writes wrote is synced too */
   rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
   return lmpio__agree(fh->comm, rc, 0, call);
@@ -347,6 +356,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
                         MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   const char *call = "lmpio_file_set_view";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  lmpio__async_wait(fh); /* outstanding operations use the view they started with */
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
   int rc = lmpio__pending(MPI_SUCCESS, call);

@@ -208,13 +208,16 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
 enum { LMPIO__SPLIT_NONE, LMPIO__SPLIT_READ_ORDERED, LMPIO__SPLIT_WRITE_ORDERED,
        LMPIO__SPLIT_READ_AT_ALL, LMPIO__SPLIT_WRITE_AT_ALL, LMPIO__SPLIT_READ_ALL,
        LMPIO__SPLIT_WRITE_ALL };
+typedef struct lmpio__job lmpio__job;       /* async.c */
 typedef struct {
   int kind;
   MPI_Count bytes;           /* for the status of _end */
   const void *buf;           /* _end must pass the same */
+  lmpio__job *job;           /* the transfer running in the background, or NULL */
 } lmpio__split;
 
 typedef struct lmpio__shared lmpio__shared; /* shared.c */
+typedef struct lmpio__worker lmpio__worker; /* async.c */
 
 struct lmpio_file_s {
   MPI_Comm comm;
@@ -232,7 +235,45 @@ struct lmpio_file_s {
   lmpio__hints hints;       /* in effect */
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
+  lmpio__worker *async;     /* runs the handle's nonblocking operations (async.c), or NULL */
 };
+
+/* ---- async: a handle's worker thread (async.c) ----------------------------- */
+
+/* A transfer run in the background.  The layer above embeds it at the start
+ * of its own record (allocated with malloc; async.c frees it when the worker
+ * and the request, or the joiner, are both done with it) and sets run. */
+struct lmpio__job {
+  int (*run)(lmpio__job *job); /* on the worker: returns the class, sets bytes */
+  MPI_Count bytes;             /* data bytes moved, for the status */
+  int rc;                      /* run's outcome */
+  char msg[1024];              /* and its message when it failed */
+  /* async.c's */
+  lmpio__job *next;
+  int refs, done;
+  MPI_Request req;
+};
+/* Whether jobs can run in the background: MPI_THREAD_MULTIPLE (and not
+ * LMPIO_ASYNC=0 in the environment). */
+int lmpio__async_available(void);
+/* Gives fh a worker (the first time); then the caller may make the job's
+ * generalized request (job->req; MPI_REQUEST_NULL: none) and queue it with
+ * lmpio__async_submit, behind the handle's earlier jobs.  The worker
+ * completes the request when the job has run; without a request, the caller
+ * waits with lmpio__async_join and then calls lmpio__async_release.  A
+ * request's free function calls lmpio__async_release. */
+int lmpio__async_prepare(lmpio_file fh, const char *call);
+void lmpio__async_submit(lmpio_file fh, lmpio__job *job);
+/* The communicator a collective job uses: a duplicate of fh->comm, made by
+ * the first call (collective). */
+int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);
+void lmpio__async_join(lmpio_file fh, lmpio__job *job);
+void lmpio__async_release(lmpio__job *job);
+/* Until every job of fh has run. */
+void lmpio__async_wait(lmpio_file fh);
+/* Waits, then gives the worker back (close; collective when some collective
+ * job ran). */
+void lmpio__async_close(lmpio_file fh);
 
 /* ---- entry: checks and pieces shared by the data access calls ------------ */
 
@@ -258,7 +299,13 @@ int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
 void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
 /* A call in progress keeps its handle from being closed under it (by a
  * conversion function, say). */
-static inline void lmpio__hold(lmpio_file fh) { fh->busy++; }
+static inline void lmpio__hold(lmpio_file fh) {
+  /* A blocking call first lets the handle's background transfers finish:
+   * they run in program order with it (byte-range locks do not separate the
+   * threads of one process). */
+  if (fh->async) lmpio__async_wait(fh);
+  fh->busy++;
+}
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
 /* A string hash (FNV-1a, nonnegative) for checking that ranks passed the
  * same argument. */
@@ -286,6 +333,10 @@ void lmpio__shared_delete(const char *path);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
+/* The checks of write_shared / read_shared, then the pointer moves by the
+ * *n etypes requested: the access is to start at etype *at. */
+int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, MPI_Offset *at,
+                          MPI_Offset *n, const char *call);
 /* The blocking write_shared / read_shared. */
 int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call);

@@ -1,22 +1,49 @@
 /* Nonblocking and split-collective data access.
  *
- * Every operation here completes in the call that starts it: the i-calls run
- * the blocking path (access.c, collective.c, shared.c) and then hand back an
- * MPI generalized request that is already complete, so MPI_Wait, MPI_Test and
- * MPI_Waitall return at once with the status (MPI_Get_count works on it).
- * The standard allows this (a nonblocking operation may complete in its
- * start call; a split collective may be done entirely by _begin), it is
- * simple, and it is correct: pointers advance when the call is initiated,
- * errors are reported by the initiating call (with *request set to
- * MPI_REQUEST_NULL), and the collective variants agree on the outcome as the
- * blocking ones do.  What it does not give is overlap of I/O with
- * computation: that would need a progress thread (or asynchronous POSIX I/O)
- * carrying the transfer while the caller computes -- future work.
+ * With MPI_THREAD_MULTIPLE the operations really run in the background: the
+ * initiating call checks the arguments, moves the file pointer, takes a
+ * snapshot of the handle (view, atomicity, hints, descriptor; the pointer
+ * to use becomes an explicit offset) and queues the transfer on the
+ * handle's worker (async.c), then returns; the transfer runs while the
+ * caller computes, through the same code as the blocking calls (access.c,
+ * collective.c), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
+ * generalized request (or the split collective's _end) complete it:
+ *
+ *  - pointers (the individual one, and the shared one for iread_shared and
+ *    iwrite_shared) move when the call is initiated, by the whole amount
+ *    requested (the standard: "the next etype after the last one that will
+ *    be accessed"), so the next call can be issued at once;
+ *  - argument errors are reported by the initiating call, with *request
+ *    set to MPI_REQUEST_NULL (collective variants agree on them there, and
+ *    on whether every rank can run in the background); a failure in the
+ *    background (a failed pwrite, a full disk) is the outcome of the
+ *    completing call: MPI_Wait returns its class through MPI_COMM_WORLD's
+ *    error handler (the status's MPI_ERROR under MPI_Waitall) and
+ *    lmpio_last_error_message() on the completing thread gives its message;
+ *  - collective variants: the initiating call agrees on the arguments; the
+ *    worker then runs the whole collective (the two-phase exchange and the
+ *    file transfer) on a duplicate communicator, in the order of initiation,
+ *    and agrees on the outcome before completing the request, so it is the
+ *    same on every rank;
+ *  - a derived datatype is duplicated at initiation (the caller may free
+ *    it); the buffer is the caller's until completion, untouched after;
+ *  - close, set_view, set_size, preallocate, sync and set_atomicity wait for
+ *    the handle's outstanding operations, and so does any blocking data
+ *    access on the handle (lmpio__hold): a handle's operations run in
+ *    program order, which keeps atomic mode and conflicting writes right.
+ *
+ * What still completes in the initiating call (the standard allows it): all
+ * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
+ * LMPIO_ASYNC=0 in the environment); views of a user-defined data
+ * representation (its conversion functions, perhaps written in Lua, must
+ * run on the caller's thread); the ordered split collectives.  Those run the blocking
+ * path and hand back a request that is already complete.
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -75,8 +102,188 @@ static int finish(int rc, const MPI_Status *st, record *r, MPI_Request *request)
   return rc;
 }
 
+/* ---- in the background --------------------------------------------------- */
+
+/* A transfer for the worker: the handle as it was at initiation. */
+typedef struct {
+  lmpio__job job;              /* first: async.c frees the whole record */
+  struct lmpio_file_s fh;      /* snapshot; comm: the worker's duplicate */
+  int collective, dir;
+  MPI_Offset offset;           /* in etypes */
+  void *buf;
+  MPI_Count count;
+  MPI_Datatype type;
+  int dup;                     /* type is our duplicate, freed after the run */
+  int pre_rc;                  /* collective: this rank's outcome of the checks at initiation */
+  char pre_msg[1024];          /* and its message */
+  const char *call;
+} xfer;
+
+static int run(lmpio__job *job) {
+  xfer *x = (xfer *)job;
+  MPI_Count bytes = 0;
+  int rc;
+  if (x->collective) {
+    MPI_Status st;
+    if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
+    rc = lmpio__collective(&x->fh, x->offset, 0, x->buf, x->count, x->type, x->dir, &st, x->pre_rc, x->call);
+    if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
+  } else {
+    MPI_Offset etypes;
+    rc = lmpio__access(&x->fh, x->offset, x->buf, x->count, x->type, x->dir, &bytes, &etypes, x->call);
+  }
+  if (x->dup) MPI_Type_free(&x->type);
+  job->bytes = bytes;
+  return rc;
+}
+
+/* The generalized request of a job: completed by the worker; the
+ * completing call (MPI_Wait, MPI_Test, ... on whichever thread) calls
+ * query_fn, which fills the status and makes the job's outcome that
+ * thread's: its class is what the call returns (through MPI_COMM_WORLD's
+ * error handler, as for every generalized request) and its message becomes
+ * the thread's lmpio_last_error_message(). */
+static int job_query_fn(void *extra_state, MPI_Status *status) {
+  const lmpio__job *job = extra_state;
+  lmpio__set_status(status, job->rc == MPI_SUCCESS ? job->bytes : 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  status->MPI_ERROR = job->rc;
+  if (job->rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
+  return job->rc;
+}
+
+static int job_free_fn(void *extra_state) {
+  lmpio__async_release(extra_state);
+  return MPI_SUCCESS;
+}
+
+/* Queues x on fh's worker (prepared), with a request when request != NULL. */
+static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call) {
+  x->job.req = MPI_REQUEST_NULL;
+  if (request && MPI_Grequest_start(job_query_fn, job_free_fn, cancel_fn, &x->job, &x->job.req) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
+  if (request) *request = x->job.req;
+  lmpio__async_submit(fh, &x->job);
+  return MPI_SUCCESS;
+}
+
+/* Whether fh's operations can run in the background: threads, and no user
+ * conversion functions (they run on the caller's thread). */
+static int can_run_later(lmpio_file fh) {
+  return lmpio__async_available() && (!fh->view.rep || fh->view.rep->builtin);
+}
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, comb;
+  return MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb == MPI_COMBINER_NAMED;
+}
+
+/* The record of a transfer starting at etype offset etpos (checked by the
+ * caller): a snapshot of fh with comm as its communicator. */
+static int make_xfer(const struct lmpio_file_s *fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
+                     MPI_Datatype type, int dir, xfer **out, const char *call) {
+  xfer *x = calloc(1, sizeof *x);
+  if (!x) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+  x->job.run = run;
+  x->fh = *fh;
+  x->fh.comm = comm;
+  x->fh.async = NULL; /* the worker waits for nobody */
+  x->fh.busy = 0;
+  x->fh.split.kind = LMPIO__SPLIT_NONE;
+  x->fh.split.job = NULL;
+  x->collective = collective;
+  x->dir = dir;
+  x->offset = etpos;
+  x->buf = buf;
+  x->count = count;
+  x->type = type;
+  x->call = call;
+  if (type != MPI_DATATYPE_NULL && !is_named(type)) { /* the caller may free its type before completion */
+    if (MPI_Type_dup(type, &x->type) != MPI_SUCCESS) {
+      free(x);
+      return lmpio__err(MPI_ERR_TYPE, call, "MPI_Type_dup failed");
+    }
+    x->dup = 1;
+  }
+  *out = x;
+  return MPI_SUCCESS;
+}
+
+static void drop_xfer(xfer *x) {
+  if (x->dup) MPI_Type_free(&x->type);
+  free(x);
+}
+
+/* The checks of the initiating call, and where the transfer starts (etypes);
+ * *n: the etypes requested. */
+static int initiate_checks(lmpio_file fh, MPI_Offset offset, int use_fp, MPI_Count count, MPI_Datatype type,
+                           int dir, MPI_Offset *etpos, MPI_Offset *n, const char *call) {
+  int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
+  if (rc == MPI_SUCCESS && !use_fp && offset < 0)
+    rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
+  *etpos = use_fp ? fh->fp : offset;
+  MPI_Offset end;
+  if (rc == MPI_SUCCESS && !lmpio__add_ok(*etpos, *n, &end))
+    rc = lmpio__err(MPI_ERR_ARG, call, "offset %lld + %lld etypes overflows a 64-bit offset", (long long)*etpos,
+                    (long long)*n);
+  return rc;
+}
+
+/* Starts an independent transfer in the background. */
+static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
+                             MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
+  MPI_Offset etpos, n = 0;
+  int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
+  xfer *x = NULL;
+  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, call);
+  if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
+  if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
+  if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
+  return rc;
+}
+
+/* Starts a collective transfer in the background.  Nothing here talks to
+ * the other ranks (collective calls on different files may be started in
+ * different orders on different ranks): this rank's argument checks ride
+ * along as the job's pre_rc, and the worker agrees on them with the other
+ * ranks before any transfer, so an argument error on one rank is every
+ * rank's outcome at completion.  Returns an error (and queues nothing) only
+ * when a split collective is active (a state every rank shares) or the job
+ * cannot be made. */
+static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
+                            MPI_Datatype type, int dir, MPI_Request *request, lmpio__job **job, int pre_rc,
+                            const char *call) {
+  if (fh->split.kind != LMPIO__SPLIT_NONE)
+    return lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  MPI_Offset etpos = 0, n = 0;
+  int rc = lmpio__pending(pre_rc, call);
+  if (rc == MPI_SUCCESS) rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
+  MPI_Comm comm;
+  xfer *x = NULL;
+  int mrc = lmpio__async_comm(fh, &comm, call);
+  if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, comm, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
+                                          dir, &x, call);
+  if (mrc == MPI_SUCCESS) {
+    x->pre_rc = rc;
+    if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
+    if ((mrc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
+  }
+  if (mrc != MPI_SUCCESS) return mrc;
+  if (job) *job = &x->job;
+  if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
+  return MPI_SUCCESS;
+}
+
+/* ---- in the initiating call ------------------------------------------------ */
+
 static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                        MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
+  if (!request) return lmpio__err(MPI_ERR_ARG, call, "request is NULL");
+  *request = MPI_REQUEST_NULL;
+  if (fh != LMPIO_FILE_NULL && can_run_later(fh))
+    return independent_later(fh, offset, use_fp, buf, count, type, dir, request, call);
   record *r;
   int rc = prepare(request, &r, call);
   if (rc != MPI_SUCCESS) return rc;
@@ -88,6 +295,10 @@ static int independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
 static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (request && can_run_later(fh)) {
+    *request = MPI_REQUEST_NULL;
+    return collective_later(fh, offset, use_fp, buf, count, type, dir, request, NULL, MPI_SUCCESS, call);
+  }
   record *r;
   int rc = prepare(request, &r, call);
   MPI_Status st;
@@ -97,6 +308,21 @@ static int collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
 
 static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                   MPI_Request *request, const char *call) {
+  if (request && fh != LMPIO_FILE_NULL && can_run_later(fh)) {
+    /* The shared pointer moves now; the transfer, at that offset, later. */
+    *request = MPI_REQUEST_NULL;
+    MPI_Offset at, n;
+    xfer *x = NULL;
+    int rc = lmpio__async_prepare(fh, call);
+    if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, 0, buf, count, type, dir, &x, call);
+    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+    if (rc == MPI_SUCCESS) {
+      x->offset = at;
+      rc = submit(fh, x, request, call);
+    }
+    if (rc != MPI_SUCCESS && x) drop_xfer(x);
+    return rc;
+  }
   record *r;
   int rc = prepare(request, &r, call);
   if (rc != MPI_SUCCESS) return rc;
@@ -154,6 +380,16 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
              : MPI_SUCCESS;
     rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);
   } else {
+    lmpio__job *job = NULL;
+    if (can_run_later(fh)) {
+      rc = collective_later(fh, offset, use_fp, buf, count, type, dir, NULL, &job, MPI_SUCCESS, call);
+      if (rc != MPI_SUCCESS) return rc;
+      fh->split.kind = kind;
+      fh->split.bytes = 0;
+      fh->split.buf = buf;
+      fh->split.job = job;
+      return MPI_SUCCESS;
+    }
     MPI_Status st;
     rc = lmpio__collective(fh, offset, use_fp, buf, count, type, dir, &st, MPI_SUCCESS, call);
     if (rc == MPI_SUCCESS && (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED))
@@ -175,8 +411,18 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
                       fh->path);
   fh->split.kind = LMPIO__SPLIT_NONE;
   fh->split.buf = NULL;
+  int rc = MPI_SUCCESS;
+  if (fh->split.job) { /* running in the background: its outcome, agreed by the worker */
+    lmpio__job *job = fh->split.job;
+    fh->split.job = NULL;
+    lmpio__async_join(fh, job);
+    rc = job->rc;
+    fh->split.bytes = rc == MPI_SUCCESS ? job->bytes : 0;
+    if (rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
+    lmpio__async_release(job);
+  }
   lmpio__set_status(status, fh->split.bytes);
-  return MPI_SUCCESS;
+  return rc;
 }
 
 #define SPLIT(name, C, args, offset, use_fp, buf, kind)                                          \

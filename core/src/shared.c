@@ -355,22 +355,33 @@ static int check_view(lmpio_file fh, const char *call) {
   return MPI_SUCCESS;
 }
 
-int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
-                         MPI_Status *status, const char *call) {
+int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, MPI_Offset *at,
+                          MPI_Offset *n, const char *call) {
+  *at = *n = 0;
   int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
-  MPI_Offset n = 0, d = 0;
-  MPI_Count bytes = 0;
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
-  if (rc == MPI_SUCCESS && n > 0) {
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
+  if (rc == MPI_SUCCESS && *n > 0) {
     /* Reserve the range first: concurrent calls then never overlap. */
     shstate *st = st_of(fh);
-    rc = helper_rmw(fh, st, n, NULL, &d, call);
+    MPI_Offset d = 0;
+    rc = helper_rmw(fh, st, *n, NULL, &d, call);
     if (rc == MPI_SUCCESS) {
       st->dirty = st->mode != MODE_LOCAL;
-      MPI_Offset moved;
-      rc = lmpio__access(fh, st->base + d, buf, count, type, dir, &bytes, &moved, call);
+      *at = st->base + d;
     }
+  }
+  return rc;
+}
+
+int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                         MPI_Status *status, const char *call) {
+  MPI_Offset at, n;
+  MPI_Count bytes = 0;
+  int rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+  if (rc == MPI_SUCCESS && n > 0) {
+    MPI_Offset moved;
+    rc = lmpio__access(fh, at, buf, count, type, dir, &bytes, &moved, call);
   }
   lmpio__set_status(status, bytes);
   return rc;

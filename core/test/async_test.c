@@ -1,0 +1,639 @@
+/* Nonblocking operations that run in the background (MPI_THREAD_MULTIPLE):
+ * the initiating call returns before the transfer (a pwrite held back
+ * through the os table proves it), pointers move at initiation, many
+ * requests outstanding on several handles complete in any order through
+ * MPI_Wait, MPI_Waitall and MPI_Testany, failures in the background are the
+ * completing call's (class and message), close / set_view / blocking calls
+ * wait for outstanding operations, and external32 converts on every path. */
+#include "testlib.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+/* ---- the os table: pwrites on one descriptor held back or failed ------ */
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_fd = -1;      /* pwrites on it wait while closed */
+static int gate_closed;
+static int gate_waiting;      /* pwrites waiting at the gate */
+static int fail_fd = -1;      /* pwrites on it fail with EIO */
+
+static ssize_t x_pwrite(int fd, const void *b, size_t n, off_t o) {
+  pthread_mutex_lock(&gate_mu);
+  if (fd == fail_fd) {
+    pthread_mutex_unlock(&gate_mu);
+    errno = EIO;
+    return -1;
+  }
+  if (fd == gate_fd) {
+    gate_waiting++;
+    pthread_cond_broadcast(&gate_cv);
+    while (gate_closed) pthread_cond_wait(&gate_cv, &gate_mu);
+    gate_waiting--;
+  }
+  pthread_mutex_unlock(&gate_mu);
+  return lmpio__os_real.pwrite(fd, b, n, o);
+}
+
+static void gate_close(int fd) {
+  pthread_mutex_lock(&gate_mu);
+  gate_fd = fd;
+  gate_closed = 1;
+  pthread_mutex_unlock(&gate_mu);
+}
+
+/* Until a pwrite waits at the gate (the worker is inside the transfer). */
+static void gate_await_writer(void) {
+  pthread_mutex_lock(&gate_mu);
+  while (gate_waiting == 0) pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+}
+
+static void gate_open(void) {
+  pthread_mutex_lock(&gate_mu);
+  gate_closed = 0;
+  gate_fd = -1;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+}
+
+static void *open_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 150 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  gate_open();
+  return NULL;
+}
+
+static double now(void) { return MPI_Wtime(); }
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static lmpio_file open_new(const char *path) {
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_set_size(fh, 0));
+  return fh;
+}
+
+static int count_of(const MPI_Status *st, MPI_Datatype t) {
+  int c = -1;
+  MPI_Get_count(st, t, &c);
+  return c;
+}
+
+static int wait_count(MPI_Request *req, MPI_Datatype t) {
+  MPI_Status st;
+  int rc = MPI_Wait(req, &st);
+  if (rc != MPI_SUCCESS) return -100 - rc;
+  return count_of(&st, t);
+}
+
+static void fill(int *a, int n, int seed) {
+  for (int i = 0; i < n; i++) a[i] = seed * 100000 + i;
+}
+
+static int same(const int *a, const int *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+/* The call returns while its pwrite is held back; MPI_Test says not done;
+ * once released, MPI_Wait gives the count and the data is there. */
+static void test_returns_before_transfer(void) {
+  char *path = tl_path("async-later");
+  lmpio_file fh = open_new(path);
+  enum { N = 1024 };
+  int a[N], b[N];
+  fill(a, N, tl_rank + 1);
+  MPI_Request req = MPI_REQUEST_NULL;
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, (MPI_Offset)tl_rank * sizeof a, a, N, MPI_INT, &req));
+  TL_CHECK(req != MPI_REQUEST_NULL);
+  gate_await_writer(); /* the worker is inside the transfer, held */
+  int flag = 1;
+  MPI_Status st;
+  TL_OK(MPI_Test(&req, &flag, &st));
+  TL_CHECK(!flag);
+  /* Nothing of it is in the file yet. */
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
+  MPI_Barrier(MPI_COMM_WORLD); /* every rank looked before any lets go */
+  gate_open();
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(req == MPI_REQUEST_NULL);
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at(fh, (MPI_Offset)tl_rank * sizeof a, b, N, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(a, b, N));
+  /* Reads too: the buffer fills in the background. */
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_at(fh, (MPI_Offset)tl_rank * sizeof a, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Pointers move at initiation, by the whole request (reads past end of file
+ * too); the next call may be issued at once. */
+static void test_pointers_at_initiation(void) {
+  char *path = tl_path("async-ptr");
+  lmpio_file fh = open_new(path);
+  enum { N = 64 };
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)sizeof(int) * N * tl_rank, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  int a[N], b[N];
+  fill(a, N, tl_rank + 3);
+  MPI_Request reqs[4];
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite(fh, a, 10, MPI_INT, &reqs[0]));
+  MPI_Offset pos = -1;
+  TL_OK(lmpio_file_get_position(fh, &pos));
+  TL_EQ(pos, 10);
+  TL_OK(lmpio_file_iwrite(fh, a + 10, 20, MPI_INT, &reqs[1]));
+  TL_OK(lmpio_file_iwrite(fh, a + 30, N - 30, MPI_INT, &reqs[2]));
+  TL_OK(lmpio_file_get_position(fh, &pos));
+  TL_EQ(pos, N);
+  gate_await_writer();
+  gate_open();
+  MPI_Status sts[3];
+  TL_OK(MPI_Waitall(3, reqs, sts));
+  TL_EQ(count_of(&sts[0], MPI_INT), 10);
+  TL_EQ(count_of(&sts[1], MPI_INT), 20);
+  TL_EQ(count_of(&sts[2], MPI_INT), N - 30);
+  /* A read that meets end of file: the pointer moved by what was asked,
+   * the status says what was read.  (Rank r's view ends where r+1's begins:
+   * the last rank meets the end of the file.) */
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_seek(fh, N - 4, MPI_SEEK_SET));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread(fh, b, 8, MPI_INT, &reqs[0]));
+  TL_OK(lmpio_file_get_position(fh, &pos));
+  TL_EQ(pos, N + 4);
+  TL_EQ(wait_count(&reqs[0], MPI_INT), tl_rank == tl_size - 1 ? 4 : 8);
+  TL_CHECK(same(a + N - 4, b, 4));
+  /* The collective ones too. */
+  TL_OK(lmpio_file_seek(fh, 0, MPI_SEEK_SET));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_all(fh, b, N / 2, MPI_INT, &reqs[0]));
+  TL_OK(lmpio_file_iread_all(fh, b + N / 2, N / 2, MPI_INT, &reqs[1]));
+  TL_OK(lmpio_file_get_position(fh, &pos));
+  TL_EQ(pos, N);
+  TL_OK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+  TL_CHECK(same(a, b, N));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* iwrite_shared / iread_shared: the shared pointer moves at initiation. */
+static void test_shared(void) {
+  char *path = tl_path("async-shared");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  int a[4] = {tl_rank, tl_rank, tl_rank, tl_rank}, b[4];
+  MPI_Request r[2];
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_shared(fh, a, 3, MPI_INT, &r[0]));
+  gate_await_writer();
+  MPI_Offset pos = -1;
+  if (tl_size == 1) {
+    TL_OK(lmpio_file_get_position_shared(fh, &pos));
+    TL_EQ(pos, 3); /* before the transfer */
+  }
+  TL_OK(lmpio_file_iwrite_shared(fh, a, 1, MPI_INT, &r[1]));
+  gate_open();
+  MPI_Status sts[2];
+  TL_OK(MPI_Waitall(2, r, sts));
+  TL_EQ(count_of(&sts[0], MPI_INT), 3);
+  TL_EQ(count_of(&sts[1], MPI_INT), 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_get_position_shared(fh, &pos));
+  TL_EQ(pos, 4 * tl_size);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+  /* Each rank reads 4 ints somewhere: the file holds 3 + 1 of every rank,
+   * each run of 3 intact. */
+  TL_OK(lmpio_file_iread_shared(fh, b, 4, MPI_INT, &r[0]));
+  TL_EQ(wait_count(&r[0], MPI_INT), 4);
+  for (int i = 0; i < 4; i++) TL_CHECK(b[i] >= 0 && b[i] < tl_size);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Many requests over three handles, completed in reverse order, by Waitall
+ * and by Testany; a derived memory type freed right after initiation. */
+static void test_many_outstanding(void) {
+  enum { F = 3, R = 6, N = 4096 };
+  char *paths[F];
+  lmpio_file fh[F];
+  static int a[F][R][N], b[F][R][N];
+  MPI_Request reqs[F * R];
+  for (int f = 0; f < F; f++) {
+    paths[f] = tl_path(f == 0 ? "async-many0" : f == 1 ? "async-many1" : "async-many2");
+    fh[f] = open_new(paths[f]);
+  }
+  /* Rank r's request k on file f: block (k * size + r). */
+  for (int f = 0; f < F; f++)
+    for (int k = 0; k < R; k++) {
+      fill(a[f][k], N, (f * R + k) * 16 + tl_rank);
+      MPI_Datatype t;
+      MPI_Type_contiguous(N / 4, MPI_INT, &t);
+      MPI_Type_commit(&t);
+      MPI_Offset off = ((MPI_Offset)k * tl_size + tl_rank) * (MPI_Offset)sizeof a[f][k];
+      TL_OK(lmpio_file_iwrite_at(fh[f], off, a[f][k], 4, t, &reqs[f * R + k]));
+      MPI_Type_free(&t); /* still in use by the request */
+    }
+  for (int i = F * R - 1; i >= 0; i--) TL_EQ(wait_count(&reqs[i], MPI_INT), N);
+  MPI_Barrier(MPI_COMM_WORLD);
+  /* Read back someone else's blocks, through Waitall. */
+  int other = (tl_rank + 1) % tl_size;
+  for (int f = 0; f < F; f++)
+    for (int k = 0; k < R; k++) {
+      MPI_Offset off = ((MPI_Offset)k * tl_size + other) * (MPI_Offset)sizeof b[f][k];
+      TL_OK(lmpio_file_iread_at(fh[f], off, b[f][k], N, MPI_INT, &reqs[f * R + k]));
+    }
+  MPI_Status sts[F * R];
+  TL_OK(MPI_Waitall(F * R, reqs, sts));
+  int ok = 1;
+  for (int f = 0; f < F; f++)
+    for (int k = 0; k < R; k++) {
+      int want[N];
+      fill(want, N, (f * R + k) * 16 + other);
+      ok &= same(want, b[f][k], N) && count_of(&sts[f * R + k], MPI_INT) == N;
+    }
+  TL_CHECK(ok);
+  /* Testany until all are done, each exactly once. */
+  for (int f = 0; f < F; f++)
+    for (int k = 0; k < R; k++)
+      TL_OK(lmpio_file_iread_at(fh[f], ((MPI_Offset)k * tl_size + tl_rank) * (MPI_Offset)sizeof b[f][k],
+                                b[f][k], N, MPI_INT, &reqs[f * R + k]));
+  int seen[F * R] = {0}, left = F * R;
+  long spins = 0;
+  while (left > 0 && spins < 100000000L) {
+    int idx = MPI_UNDEFINED, flag = 0;
+    MPI_Status st;
+    TL_OK(MPI_Testany(F * R, reqs, &idx, &flag, &st));
+    spins++;
+    if (!flag) continue;
+    if (idx == MPI_UNDEFINED) break;
+    TL_EQ(count_of(&st, MPI_INT), N);
+    seen[idx]++;
+    left--;
+  }
+  TL_EQ(left, 0);
+  for (int i = 0; i < F * R; i++) TL_EQ(seen[i], 1);
+  ok = 1;
+  for (int f = 0; f < F; f++)
+    for (int k = 0; k < R; k++) ok &= same(a[f][k], b[f][k], N);
+  TL_CHECK(ok);
+  for (int f = 0; f < F; f++) {
+    TL_OK(lmpio_file_close(&fh[f]));
+    tl_unlink(paths[f]);
+  }
+}
+
+/* Collective variants and split collectives; outstanding collectives on two
+ * handles started in opposite orders on even and odd ranks. */
+static void test_collective(void) {
+  enum { N = 2048 };
+  char *p0 = tl_path("async-coll0"), *p1 = tl_path("async-coll1");
+  lmpio_file f0 = open_new(p0), f1 = open_new(p1);
+  int a[N], c[N], b[N];
+  fill(a, N, tl_rank + 5);
+  fill(c, N, tl_rank + 9);
+  MPI_Request r[2];
+  MPI_Offset off = (MPI_Offset)tl_rank * sizeof a;
+  if (tl_rank % 2 == 0) {
+    TL_OK(lmpio_file_iwrite_at_all(f0, off, a, N, MPI_INT, &r[0]));
+    TL_OK(lmpio_file_iwrite_at_all(f1, off, c, N, MPI_INT, &r[1]));
+  } else {
+    TL_OK(lmpio_file_iwrite_at_all(f1, off, c, N, MPI_INT, &r[1]));
+    TL_OK(lmpio_file_iwrite_at_all(f0, off, a, N, MPI_INT, &r[0]));
+  }
+  MPI_Status sts[2];
+  TL_OK(MPI_Waitall(2, r, sts));
+  TL_EQ(count_of(&sts[0], MPI_INT), N);
+  TL_EQ(count_of(&sts[1], MPI_INT), N);
+  /* Interleaved views through two-phase (cb forced on), read back collectively. */
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "romio_cb_read", "enable");
+  MPI_Datatype ft;
+  MPI_Type_vector(N / 16, 16, 16 * tl_size, MPI_INT, &ft);
+  MPI_Datatype ftr;
+  MPI_Type_create_resized(ft, 0, (MPI_Aint)sizeof(int) * N * tl_size, &ftr);
+  MPI_Type_commit(&ftr);
+  TL_OK(lmpio_file_set_view(f0, (MPI_Offset)sizeof(int) * 16 * tl_rank, MPI_INT, ftr, "native", info));
+  TL_OK(lmpio_file_iwrite_all(f0, c, N, MPI_INT, &r[0]));
+  TL_EQ(wait_count(&r[0], MPI_INT), N);
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_seek(f0, 0, MPI_SEEK_SET));
+  TL_OK(lmpio_file_read_all_begin(f0, b, N, MPI_INT));
+  MPI_Offset pos = -1;
+  TL_OK(lmpio_file_get_position(f0, &pos));
+  TL_EQ(pos, N);
+  MPI_Status st;
+  TL_OK(lmpio_file_read_all_end(f0, b, &st));
+  TL_EQ(count_of(&st, MPI_INT), N);
+  TL_CHECK(same(b, c, N));
+  TL_OK(lmpio_file_seek(f0, 0, MPI_SEEK_SET));
+  TL_OK(lmpio_file_write_all_begin(f0, a, N, MPI_INT));
+  /* Independent calls may run while a split collective is active. */
+  TL_OK(lmpio_file_iread_at(f1, off, b, N, MPI_INT, &r[1]));
+  TL_OK(lmpio_file_write_all_end(f0, a, &st));
+  TL_EQ(count_of(&st, MPI_INT), N);
+  TL_EQ(wait_count(&r[1], MPI_INT), N);
+  TL_CHECK(same(b, c, N));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at_all_begin(f0, 0, b, N, MPI_INT));
+  TL_OK(lmpio_file_read_at_all_end(f0, b, &st));
+  TL_CHECK(same(b, a, N));
+  /* One rank's argument error is every rank's outcome, at completion;
+   * nothing is written anywhere. */
+  int minus[1] = {-7};
+  TL_OK(lmpio_file_iwrite_at_all(f0, tl_rank == 0 ? -1 : 0, minus, 1, MPI_INT, &r[0]));
+  TL_EQ(MPI_Wait(&r[0], &st), MPI_ERR_ARG);
+  TL_CHECK(strstr(lmpio_last_error_message(), "negative offset") != NULL);
+  TL_OK(lmpio_file_write_at_all_begin(f0, 0, minus, tl_rank == tl_size - 1 ? -1 : 1, MPI_INT));
+  TL_RC(lmpio_file_write_at_all_end(f0, minus, &st), MPI_ERR_COUNT);
+  TL_RC(lmpio_file_write_at_all_end(f0, minus, &st), MPI_ERR_OTHER); /* none active now */
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at_all(f0, 0, b, N, MPI_INT, &st));
+  TL_CHECK(same(b, a, N));
+  MPI_Type_free(&ft);
+  MPI_Type_free(&ftr);
+  MPI_Info_free(&info);
+  TL_OK(lmpio_file_close(&f0));
+  TL_OK(lmpio_file_close(&f1));
+  tl_unlink(p0);
+  tl_unlink(p1);
+}
+
+/* A failing pwrite in the background: MPI_Wait returns MPI_ERR_IO and the
+ * completing thread's message names the pwrite, not the last error of the
+ * thread; Waitall puts the class in the status; the collective outcome is
+ * the same on every rank. */
+static void test_background_errors(void) {
+  char *path = tl_path("async-err");
+  lmpio_file fh = open_new(path);
+  int a[16] = {1, 2, 3};
+  MPI_Request req;
+  pthread_mutex_lock(&gate_mu);
+  fail_fd = fh->fd;
+  pthread_mutex_unlock(&gate_mu);
+  TL_OK(lmpio_file_iwrite_at(fh, 0, a, 16, MPI_INT, &req));
+  /* Another error on this thread in between. */
+  TL_RC(lmpio_file_seek(fh, -5, MPI_SEEK_SET), MPI_ERR_ARG);
+  TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_file_seek") != NULL);
+  MPI_Status st;
+  TL_EQ(MPI_Wait(&req, &st), MPI_ERR_IO);
+  TL_CHECK(req == MPI_REQUEST_NULL);
+  TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_file_iwrite_at") != NULL);
+  TL_CHECK(strstr(lmpio_last_error_message(), "pwrite") != NULL);
+  TL_CHECK(strstr(lmpio_last_error_message(), path) != NULL);
+  /* Waitall: MPI_ERR_IN_STATUS, the class in the failed one's status. */
+  MPI_Request rs[2];
+  TL_OK(lmpio_file_iread_at(fh, 0, a, 4, MPI_INT, &rs[0]));
+  TL_OK(lmpio_file_iwrite_at(fh, 0, a, 4, MPI_INT, &rs[1]));
+  MPI_Status sts[2];
+  TL_EQ(MPI_Waitall(2, rs, sts), MPI_ERR_IN_STATUS);
+  TL_EQ(sts[0].MPI_ERROR, MPI_SUCCESS);
+  TL_EQ(sts[1].MPI_ERROR, MPI_ERR_IO);
+  pthread_mutex_lock(&gate_mu);
+  fail_fd = -1;
+  pthread_mutex_unlock(&gate_mu);
+  /* Collective: rank 0's pwrite fails; every rank's Wait says so. */
+  if (tl_rank == 0) {
+    pthread_mutex_lock(&gate_mu);
+    fail_fd = fh->fd;
+    pthread_mutex_unlock(&gate_mu);
+  }
+  TL_OK(lmpio_file_iwrite_at_all(fh, (MPI_Offset)tl_rank * sizeof a, a, 16, MPI_INT, &req));
+  TL_EQ(MPI_Wait(&req, &st), MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "rank 0") != NULL);
+  TL_OK(lmpio_file_write_all_begin(fh, a, 16, MPI_INT));
+  TL_RC(lmpio_file_write_all_end(fh, a, &st), MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_file_write_all_begin") != NULL);
+  pthread_mutex_lock(&gate_mu);
+  fail_fd = -1;
+  pthread_mutex_unlock(&gate_mu);
+  /* And the handle works on. */
+  TL_OK(lmpio_file_iwrite_at_all(fh, (MPI_Offset)tl_rank * sizeof a, a, 16, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), 16);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* close, set_view and a blocking write wait for outstanding operations;
+ * the request stays valid after close. */
+static void test_wait_for_outstanding(void) {
+  char *path = tl_path("async-close");
+  lmpio_file fh = open_new(path);
+  int one[4] = {1, 1, 1, 1}, two[4] = {2, 2, 2, 2}, b[4] = {0};
+  MPI_Offset off = (MPI_Offset)tl_rank * sizeof one;
+  MPI_Request req;
+  pthread_t t;
+
+  /* A blocking write after an outstanding one to the same place: program order. */
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, one, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  TL_OK(lmpio_file_write_at(fh, off, two, 4, MPI_INT, MPI_STATUS_IGNORE));
+  pthread_join(t, NULL);
+  TL_EQ(wait_count(&req, MPI_INT), 4);
+  TL_OK(lmpio_file_read_at(fh, off, b, 4, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(b, two, 4));
+
+  /* set_view waits; the write used the view it started with (bytes, not
+   * the new view's ints). */
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, one, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  double t0 = now();
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  double waited = now() - t0;
+  pthread_join(t, NULL);
+  TL_CHECK(waited > 0.1);
+  int flag = 0;
+  MPI_Status st;
+  TL_OK(MPI_Test(&req, &flag, &st));
+  TL_CHECK(flag);
+  TL_OK(lmpio_file_read_at(fh, tl_rank * 4, b, 4, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(b, one, 4));
+
+  /* close waits; the request is completed and can be waited for after. */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, two, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  t0 = now();
+  TL_OK(lmpio_file_close(&fh));
+  waited = now() - t0;
+  pthread_join(t, NULL);
+  TL_CHECK(waited > 0.1);
+  TL_EQ(wait_count(&req, MPI_INT), 4);
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_read_at(fh, off, b, 4, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(b, two, 4));
+
+  TL_OK(lmpio_file_close(&fh));
+  /* sync and set_size wait too. */
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, one, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  TL_OK(lmpio_file_sync(fh));
+  pthread_join(t, NULL);
+  flag = 0;
+  TL_OK(MPI_Test(&req, &flag, &st));
+  TL_CHECK(flag);
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, off, two, 4, MPI_INT, &req));
+  gate_await_writer();
+  pthread_create(&t, NULL, open_later, NULL);
+  TL_OK(lmpio_file_set_size(fh, 0)); /* after the write, so the file ends up empty */
+  pthread_join(t, NULL);
+  TL_EQ(wait_count(&req, MPI_INT), 4);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* external32 on every path: iwrite_at / iread_at, iwrite / iread,
+ * iwrite_at_all / iread_all, split; the file holds big-endian values. */
+static void test_external32(void) {
+  char *path = tl_path("async-e32");
+  lmpio_file fh = open_new(path);
+  enum { N = 256 };
+  int a[N], b[N];
+  fill(a, N, tl_rank + 2);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL));
+  MPI_Offset off = (MPI_Offset)tl_rank * N;
+  MPI_Request req;
+  TL_OK(lmpio_file_iwrite_at(fh, off, a, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_at(fh, off, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  /* Collective, then the file's bytes through a native byte view. */
+  fill(a, N, tl_rank + 20);
+  TL_OK(lmpio_file_iwrite_at_all(fh, off, a, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_OK(lmpio_file_seek(fh, off, MPI_SEEK_SET));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_all(fh, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  fill(a, N, tl_rank + 30);
+  TL_OK(lmpio_file_seek(fh, off, MPI_SEEK_SET));
+  TL_OK(lmpio_file_iwrite(fh, a, N / 2, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N / 2);
+  TL_OK(lmpio_file_write_all_begin(fh, a + N / 2, N / 2, MPI_INT));
+  MPI_Status st;
+  TL_OK(lmpio_file_write_all_end(fh, a + N / 2, &st));
+  TL_EQ(count_of(&st, MPI_INT), N / 2);
+  TL_OK(lmpio_file_seek(fh, off, MPI_SEEK_SET));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread(fh, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  unsigned char raw[4 * N];
+  TL_OK(lmpio_file_read_at(fh, off * 4, raw, 4 * N, MPI_BYTE, MPI_STATUS_IGNORE));
+  int ok = 1;
+  for (int i = 0; i < N; i++) {
+    unsigned v = (unsigned)raw[4 * i] << 24 | (unsigned)raw[4 * i + 1] << 16 | (unsigned)raw[4 * i + 2] << 8 | raw[4 * i + 3];
+    ok &= (int)v == a[i];
+  }
+  TL_CHECK(ok);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* A user representation converts on the caller's thread: its operations
+ * complete in the initiating call (the request is done at once). */
+static pthread_t main_thread;
+static int wrong_thread;
+static int conv_fn(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
+  (void)position;
+  (void)extra;
+  int size;
+  MPI_Type_size(t, &size);
+  if (!pthread_equal(pthread_self(), main_thread)) wrong_thread = 1;
+  memcpy(filebuf, userbuf, (size_t)size * (size_t)count);
+  return MPI_SUCCESS;
+}
+static int conv_rd(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
+  return conv_fn(filebuf, t, count, userbuf, position, extra);
+}
+static int ext_fn(MPI_Datatype t, MPI_Aint *extent, void *extra) {
+  (void)extra;
+  int size;
+  MPI_Type_size(t, &size);
+  *extent = size;
+  return MPI_SUCCESS;
+}
+
+static void test_user_datarep(void) {
+  main_thread = pthread_self();
+  static int registered;
+  if (!registered) TL_OK(lmpio_register_datarep("async-copy", conv_rd, conv_fn, ext_fn, NULL));
+  registered = 1;
+  char *path = tl_path("async-user");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-copy", MPI_INFO_NULL));
+  int a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};
+  MPI_Request req;
+  TL_OK(lmpio_file_iwrite_at(fh, tl_rank * 8, a, 8, MPI_INT, &req));
+  int flag = 0;
+  MPI_Status st;
+  TL_OK(MPI_Test(&req, &flag, &st));
+  TL_CHECK(flag);
+  TL_OK(lmpio_file_iread_at_all(fh, tl_rank * 8, b, 8, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), 8);
+  TL_CHECK(same(a, b, 8));
+  TL_CHECK(!wrong_thread);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  (void)tl_init; /* MPI_Init: this program needs threads */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &tl_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &tl_size);
+  if (provided != MPI_THREAD_MULTIPLE) {
+    if (tl_rank == 0) printf("ok # skip: MPI_THREAD_MULTIPLE not provided\n");
+    MPI_Finalize();
+    return 0;
+  }
+  /* Background failures come back through MPI_Wait's error handler. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  lmpio__os.pwrite = x_pwrite;
+  tl_run("the call returns before its transfer; MPI_Test, then MPI_Wait", test_returns_before_transfer);
+  tl_run("pointers move at initiation (independent and collective)", test_pointers_at_initiation);
+  tl_run("iwrite_shared / iread_shared move the shared pointer at initiation", test_shared);
+  tl_run("many outstanding requests on three handles: any order, Waitall, Testany", test_many_outstanding);
+  tl_run("collective and split collective in the background; orders across handles", test_collective);
+  tl_run("background failures: class and message at completion, agreed", test_background_errors);
+  tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
+  tl_run("external32 on every path", test_external32);
+  tl_run("user representation: completes at start, on the caller's thread", test_user_datarep);
+  lmpio__os = lmpio__os_real;
+  return tl_finish();
+}
