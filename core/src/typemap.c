@@ -119,7 +119,7 @@ static int node_finish(lmpio__tm_node *n) {
     else if (c->contiguous) r->kind = r->stride == (MPI_Aint)c->size ? LMPIO__RUN_FLAT : LMPIO__RUN_ELEMS;
     else r->kind = LMPIO__RUN_NEST;
     if (r->kind == LMPIO__RUN_NEST && c->depth > depth) depth = c->depth;
-    MPI_Aint first, last, hi, step;
+    MPI_Aint first = 0, last = 0, hi = 0, step = 0; /* set even when an overflow cuts the chain short */
     over |= __builtin_add_overflow(r->disp, r->lo, &first) ||
             __builtin_mul_overflow((MPI_Aint)(r->count - 1), r->stride, &step) ||
             __builtin_add_overflow(first, step, &last);
