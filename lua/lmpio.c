@@ -233,7 +233,10 @@ static int init_mpi(lua_State *L) {
   if (!init) {
     promote_libmpi();
     int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    /* MPI_THREAD_MULTIPLE: the core's worker threads complete the requests
+     * of nonblocking calls while the script computes (with less, those
+     * calls complete in the call that starts them). */
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       return luaL_error(L, "lmpio: MPI_Init failed");
     we_initialized = 1;
     /* Errors become Lua errors, not aborts. */

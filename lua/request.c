@@ -1,7 +1,7 @@
 /* Requests of the nonblocking data access calls (fh:iread_at, fh:iwrite, ...):
  * a userdata with metatable "lmpio.request" over an MPI_Request (a generalized
- * request of the core, complete when the call returned: see
- * core/src/request.c).
+ * request of the core, whose transfer runs on a worker thread while the
+ * script goes on: see core/src/request.c).
  *
  *   req:wait()  -> buf, count for reads; count for writes (items of the call's type);
  *                  a buffer the read made from a count holds the count items read
@@ -9,17 +9,22 @@
  *
  * The request keeps the call's data (buffer or string) alive in its user
  * value until it is waited for (reads keep their buffer, since wait returns
- * it) or collected; __gc frees a request never waited for (MPI_Request_free
- * is local). */
+ * it) or collected.  __gc of a request never waited for waits for it first:
+ * the transfer may still be using the data, which the request keeps alive
+ * while its finalizer runs. */
 #include "lmpio_lua.h"
 
 /***
 The request of a nonblocking data access call (`fh:iread_at`,
 `fh:iwrite_all`, `fh:iread_shared`, ...), an MPI generalized request.  The
-calls complete in the call that starts them, as the standard allows; the
-request gives their result.  It keeps the call's data (array, buffer or
-string) alive until it is waited for.  A request never waited for is
-freed when collected.
+call starts the transfer, which runs in the background (on a thread of the
+core) while the script computes; `wait`, `test`, `lmpio.waitall` and
+`lmpio.waitany` complete it.  Do not touch the data before then.  The
+request keeps the call's data (array, buffer or string) alive until it
+completes, even when the script drops the request: a request collected
+before it completed is waited for first.  Views in a representation
+written in Lua (converters run on the script's thread), and MPI libraries
+without `MPI_THREAD_MULTIPLE`, complete in the starting call.
 @type request
 */
 
@@ -61,6 +66,23 @@ static void complete(lua_State *L, lmpio_lua_request *r, const MPI_Status *st) {
   }
 }
 
+/* A request that completed with a failure of the transfer raises its error
+ * object (class and message of the failure, from the core); the request is
+ * done with (waiting again raises nothing new: it gives count 0). */
+static void failed(lua_State *L, lmpio_lua_request *r, int rc, const MPI_Status *st) {
+  int cls = rc; /* (MPI_Wait and MPI_Test leave st->MPI_ERROR unset) */
+  if (cls == MPI_SUCCESS) return;
+  if (rc == MPI_ERR_IN_STATUS) cls = st->MPI_ERROR;
+  r->done = 1;
+  r->req = MPI_REQUEST_NULL;
+  r->count = 0;
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, UV_DATA);
+  int ecls = cls;
+  MPI_Error_class(cls, &ecls);
+  lmpio_lua_raise(L, ecls, NULL);
+}
+
 static int results(lua_State *L, const lmpio_lua_request *r) {
   if (r->reading) {
     lua_getiuservalue(L, 1, UV_DATA);
@@ -87,7 +109,8 @@ static int r_wait(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
   if (!r->done) {
     MPI_Status st;
-    lmpio_lua_checkmpi(L, MPI_Wait(&r->req, &st), "MPI_Wait");
+    int rc = MPI_Wait(&r->req, &st);
+    failed(L, r, rc, &st);
     complete(L, r, &st);
   }
   return results(L, r);
@@ -105,7 +128,8 @@ static int r_test(lua_State *L) {
   if (!r->done) {
     MPI_Status st;
     int flag = 0;
-    lmpio_lua_checkmpi(L, MPI_Test(&r->req, &flag, &st), "MPI_Test");
+    int rc = MPI_Test(&r->req, &flag, &st);
+    failed(L, r, rc, &st);
     if (!flag) {
       lua_pushboolean(L, 0);
       return 1;
@@ -121,10 +145,114 @@ static int r_gc(lua_State *L) {
   if (r->req != MPI_REQUEST_NULL) {
     int fin = 1;
     MPI_Finalized(&fin);
-    if (!fin) MPI_Request_free(&r->req);
+    /* the data (our user value) lives until this finalizer returns */
+    if (!fin) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
     r->req = MPI_REQUEST_NULL;
   }
   return 0;
+}
+
+/* The requests of a table (1..n), checked. */
+static int checkrequests(lua_State *L, int idx, MPI_Request **reqs) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  int n = (int)luaL_len(L, idx);
+  *reqs = lua_newuserdatauv(L, sizeof(MPI_Request) * (size_t)(n > 0 ? n : 1), 0);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    lmpio_lua_request *r = luaL_testudata(L, -1, LMPIO_LUA_REQUEST);
+    if (!r) luaL_argerror(L, idx, lua_pushfstring(L, "element %d is not a request", i + 1));
+    (*reqs)[i] = r->done ? MPI_REQUEST_NULL : r->req;
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* Completes element i (0-based) of the table at idx with status st, as
+ * wait does; pushes what wait returns and returns how many. */
+static int complete_at(lua_State *L, int idx, int i, int rc, const MPI_Status *st) {
+  lua_geti(L, idx, i + 1);
+  lua_replace(L, 1); /* the request becomes argument 1, as for its methods */
+  lmpio_lua_request *r = checkrequest(L);
+  if (!r->done) {
+    r->req = MPI_REQUEST_NULL; /* MPI freed it */
+    failed(L, r, rc, st);
+    complete(L, r, st);
+  }
+  return results(L, r);
+}
+
+/***
+Waits for every request of a list (`MPI_Waitall`).
+@function lmpio.waitall
+@tparam {request,...} reqs the requests (some may be complete already)
+@return nothing; each request then gives its result with @{request:wait}
+@raise the error object of the first request whose transfer failed (the
+  others are complete all the same)
+*/
+static int l_waitall(lua_State *L) {
+  lua_settop(L, 1);
+  lua_pushvalue(L, 1);
+  lua_insert(L, 1); /* 1: scratch slot for complete_at, 2: the table */
+  MPI_Request *reqs;
+  int n = checkrequests(L, 2, &reqs);
+  MPI_Status *st = lua_newuserdatauv(L, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1), 0);
+  int rc = MPI_Waitall(n, reqs, st);
+  int first_bad = -1;
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    lmpio_lua_request *r = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (r->done) continue;
+    if (rc == MPI_ERR_IN_STATUS && st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING) {
+      if (first_bad < 0) first_bad = i;
+      continue;
+    }
+    int top = lua_gettop(L);
+    complete_at(L, 2, i, MPI_SUCCESS, &st[i]);
+    lua_settop(L, top);
+  }
+  if (first_bad >= 0) {
+    for (int i = 0; i < n; i++) { /* the failed ones: done, their data let go */
+      lua_geti(L, 2, i + 1);
+      lmpio_lua_request *r = lua_touserdata(L, -1);
+      lua_pop(L, 1);
+      if (r->done || i == first_bad) continue;
+      r->done = 1;
+      r->req = MPI_REQUEST_NULL;
+    }
+    complete_at(L, 2, first_bad, st[first_bad].MPI_ERROR, &st[first_bad]); /* raises */
+  }
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) lmpio_lua_checkmpi(L, rc, "MPI_Waitall");
+  return 0;
+}
+
+/***
+Waits for one request of a list to complete (`MPI_Waitany`).
+@function lmpio.waitany
+@tparam {request,...} reqs the requests
+@treturn integer|nil the index in reqs of the request that completed, or nil
+  when none was pending
+@return then what @{request:wait} returns for it
+@raise the error object of that request when its transfer failed
+*/
+static int l_waitany(lua_State *L) {
+  lua_settop(L, 1);
+  lua_pushvalue(L, 1);
+  lua_insert(L, 1);
+  MPI_Request *reqs;
+  int n = checkrequests(L, 2, &reqs);
+  MPI_Status st;
+  int idx = MPI_UNDEFINED;
+  int rc = MPI_Waitany(n, reqs, &idx, &st);
+  if (idx == MPI_UNDEFINED) {
+    if (rc != MPI_SUCCESS) lmpio_lua_checkmpi(L, rc, "MPI_Waitany");
+    lua_pushnil(L);
+    return 1;
+  }
+  int k = complete_at(L, 2, idx, rc, &st);
+  lua_pushinteger(L, idx + 1);
+  lua_insert(L, -k - 1);
+  return k + 1;
 }
 
 static int r_tostring(lua_State *L) {
@@ -143,5 +271,7 @@ int lmpio_lua_request_open(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
+  static const luaL_Reg funcs[] = {{"waitall", l_waitall}, {"waitany", l_waitany}, {NULL, NULL}};
+  luaL_setfuncs(L, funcs, 0);
   return 0;
 }

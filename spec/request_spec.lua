@@ -41,10 +41,16 @@ describe("nonblocking and split collective access", function()
     local fh <close> = lmpio.open(world, path, "w+")
     fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE)
     local req = fh:iwrite_at(rank, lmpio.array(lmpio.DOUBLE, { rank + 0.5 }))
-    local done, n = req:test()
+    local function poll(r) -- the transfer runs in the background: test until done
+      while true do
+        local res = table.pack(r:test())
+        if res[1] then return table.unpack(res, 1, res.n) end
+      end
+    end
+    local done, n = poll(req)
     assert.is_true(done)
     assert.equal(1, n)
-    local done2, buf, m = fh:iread_at(rank, 1, lmpio.DOUBLE):test()
+    local done2, buf, m = poll(fh:iread_at(rank, 1, lmpio.DOUBLE))
     assert.is_true(done2)
     assert.equal(1, m)
     assert.equal(rank + 0.5, buf[1])
@@ -104,7 +110,7 @@ describe("nonblocking and split collective access", function()
     assert.equal(2 * size, fh:get_position_shared())
   end)
 
-  it("errors are raised by the starting call", function()
+  it("errors: independent calls raise when started, collective ones at completion on every rank", function()
     local path = H.tmpname()
     do
       local fh <close> = lmpio.open(world, path, "w+")
@@ -112,8 +118,11 @@ describe("nonblocking and split collective access", function()
     local fh <close> = lmpio.open(world, path, "r")
     local e = H.error_of(fh.iwrite_at, fh, 0, "xy")
     assert.equal("MPI_ERR_READ_ONLY", e.name)
-    e = H.error_of(fh.iwrite_all, fh, "xy") -- collective: every rank raises
+    -- collective: agreed in the background, every rank raises from wait
+    local req = fh:iwrite_all("xy")
+    e = H.error_of(req.wait, req)
     assert.equal("MPI_ERR_READ_ONLY", e.name)
+    assert.matches("MPI_MODE_RDONLY", e.message, 1, true)
     e = H.error_of(fh.iread_at, fh, 0, "xy")
     assert.truthy(tostring(e):find("string", 1, true))
   end)
@@ -178,5 +187,70 @@ describe("nonblocking and split collective access", function()
     assert.equal("MPI_ERR_OTHER", e.name)
     e = H.error_of(fh.read_at_all_end, fh)
     assert.equal("MPI_ERR_OTHER", e.name)
+  end)
+
+  it("requests complete in the background; waitall, waitany; a coroutine polls", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.INT, lmpio.INT)
+    local N = 1 << 16
+    local reqs = {}
+    for k = 1, 4 do
+      local a = lmpio.array(lmpio.INT, N):fill(k * 100 + rank)
+      reqs[k] = fh:iwrite_at(((k - 1) * size + rank) * N, a)
+    end
+    lmpio.waitall(reqs)
+    for k = 1, 4 do assert.equal(N, reqs[k]:wait()) end
+    local reads = {}
+    for k = 1, 4 do reads[k] = fh:iread_at(((k - 1) * size + rank) * N, N, lmpio.INT) end
+    local seen = {}
+    for _ = 1, 4 do
+      local i, buf, n = lmpio.waitany(reads)
+      assert.is_nil(seen[i])
+      seen[i] = true
+      assert.equal(N, n)
+      assert.equal(i * 100 + rank, buf[1])
+      assert.equal(i * 100 + rank, buf[N])
+    end
+    assert.is_nil(lmpio.waitany(reads)) -- none pending
+    -- a coroutine polls its request and yields meanwhile
+    local co = coroutine.wrap(function()
+      local r = fh:iread_at(rank * N, N, lmpio.INT)
+      while true do
+        local done, buf, n = r:test()
+        if done then return buf, n end
+        coroutine.yield(false)
+      end
+    end)
+    local buf, n = co()
+    while buf == false do buf, n = co() end
+    assert.equal(N, n)
+    assert.equal(100 + rank, buf[N])
+    assert.has_error(function() lmpio.waitall({ 1 }) end)
+    fh:close()
+  end)
+
+  it("a dropped request keeps its data until the transfer is done", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE)
+    local N = 1 << 18
+    for k = 1, 3 do
+      -- neither the request nor its array is referenced after this line
+      fh:iwrite_at((k - 1) * N, lmpio.array(lmpio.DOUBLE, N):fill(k + rank / 8))
+      fh:iread_at(0, N, lmpio.DOUBLE)
+      collectgarbage()
+      collectgarbage()
+    end
+    local last = fh:iwrite_at(3 * N, lmpio.array(lmpio.DOUBLE, { -1 }))
+    assert.equal(1, last:wait())
+    fh:sync()
+    world:barrier()
+    fh:sync()
+    local back = fh:read_at(2 * N, N, lmpio.DOUBLE)
+    -- some rank's last write won; every value is one of them
+    local v = back[N]
+    assert.is_true(v >= 3 and v < 3 + size / 8)
+    fh:close()
   end)
 end)
