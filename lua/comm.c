@@ -242,7 +242,7 @@ static void encode_table(lua_State *L, encoder *e, int idx) {
   lua_pushvalue(L, idx);
   if (lua_rawget(L, e->seen) != LUA_TNIL) {
     pushpath(L, e);
-    luaL_argerror(L, e->arg, lua_pushfstring(L, "a table that contains itself cannot be sent%s", lua_tostring(L, -1)));
+    luaL_argerror(L, e->arg, lua_pushfstring(L, "a table%s that contains itself cannot be sent", lua_tostring(L, -1)));
   }
   lua_pop(L, 1);
   lua_pushvalue(L, idx);
