@@ -5,10 +5,11 @@
  *
  * Collective methods agree on their argument errors: each one checks its
  * arguments (and serialises what it sends) first, then joins one agreement
- * (an MPI_Allreduce of a few integers, see agree()) before any other
- * communication.  A rank whose checks failed joins that agreement with a
- * failure flag instead, so every rank raises (with the message of the
- * lowest failing rank) and no rank is left waiting in a collective.
+ * (an MPI_Allreduce of a few integers, see agree(), that also carries a
+ * small bcast's value; allgather's own exchange for allgather) before any
+ * other communication.  A rank whose checks failed joins that agreement
+ * with a failure flag instead, so every rank raises (with the message of
+ * the lowest failing rank) and no rank is left waiting in a collective.
  *
  * Every method checks that MPI is still running: a call that runs after
  * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
@@ -68,30 +69,49 @@ static int commsize(MPI_Comm comm) {
  * error to agree on. */
 static _Thread_local int entered;
 
-enum { NAGREE = 6, MAXMSG = 1024 };
+/* NAGREE values to agree on, then NINLINE words that carry up to
+ * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
+ * is non-negative and MPI_MAX with the zeros of the other ranks is the
+ * root's word). */
+enum { NAGREE = 8, NINLINE = 34, AGREE_WORDS = NAGREE + NINLINE, MAXMSG = 1024 };
 
-/* The first communication of every collective method: an MPI_Allreduce
- * (MPI_MAX) of v[0..NAGREE-1].  v[0] is the failure flag: 0 on a rank whose
- * arguments were right, size - rank on one whose were not (so the maximum
- * names the lowest failing rank); msg is that rank's message (NULL when
- * v[0] is 0).  The other entries are the method's own values to compare
- * (a value and its negation give the maximum and the minimum at once).
- * When any rank failed, the lowest failing rank broadcasts its message and
- * every rank raises an MPI_ERR_ARG error object: the failing ranks with
- * their own message, the others with the lowest failing rank's. */
-static void agree(lua_State *L, MPI_Comm comm, long long v[NAGREE], const char *msg) {
-  long long mine = v[0];
-  entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, NAGREE, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
-  if (v[0] == 0) return;
-  int size = commsize(comm), root = size - (int)v[0];
+/* Every rank raises the agreed failure: the lowest failing rank (root)
+ * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
+ * error object with their own message, the others with root's. */
+static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
   char text[MAXMSG] = "";
-  if (mine == v[0]) snprintf(text, sizeof text, "%s", msg ? msg : "?");
+  if (commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
   lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
   text[MAXMSG - 1] = '\0';
   if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
   lua_pushfstring(L, "%s (on rank %d)", text, root);
   lmpio_lua_raise(L, MPI_ERR_ARG, lua_tostring(L, -1));
+}
+
+/* The first communication of every collective method but allgather: an
+ * MPI_Allreduce (MPI_MAX) of v[0..n-1], n NAGREE, or AGREE_WORDS for bcast
+ * (ranks that fail use the same n).  v[0] is the failure
+ * flag: 0 on a rank whose arguments were right, size - rank on one whose
+ * were not (so the maximum names the lowest failing rank); msg is that
+ * rank's message (NULL when v[0] is 0).  The next entries are the method's
+ * own values to compare (a value and its negation give the maximum and the
+ * minimum at once), the rest is bcast's inline value.  When any rank
+ * failed, every rank raises. */
+static void agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) {
+  long long mine = v[0];
+  entered = 1;
+  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
+  if (v[0] != 0) raise_failure(L, comm, commsize(comm) - (int)v[0], mine != 0, msg);
+}
+
+static void fail_agree(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[NAGREE] = {commsize(comm) - commrank(comm)};
+  agree(L, comm, v, NAGREE, msg);
+}
+
+static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[AGREE_WORDS] = {commsize(comm) - commrank(comm)};
+  agree(L, comm, v, AGREE_WORDS, msg);
 }
 
 /* Rewrites "bad argument #3 to '?' (...)" (the method ran under lua_pcall,
@@ -111,6 +131,8 @@ static void fix_argerror(lua_State *L, const char *name) {
 typedef struct {
   const char *name;
   lua_CFunction fn;
+  /* joins the method's first communication as a failing rank and raises */
+  void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
 } collective_method;
 
 /* Runs a collective method under lua_pcall; an error raised before the
@@ -135,8 +157,7 @@ static int collective_call(lua_State *L) {
     lua_remove(L, -2);
   }
   fix_argerror(L, cm->name);
-  long long v[NAGREE] = {commsize(comm) - commrank(comm)};
-  agree(L, comm, v, lua_tostring(L, -1));
+  cm->fail(L, comm, lua_tostring(L, -1));
   return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
 }
 
@@ -500,7 +521,7 @@ static int c_split(lua_State *L) {
   int key = checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
   long long v[NAGREE] = {0};
-  agree(L, comm, v, NULL);
+  agree(L, comm, v, NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
@@ -561,12 +582,20 @@ static int c_eq(lua_State *L) {
   return 1;
 }
 
-enum { BCAST_BLOCK = 256 }; /* 8 bytes of length, then the value when it fits */
+/* A bcast's value travels inside the agreement when it fits in its words. */
+static void pack7(long long *w, const unsigned char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i / 7] |= (long long)b[i] << (8 * (i % 7));
+}
+
+static void unpack7(unsigned char *b, const long long *w, size_t n) {
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(w[i / 7] >> (8 * (i % 7)));
+}
 
 /***
-Sends a value from the root to every rank (`MPI_Bcast` of its
-serialised form).
-Collective.  The value may be nil, a boolean, a number (integers stay
+Sends a value from the root to every rank.
+Collective.  The value is serialised; one `MPI_Allreduce` agrees on the
+arguments and carries a short value (up to 238 bytes serialised), and a
+longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
 integers), a string, or a table of those (nested tables too; keys are
 booleans, numbers or strings).  Tables arrive as new tables without
 metatables; a table that contains itself, functions, userdata (arrays,
@@ -586,24 +615,24 @@ static int c_bcast(lua_State *L) {
   lua_settop(L, 3);
   int root = checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
   if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
-  unsigned char *block = lua_newuserdatauv(L, BCAST_BLOCK, 0);
   size_t len = 0;
   const unsigned char *bytes = NULL;
+  /* one agreement: roots (max and -min), the length, and a short value */
+  long long v[AGREE_WORDS] = {0, root, -root, 0};
   if (rank == root) {
-    bytes = serialise(L, 2, 2, &len);
-    put_le64(block, (uint64_t)len);
-    memcpy(block + 8, bytes, len < BCAST_BLOCK - 8 ? len : BCAST_BLOCK - 8);
+    bytes = serialise(L, 2, 2, &len); /* 4 */
+    v[3] = (long long)len;
+    if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
   }
-  long long v[NAGREE] = {0, root, -root};
-  agree(L, comm, v, NULL);
+  agree(L, comm, v, AGREE_WORDS, NULL);
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
                                                            "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
-  lmpio_lua_checkmpi(L, MPI_Bcast(block, BCAST_BLOCK, MPI_BYTE, root, comm), "MPI_Bcast");
-  len = (size_t)get_le64(block);
-  unsigned char *all = block + 8;
-  if (len > BCAST_BLOCK - 8) { /* the rest in pieces (MPI counts are ints) */
-    all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len, 0);
+  len = (size_t)v[3];
+  unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
+  if (len <= NINLINE * 7) {
+    if (rank != root) unpack7(all, v + NAGREE, len);
+  } else { /* the rest in pieces (MPI counts are ints) */
     for (size_t off = 0; off < len; off += CHUNK) {
       size_t n = len - off < CHUNK ? len - off : CHUNK;
       lmpio_lua_checkmpi(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
@@ -614,7 +643,28 @@ static int c_bcast(lua_State *L) {
   return 1;
 }
 
-enum { GATHER_BLOCK = 64 }; /* 8 bytes of length, then the value when it fits */
+/* allgather's first communication: an MPI_Allgather of one block per
+ * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
+ * fits.  A failure on any rank is seen by all. */
+enum { GATHER_BLOCK = 64 };
+#define GATHER_FAILED UINT64_MAX
+
+static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
+  int size = commsize(comm), mine = commrank(comm);
+  entered = 1;
+  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
+                     "MPI_Allgather");
+  for (int r = 0; r < size; r++)
+    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == GATHER_FAILED)
+      raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
+}
+
+static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
+  int size = commsize(comm);
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
+  put_le64(blocks + (size_t)commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
+  gather_blocks(L, comm, blocks, msg);
+}
 
 /***
 Every rank's value, on every rank (`MPI_Allgather` of their serialised
@@ -634,18 +684,15 @@ static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int size = commsize(comm), rank = commrank(comm);
   lua_settop(L, 2);
-  size_t len = 0;
-  const unsigned char *bytes = serialise(L, 2, 2, &len);     /* 3 */
-  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 4 */
-  int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 5 */
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
+  int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
   int *displs = counts + size;
+  size_t len = 0;
+  const unsigned char *bytes = serialise(L, 2, 2, &len); /* 5 */
   unsigned char *mine = blocks + (size_t)rank * GATHER_BLOCK;
   put_le64(mine, (uint64_t)len);
   memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
-  long long v[NAGREE] = {0};
-  agree(L, comm, v, NULL);
-  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
-                     "MPI_Allgather");
+  gather_blocks(L, comm, blocks, NULL);
   uint64_t total = 0;
   int fits = 1;
   for (int r = 0; r < size; r++) {
@@ -693,8 +740,9 @@ static int reduce(lua_State *L, int kind, const char *name) {
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
    * are, and every rank the same kind of value and the same op. */
-  long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint};
-  agree(L, comm, v, NULL);
+  int b = isbool && lua_toboolean(L, 2);
+  long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
+  agree(L, comm, v, NAGREE, NULL);
   if (v[3] != -v[4])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #1 to '%s' (booleans on some "
                                                            "ranks, numbers on others)", name));
@@ -704,6 +752,11 @@ static int reduce(lua_State *L, int kind, const char *name) {
                                                            name, opnames[-v[2]], opnames[v[1]]));
   int allint = isbool || v[5] == 0;
   MPI_Op mop = ops[op];
+  if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
+    int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
+    lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
+    return 1;
+  }
   long long iv = isbool ? lua_toboolean(L, 2) : allint ? (long long)lua_tointeger(L, 2) : 0, ir = 0;
   double dv = isbool || allint ? 0 : (double)lua_tonumber(L, 2), dr = 0;
   void *in = allint ? (void *)&iv : (void *)&dv, *out = allint ? (void *)&ir : (void *)&dr;
@@ -1009,8 +1062,9 @@ The color of `comm:split` for a rank that joins no communicator
 */
 
 static const collective_method collective_methods[] = {
-  {"split", c_split}, {"bcast", c_bcast}, {"allgather", c_allgather},
-  {"allreduce", c_allreduce}, {"scan", c_scan}, {"exscan", c_exscan},
+  {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},
+  {"allgather", c_allgather, fail_gather}, {"allreduce", c_allreduce, fail_agree},
+  {"scan", c_scan, fail_agree}, {"exscan", c_exscan, fail_agree},
 };
 
 int lmpio_lua_comm_open(lua_State *L) {

@@ -132,6 +132,13 @@ describe("comm:bcast", function()
     assert.same(t, got)
   end)
 
+  it("sends values of every length around the inline limit", function()
+    for n = 225, 245 do
+      local s = string.rep(string.char(n), n)
+      assert.equal(s, lmpio.world:bcast(H.rank == H.size - 1 and s or nil, H.size - 1))
+    end
+  end)
+
   it("gives the root its own value and the others a copy without metatable", function()
     local mt = {}
     local t = setmetatable({ x = 1 }, mt)
@@ -214,6 +221,13 @@ describe("comm:allgather", function()
     for r = 0, H.size - 1 do assert.same(mine(r), t[r + 1]) end
   end)
 
+  it("gathers values of every length around the inline limit", function()
+    for n = 45, 60 do
+      local t = lmpio.world:allgather(string.rep("v", n + (H.rank % 2)))
+      for r = 0, H.size - 1 do assert.equal(string.rep("v", n + (r % 2)), t[r + 1]) end
+    end
+  end)
+
   it("gathers copies", function()
     local own = { 1 }
     local t = lmpio.world:allgather(own)
@@ -266,6 +280,17 @@ describe("comm:exscan, comm:scan, comm:allreduce", function()
     assert.equal((H.rank + 1) * (H.rank + 2) // 2, lmpio.world:scan(H.rank + 1))
     assert.equal(H.rank, lmpio.world:scan(H.rank, "max"))
     assert.equal(H.rank == 0, lmpio.world:scan(H.rank == 0, "land"))
+  end)
+
+  it("allreduce of booleans: every op is all or any", function()
+    local v = H.rank % 2 == 0
+    local any, all = H.size > 1 or v, v and H.size == 1
+    -- (ipairs: every rank must name the ops in the same order)
+    for _, c in ipairs { { "land", all }, { "min", all }, { "prod", all }, { "lor", any }, { "max", any }, { "sum", any } } do
+      assert.equal(c[2], lmpio.world:allreduce(v, c[1]), c[1])
+    end
+    assert.equal(true, lmpio.world:allreduce(true))
+    assert.equal(false, lmpio.world:allreduce(false, "lor"))
   end)
 
   it("mixed integers and floats give floats on every rank", function()
