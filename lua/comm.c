@@ -885,11 +885,12 @@ to each other as possible, largest first.
 @param dims the number of dimensions, or a table of dims where 0 means
   "choose" (e.g. `{0, 2, 0}`)
 @return a new table of the dims, whose product is nnodes
-@raise when the fixed dims do not divide nnodes
+@raise when the fixed dims do not divide nnodes, or after MPI was finalized
 @usage lmpio.dims_create(12, 2)       --> {4, 3}
 lmpio.dims_create(12, {0, 0, 3})      --> {2, 2, 3}
 */
 static int l_dims_create(lua_State *L) {
+  if (finalized()) return luaL_error(L, "lmpio.dims_create called after MPI was finalized (the script has ended)");
   lua_Integer nnodes = luaL_checkinteger(L, 1);
   if (nnodes < 1 || nnodes > INT_MAX) luaL_argerror(L, 1, "must be positive");
   int dims[MAXDIMS];

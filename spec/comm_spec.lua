@@ -442,24 +442,28 @@ describe("after MPI_Finalize", function()
 
   -- A process of its own (rank 0 runs it, without the job's environment):
   -- a __gc that runs after the module finalised MPI at exit.
-  it("comm methods raise a Lua error instead of aborting", function()
-    local out
-    if H.rank == 0 then
-      local cmd = string.format("env -i PATH=%q LUA_CPATH_5_4=%q OMPI_ALLOW_RUN_AS_ROOT=1 "
-        .. "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 60 lua5.4 spec/comm_late.lua 2>&1",
-        os.getenv("PATH"), os.getenv("LUA_CPATH_5_4") or "")
-      local p = assert(io.popen(cmd))
-      local text = p:read("a")
-      local ok, how, code = p:close()
-      out = { text = text, ok = ok, how = how, code = code }
-    end
-    out = lmpio.world:bcast(out)
-    assert.is_true(out.ok, out.text)
-    assert.matches("late barrier: after MPI was finalized", out.text, 1, true)
-    assert.matches("late split comm: after MPI was finalized", out.text, 1, true)
-    assert.matches("late rank: after MPI was finalized", out.text, 1, true)
-    assert.matches("late bcast: after MPI was finalized", out.text, 1, true)
-    assert.matches("late tostring: lmpio.comm (MPI finalized)", out.text, 1, true)
-    assert.matches("late open: after MPI was finalized", out.text, 1, true)
-  end)
+  for _, how in ipairs { "end", "os.exit" } do
+    it("comm methods raise a Lua error instead of aborting (" .. how .. ")", function()
+      local out
+      if H.rank == 0 then
+        local cmd = string.format("env -i PATH=%q LUA_CPATH_5_4=%q OMPI_ALLOW_RUN_AS_ROOT=1 "
+          .. "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 60 lua5.4 spec/comm_late.lua %s 2>&1",
+          os.getenv("PATH"), os.getenv("LUA_CPATH_5_4") or "", how)
+        local p = assert(io.popen(cmd))
+        local text = p:read("a")
+        local ok, kind, code = p:close()
+        out = { text = text, ok = ok, kind = kind, code = code }
+      end
+      out = lmpio.world:bcast(out)
+      assert.is_true(out.ok, out.text)
+      assert.matches("late barrier: after MPI was finalized", out.text, 1, true)
+      assert.matches("late split comm: after MPI was finalized", out.text, 1, true)
+      assert.matches("late rank: after MPI was finalized", out.text, 1, true)
+      assert.matches("late bcast: after MPI was finalized", out.text, 1, true)
+      assert.matches("late dims_create: after MPI was finalized", out.text, 1, true)
+      assert.matches("late grid: after MPI was finalized", out.text, 1, true)
+      assert.matches("late tostring: lmpio.comm (MPI finalized)", out.text, 1, true)
+      assert.matches("late open: after MPI was finalized", out.text, 1, true)
+    end)
+  end
 end)
