@@ -1,12 +1,24 @@
-/* Communicators (lmpio.world, lmpio.self, comm:rank/size/barrier/split/dup),
- * a few collectives that scripts need to agree on values (bcast, allreduce,
- * allgather), and info objects as Lua tables of strings. */
+/* Communicators (lmpio.world, lmpio.self, comm:rank/size/barrier/split/dup/
+ * free), the collectives that scripts need to agree on values (bcast,
+ * allgather, allreduce, scan, exscan; Lua values are serialised), a grid
+ * helper (lmpio.dims_create, comm:grid), and info objects as Lua tables.
+ *
+ * Collective methods agree on their argument errors: each one checks its
+ * arguments (and serialises what it sends) first, then joins one agreement
+ * (an MPI_Allreduce of a few integers, see agree(), that also carries a
+ * small bcast's value; allgather's own exchange for allgather) before any
+ * other communication.  A rank whose checks failed joins that agreement
+ * with a failure flag instead, so every rank raises (with the message of
+ * the lowest failing rank) and no rank is left waiting in a collective.
+ *
+ * Every method checks that MPI is still running: a call that runs after
+ * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
+ * the MPI library abort the process. */
 #include "lmpio_lua.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -14,8 +26,16 @@ typedef struct {
   int owned; /* freed by comm:free() (MPI_Comm_free is collective: never in __gc) */
 } lcomm;
 
+static int finalized(void) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  return fin;
+}
+
 static lcomm *checklcomm(lua_State *L, int idx) {
   lcomm *c = luaL_checkudata(L, idx, LMPIO_LUA_COMM);
+  if (finalized())
+    luaL_error(L, "attempt to use a communicator after MPI was finalized (the script has ended)");
   if (c->comm == MPI_COMM_NULL) luaL_error(L, "attempt to use a freed communicator");
   return c;
 }
@@ -30,10 +50,414 @@ static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   return c;
 }
 
+static int commrank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+static int commsize(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+/* ---- agreement of collective methods --------------------------------- */
+
+/* Set once a collective method has joined its agreement: an error raised
+ * after that is one every rank raises (or an MPI failure), not an argument
+ * error to agree on. */
+static _Thread_local int entered;
+
+/* NAGREE values to agree on, then NINLINE words that carry up to
+ * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
+ * is non-negative and MPI_MAX with the zeros of the other ranks is the
+ * root's word). */
+enum { NAGREE = 8, NINLINE = 34, AGREE_WORDS = NAGREE + NINLINE, MAXMSG = 1024 };
+
+/* Every rank raises the agreed failure: the lowest failing rank (root)
+ * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
+ * error object with their own message, the others with root's. */
+static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
+  char text[MAXMSG] = "";
+  if (commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
+  lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
+  text[MAXMSG - 1] = '\0';
+  if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
+  lua_pushfstring(L, "%s (on rank %d)", text, root);
+  lmpio_lua_raise(L, MPI_ERR_ARG, lua_tostring(L, -1));
+}
+
+/* The first communication of every collective method but allgather: an
+ * MPI_Allreduce (MPI_MAX) of v[0..n-1], n NAGREE, or AGREE_WORDS for bcast
+ * (ranks that fail use the same n).  v[0] is the failure
+ * flag: 0 on a rank whose arguments were right, size - rank on one whose
+ * were not (so the maximum names the lowest failing rank); msg is that
+ * rank's message (NULL when v[0] is 0).  The next entries are the method's
+ * own values to compare (a value and its negation give the maximum and the
+ * minimum at once), the rest is bcast's inline value.  When any rank
+ * failed, every rank raises. */
+static void agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) {
+  long long mine = v[0];
+  entered = 1;
+  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
+  if (v[0] != 0) raise_failure(L, comm, commsize(comm) - (int)v[0], mine != 0, msg);
+}
+
+static void fail_agree(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[NAGREE] = {commsize(comm) - commrank(comm)};
+  agree(L, comm, v, NAGREE, msg);
+}
+
+static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[AGREE_WORDS] = {commsize(comm) - commrank(comm)};
+  agree(L, comm, v, AGREE_WORDS, msg);
+}
+
+/* Rewrites "bad argument #3 to '?' (...)" (the method ran under lua_pcall,
+ * so Lua knows neither its name nor that arg 1 is self) as "bad argument #2
+ * to 'bcast' (...)". */
+static void fix_argerror(lua_State *L, const char *name) {
+  const char *msg = lua_tostring(L, -1);
+  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
+  int n = 0, used = 0;
+  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
+  lua_pushlstring(L, msg, (size_t)(p - msg));
+  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - 1, name, p + used);
+  lua_concat(L, 2);
+  lua_remove(L, -2);
+}
+
+typedef struct {
+  const char *name;
+  lua_CFunction fn;
+  /* joins the method's first communication as a failing rank and raises */
+  void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
+} collective_method;
+
+/* Runs a collective method under lua_pcall; an error raised before the
+ * method joined its agreement becomes this rank's failure in the agreement
+ * (which the other ranks are waiting in), so that every rank raises. */
+static int collective_call(lua_State *L) {
+  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
+  MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
+  int n = lua_gettop(L);
+  lua_pushvalue(L, 1); /* keeps self alive below the call */
+  lua_pushcfunction(L, cm->fn);
+  lua_rotate(L, 1, 2); /* self, fn, args... */
+  int saved = entered;
+  entered = 0;
+  int st = lua_pcall(L, n, LUA_MULTRET, 0);
+  int was_entered = entered;
+  entered = saved;
+  if (st == LUA_OK) return lua_gettop(L) - 1;
+  if (was_entered || (st != LUA_ERRRUN && st != LUA_ERRMEM)) return lua_error(L);
+  if (lua_type(L, -1) != LUA_TSTRING) {
+    luaL_tolstring(L, -1, NULL);
+    lua_remove(L, -2);
+  }
+  fix_argerror(L, cm->name);
+  cm->fail(L, comm, lua_tostring(L, -1));
+  return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
+}
+
+/* ---- serialisation of Lua values ---------------------------------------- */
+
+/* A value is one tag byte and its payload: integers zigzag varints, floats
+ * 8 bytes (IEEE 754 bits, little-endian), strings a varint length and the
+ * bytes, tables the length n of their sequence part, n values, then
+ * key/value pairs up to T_END.  Every rank of a job runs the same build, so
+ * nothing else needs describing. */
+enum { T_NIL, T_FALSE, T_TRUE, T_INT, T_FLT, T_STR, T_TAB, T_END };
+enum { MAXDEPTH = 100 };
+
+typedef struct {
+  unsigned char *out; /* NULL: only count */
+  size_t pos;
+  int arg;            /* the argument being sent, for messages */
+  int seen;           /* stack index of the table of tables being sent (cycles) */
+  int depth;
+  struct { int keyidx; lua_Integer i; } path[MAXDEPTH]; /* keyidx 0: sequence index i */
+} encoder;
+
+static void put(encoder *e, const void *p, size_t n) {
+  if (e->out) memcpy(e->out + e->pos, p, n);
+  e->pos += n;
+}
+
+static void putbyte(encoder *e, int b) {
+  unsigned char c = (unsigned char)b;
+  put(e, &c, 1);
+}
+
+static void putvarint(encoder *e, uint64_t u) {
+  while (u >= 0x80) {
+    putbyte(e, (int)(u & 0x7f) | 0x80);
+    u >>= 7;
+  }
+  putbyte(e, (int)u);
+}
+
+static void putfloat(encoder *e, lua_Number x) {
+  double d = (double)x;
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
+  put(e, b, 8);
+}
+
+/* Pushes where in the value being sent we are: "" or " at .a[2]". */
+static void pushpath(lua_State *L, encoder *e) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int d = 0; d < e->depth; d++) {
+    char num[64];
+    if (d == 0) luaL_addstring(&b, " at ");
+    if (!e->path[d].keyidx) {
+      snprintf(num, sizeof num, "[%lld]", (long long)e->path[d].i);
+      luaL_addstring(&b, num);
+      continue;
+    }
+    int k = e->path[d].keyidx;
+    size_t len = 0;
+    const char *s = lua_type(L, k) == LUA_TSTRING ? lua_tolstring(L, k, &len) : NULL;
+    int ident = s && len > 0 && len < 64 && !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; ident && i < len; i++)
+      ident = s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9');
+    if (ident) {
+      luaL_addchar(&b, '.');
+      luaL_addlstring(&b, s, len);
+    } else if (s) {
+      luaL_addstring(&b, "[\"");
+      luaL_addlstring(&b, s, len > 40 ? 40 : len);
+      luaL_addstring(&b, len > 40 ? "...\"]" : "\"]");
+    } else {
+      luaL_addchar(&b, '[');
+      luaL_tolstring(L, k, NULL);
+      luaL_addvalue(&b);
+      luaL_addchar(&b, ']');
+    }
+  }
+  luaL_pushresult(&b);
+}
+
+static void encode(lua_State *L, encoder *e, int idx);
+
+static void badvalue(lua_State *L, encoder *e, int idx) {
+  const char *tname = luaL_typename(L, idx);
+  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) tname = lua_tostring(L, -1);
+  pushpath(L, e);
+  luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s%s cannot be sent; send nil, booleans, "
+                                           "numbers, strings or tables of them", tname, lua_tostring(L, -1)));
+}
+
+static void encode_table(lua_State *L, encoder *e, int idx) {
+  if (e->depth >= MAXDEPTH) {
+    pushpath(L, e);
+    luaL_argerror(L, e->arg, lua_pushfstring(L, "tables nested more than %d deep cannot be sent%s",
+                                             MAXDEPTH, lua_tostring(L, -1)));
+  }
+  luaL_checkstack(L, 8, "sending a table");
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, e->seen) != LUA_TNIL) {
+    pushpath(L, e);
+    luaL_argerror(L, e->arg, lua_pushfstring(L, "a table%s that contains itself cannot be sent", lua_tostring(L, -1)));
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, e->seen);
+  lua_Integer n = 0;
+  while (lua_rawgeti(L, idx, n + 1) != LUA_TNIL) {
+    lua_pop(L, 1);
+    n++;
+  }
+  lua_pop(L, 1);
+  putbyte(e, T_TAB);
+  putvarint(e, (uint64_t)n);
+  int d = e->depth++;
+  for (lua_Integer i = 1; i <= n; i++) {
+    e->path[d].keyidx = 0;
+    e->path[d].i = i;
+    lua_rawgeti(L, idx, i);
+    encode(L, e, lua_gettop(L));
+    lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int k = lua_gettop(L) - 1;
+    if (lua_isinteger(L, k) && lua_tointeger(L, k) >= 1 && lua_tointeger(L, k) <= n) {
+      lua_pop(L, 1);
+      continue;
+    }
+    e->path[d].keyidx = k;
+    int kt = lua_type(L, k);
+    if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
+      e->depth = d; /* the path of the table, then the key */
+      pushpath(L, e);
+      luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s key of a table%s cannot be sent; keys are "
+                                               "booleans, numbers or strings", luaL_typename(L, k), lua_tostring(L, -1)));
+    }
+    encode(L, e, k);
+    encode(L, e, k + 1);
+    lua_pop(L, 1);
+  }
+  e->depth = d;
+  putbyte(e, T_END);
+  lua_pushvalue(L, idx);
+  lua_pushnil(L);
+  lua_rawset(L, e->seen);
+}
+
+static void encode(lua_State *L, encoder *e, int idx) {
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: putbyte(e, T_NIL); break;
+  case LUA_TBOOLEAN: putbyte(e, lua_toboolean(L, idx) ? T_TRUE : T_FALSE); break;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) {
+      uint64_t u = (uint64_t)lua_tointeger(L, idx);
+      putbyte(e, T_INT);
+      putvarint(e, (u << 1) ^ (0 - (u >> 63))); /* zigzag: small magnitudes, few bytes */
+    } else {
+      putbyte(e, T_FLT);
+      putfloat(e, lua_tonumber(L, idx));
+    }
+    break;
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    putbyte(e, T_STR);
+    putvarint(e, (uint64_t)len);
+    put(e, s, len);
+    break;
+  }
+  case LUA_TTABLE: encode_table(L, e, idx); break;
+  default: badvalue(L, e, idx);
+  }
+}
+
+/* Serialises the value at idx (argument arg of the method, for messages):
+ * pushes a userdata holding its bytes and returns them (size in *n).
+ * Raises an argument error for a value that cannot be sent. */
+static unsigned char *serialise(lua_State *L, int idx, int arg, size_t *n) {
+  idx = lua_absindex(L, idx);
+  lua_newtable(L); /* the tables on the path being sent */
+  encoder *e = lua_newuserdatauv(L, sizeof *e, 0);
+  e->out = NULL;
+  e->pos = 0;
+  e->arg = arg;
+  e->seen = lua_gettop(L) - 1;
+  e->depth = 0;
+  encode(L, e, idx); /* measures, and raises for what cannot be sent */
+  unsigned char *out = lua_newuserdatauv(L, e->pos ? e->pos : 1, 0);
+  *n = e->pos;
+  e->out = out;
+  e->pos = 0;
+  encode(L, e, idx);
+  lua_replace(L, -3); /* keep the bytes only */
+  lua_pop(L, 1);
+  return out;
+}
+
+typedef struct {
+  const unsigned char *p, *end;
+} decoder;
+
+static void corrupt(lua_State *L) { luaL_error(L, "lmpio: received a corrupt serialised value"); }
+
+static int getbyte(lua_State *L, decoder *d) {
+  if (d->p >= d->end) corrupt(L);
+  return *d->p++;
+}
+
+static uint64_t getvarint(lua_State *L, decoder *d) {
+  uint64_t u = 0;
+  for (int shift = 0;; shift += 7) {
+    int b = getbyte(L, d);
+    if (shift > 63) corrupt(L);
+    u |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return u;
+  }
+}
+
+/* Pushes the value at d->p (or returns T_END without pushing). */
+static int decode(lua_State *L, decoder *d, int depth) {
+  int tag = getbyte(L, d);
+  switch (tag) {
+  case T_NIL: lua_pushnil(L); break;
+  case T_FALSE: lua_pushboolean(L, 0); break;
+  case T_TRUE: lua_pushboolean(L, 1); break;
+  case T_INT: {
+    uint64_t u = getvarint(L, d);
+    lua_pushinteger(L, (lua_Integer)((u >> 1) ^ (0 - (u & 1))));
+    break;
+  }
+  case T_FLT: {
+    if (d->end - d->p < 8) corrupt(L);
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u |= (uint64_t)d->p[i] << (8 * i);
+    d->p += 8;
+    double x;
+    memcpy(&x, &u, sizeof x);
+    lua_pushnumber(L, (lua_Number)x);
+    break;
+  }
+  case T_STR: {
+    uint64_t len = getvarint(L, d);
+    if (len > (uint64_t)(d->end - d->p)) corrupt(L);
+    lua_pushlstring(L, (const char *)d->p, (size_t)len);
+    d->p += len;
+    break;
+  }
+  case T_TAB: {
+    uint64_t n = getvarint(L, d);
+    if (depth >= MAXDEPTH || n > (uint64_t)(d->end - d->p)) corrupt(L);
+    luaL_checkstack(L, 4, "receiving a table");
+    lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
+    for (uint64_t i = 1; i <= n; i++) {
+      if (decode(L, d, depth + 1) == T_END) corrupt(L);
+      lua_rawseti(L, -2, (lua_Integer)i);
+    }
+    while (decode(L, d, depth + 1) != T_END) {
+      if (lua_isnil(L, -1)) corrupt(L);
+      if (decode(L, d, depth + 1) == T_END) corrupt(L);
+      lua_rawset(L, -3);
+    }
+    break;
+  }
+  case T_END: return T_END;
+  default: corrupt(L);
+  }
+  return tag;
+}
+
+static void deserialise(lua_State *L, const unsigned char *p, size_t n) {
+  decoder d = {p, p + n};
+  if (decode(L, &d, 0) == T_END || d.p != d.end) corrupt(L);
+}
+
+static void put_le64(unsigned char *b, uint64_t u) {
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *b) {
+  uint64_t u = 0;
+  for (int i = 0; i < 8; i++) u |= (uint64_t)b[i] << (8 * i);
+  return u;
+}
+
+/* MPI counts are ints: large messages go in pieces. */
+#define CHUNK ((size_t)1 << 30)
+
+/* ---- methods ------------------------------------------------------------ */
+
 /***
-This rank's number in the communicator (0 .. size-1).
+The rank of this process in the communicator.
 @function comm:rank
-@treturn integer the rank
+@return integer, from 0
+@raise when the communicator was freed or MPI was finalized
 */
 static int c_rank(lua_State *L) {
   int r = 0;
@@ -43,9 +467,10 @@ static int c_rank(lua_State *L) {
 }
 
 /***
-The number of ranks in the communicator.
+The number of processes in the communicator.
 @function comm:size
-@treturn integer the number of ranks
+@return integer
+@raise when the communicator was freed or MPI was finalized
 */
 static int c_size(lua_State *L) {
   int n = 0;
@@ -55,31 +480,48 @@ static int c_size(lua_State *L) {
 }
 
 /***
-Waits until every rank of the communicator has called it.
+Waits until every rank of the communicator has called it (`MPI_Barrier`).
 Collective.
 @function comm:barrier
+@raise when the communicator was freed or MPI was finalized (for instance
+  from a `__gc` that runs after the script ended)
 */
 static int c_barrier(lua_State *L) {
   lmpio_lua_checkmpi(L, MPI_Barrier(lmpio_lua_checkcomm(L, 1)), "MPI_Barrier");
   return 0;
 }
 
+static int checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
+  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
+  return (int)v;
+}
+
 /***
-Splits the communicator by color, ordering each part by key.
-Collective.
+Splits the communicator into one new communicator per color
+(`MPI_Comm_split`).
+Collective.  Ranks that give the same color end up in the same
+communicator, ordered by key and then by their rank here.  Argument errors
+are agreed: when any rank's arguments are wrong, every rank raises.
 @function comm:split
-@tparam integer|nil|false color ranks with the same color form one new communicator; nil, false or lmpio.UNDEFINED: none
-@tparam[opt=0] integer key the order of the ranks in the new communicator (ties: the order in this one)
-@return the new communicator (free it with `comm:free`), or nil for a rank without a color
-@raise "color must not be negative"
+@param color a non-negative integer; `nil`, `false` or `lmpio.UNDEFINED`:
+  this rank joins no communicator
+@param[opt=0] key an integer that orders the ranks of a color
+@return a new communicator (free it with `comm:free`), or `nil` for a rank
+  whose color was undefined
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when a color or key
+  is not an integer in range on any rank
 */
 static int c_split(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int color = lua_isnoneornil(L, 2) || (lua_isboolean(L, 2) && !lua_toboolean(L, 2)) ? MPI_UNDEFINED
-                                                                                    : (int)luaL_checkinteger(L, 2);
-  if (color < 0 && color != MPI_UNDEFINED) return luaL_argerror(L, 2, "color must not be negative");
-  int key = (int)luaL_optinteger(L, 3, 0);
+  int color = MPI_UNDEFINED;
+  if (!lua_isnoneornil(L, 2) && !(lua_isboolean(L, 2) && !lua_toboolean(L, 2))) {
+    lua_Integer v = luaL_checkinteger(L, 2);
+    if (v != MPI_UNDEFINED) color = checkint(L, 2, v, 0);
+  }
+  int key = checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
+  long long v[NAGREE] = {0};
+  agree(L, comm, v, NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
@@ -88,10 +530,11 @@ static int c_split(lua_State *L) {
 }
 
 /***
-A new communicator with the same ranks (MPI_Comm_dup), e.g. for a library's own traffic.
-Collective.
+A new communicator with the same ranks (`MPI_Comm_dup`).
+Collective.  Communication on it never mixes with the original's.
 @function comm:dup
-@return the new communicator (free it with `comm:free`)
+@return a new communicator (free it with `comm:free`)
+@raise when the communicator was freed or MPI was finalized
 */
 static int c_dup(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -103,12 +546,13 @@ static int c_dup(lua_State *L) {
 }
 
 /***
-Frees a communicator made by `comm:split` or `comm:dup`.
-Collective.  MPI_Comm_free is collective, so it is never done by the garbage
-collector: free what you make.  Using a freed communicator raises
-"attempt to use a freed communicator".
+Frees a communicator made by `comm:split` or `comm:dup` (`MPI_Comm_free`).
+Collective.  Communicators are never freed by the garbage collector (that
+would be a collective call at an unknown time): free the ones you make.
+Any later use raises "attempt to use a freed communicator".
 @function comm:free
-@raise "cannot free a predefined communicator" (lmpio.world, lmpio.self)
+@raise for `lmpio.world` and `lmpio.self`, a freed communicator, or after
+  MPI was finalized
 */
 static int c_free(lua_State *L) {
   lcomm *c = checklcomm(L, 1);
@@ -120,14 +564,15 @@ static int c_free(lua_State *L) {
 
 static int c_tostring(lua_State *L) {
   lcomm *c = luaL_checkudata(L, 1, LMPIO_LUA_COMM);
-  int r = 0, n = 0;
+  if (finalized()) {
+    lua_pushliteral(L, "lmpio.comm (MPI finalized)");
+    return 1;
+  }
   if (c->comm == MPI_COMM_NULL) {
     lua_pushliteral(L, "lmpio.comm (freed)");
     return 1;
   }
-  MPI_Comm_rank(c->comm, &r);
-  MPI_Comm_size(c->comm, &n);
-  lua_pushfstring(L, "lmpio.comm (rank %d of %d): %p", r, n, (void *)c);
+  lua_pushfstring(L, "lmpio.comm (rank %d of %d): %p", commrank(c->comm), commsize(c->comm), (void *)c);
   return 1;
 }
 
@@ -137,452 +582,382 @@ static int c_eq(lua_State *L) {
   return 1;
 }
 
-/* ---- values sent between ranks ---------------------------------------------
- * bcast and allgather send Lua values: nil, booleans, numbers, strings and
- * tables of them (nested, without cycles), serialised into bytes.  The bytes
- * live in a userdata ("lmpio.wire") so that an error leaks nothing. */
-
-#define WIRE "lmpio.wire"
-#define WIRE_DEPTH 100
-
-typedef struct {
-  char *p;
-  size_t n, cap;
-  char why[160]; /* why a value cannot be sent, "" when it can */
-} wire;
-
-static int wire_gc(lua_State *L) {
-  wire *w = luaL_checkudata(L, 1, WIRE);
-  free(w->p);
-  w->p = NULL;
-  w->n = w->cap = 0;
-  return 0;
+/* A bcast's value travels inside the agreement when it fits in its words. */
+static void pack7(long long *w, const unsigned char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i / 7] |= (long long)b[i] << (8 * (i % 7));
 }
 
-static wire *newwire(lua_State *L) {
-  wire *w = lua_newuserdatauv(L, sizeof *w, 0);
-  memset(w, 0, sizeof *w);
-  if (luaL_newmetatable(L, WIRE)) {
-    lua_pushcfunction(L, wire_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
-  return w;
-}
-
-static void wire_put(lua_State *L, wire *w, const void *d, size_t n) {
-  if (w->n + n > w->cap) {
-    size_t cap = w->cap ? w->cap : 64;
-    while (cap < w->n + n) {
-      if (cap > ((size_t)1 << 62)) luaL_error(L, "value too large to send");
-      cap *= 2;
-    }
-    char *p = realloc(w->p, cap);
-    if (!p) luaL_error(L, "out of memory serialising a value");
-    w->p = p;
-    w->cap = cap;
-  }
-  memcpy(w->p + w->n, d, n);
-  w->n += n;
-}
-
-enum { T_NIL, T_FALSE, T_TRUE, T_INT, T_FLOAT, T_STRING, T_TABLE, T_END };
-
-/* Serialises the value at idx; on a value that cannot be sent, sets w->why
- * and stops (the caller tells every rank, so that all raise together). */
-static void wire_value(lua_State *L, wire *w, int idx, int depth) {
-  idx = lua_absindex(L, idx);
-  unsigned char tag;
-  switch (lua_type(L, idx)) {
-  case LUA_TNIL: tag = T_NIL; wire_put(L, w, &tag, 1); return;
-  case LUA_TBOOLEAN: tag = lua_toboolean(L, idx) ? T_TRUE : T_FALSE; wire_put(L, w, &tag, 1); return;
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) {
-      lua_Integer i = lua_tointeger(L, idx);
-      tag = T_INT;
-      wire_put(L, w, &tag, 1);
-      wire_put(L, w, &i, sizeof i);
-    } else {
-      lua_Number x = lua_tonumber(L, idx);
-      tag = T_FLOAT;
-      wire_put(L, w, &tag, 1);
-      wire_put(L, w, &x, sizeof x);
-    }
-    return;
-  case LUA_TSTRING: {
-    size_t len;
-    const char *str = lua_tolstring(L, idx, &len);
-    uint64_t l = len;
-    tag = T_STRING;
-    wire_put(L, w, &tag, 1);
-    wire_put(L, w, &l, sizeof l);
-    wire_put(L, w, str, len);
-    return;
-  }
-  case LUA_TTABLE:
-    if (depth >= WIRE_DEPTH) {
-      snprintf(w->why, sizeof w->why, "tables nested deeper than %d levels (or a table that contains itself)", WIRE_DEPTH);
-      return;
-    }
-    luaL_checkstack(L, 4, "serialising a table");
-    tag = T_TABLE;
-    wire_put(L, w, &tag, 1);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      wire_value(L, w, -2, depth + 1);
-      if (!w->why[0]) wire_value(L, w, -1, depth + 1);
-      lua_pop(L, 1);
-      if (w->why[0]) {
-        lua_pop(L, 1);
-        return;
-      }
-    }
-    tag = T_END;
-    wire_put(L, w, &tag, 1);
-    return;
-  default:
-    snprintf(w->why, sizeof w->why, "a %s cannot be sent (only nil, booleans, numbers, strings and tables of them)",
-             luaL_typename(L, idx));
-  }
-}
-
-/* Pushes the value serialised at *pos in p[0..n); raises on bytes that are
- * not a value (cannot happen between ranks of one program, but cheap). */
-static void unwire(lua_State *L, const char *p, size_t n, size_t *pos, int depth) {
-  if (*pos >= n || depth > WIRE_DEPTH + 1) luaL_error(L, "corrupt value received");
-  unsigned char tag = (unsigned char)p[(*pos)++];
-  switch (tag) {
-  case T_NIL: lua_pushnil(L); return;
-  case T_FALSE: lua_pushboolean(L, 0); return;
-  case T_TRUE: lua_pushboolean(L, 1); return;
-  case T_INT: {
-    lua_Integer i;
-    if (n - *pos < sizeof i) break;
-    memcpy(&i, p + *pos, sizeof i);
-    *pos += sizeof i;
-    lua_pushinteger(L, i);
-    return;
-  }
-  case T_FLOAT: {
-    lua_Number x;
-    if (n - *pos < sizeof x) break;
-    memcpy(&x, p + *pos, sizeof x);
-    *pos += sizeof x;
-    lua_pushnumber(L, x);
-    return;
-  }
-  case T_STRING: {
-    uint64_t l;
-    if (n - *pos < sizeof l) break;
-    memcpy(&l, p + *pos, sizeof l);
-    *pos += sizeof l;
-    if (n - *pos < l) break;
-    lua_pushlstring(L, p + *pos, (size_t)l);
-    *pos += (size_t)l;
-    return;
-  }
-  case T_TABLE:
-    luaL_checkstack(L, 4, "receiving a table");
-    lua_newtable(L);
-    while (*pos < n && (unsigned char)p[*pos] != T_END) {
-      unwire(L, p, n, pos, depth + 1);
-      unwire(L, p, n, pos, depth + 1);
-      if (lua_isnil(L, -2)) luaL_error(L, "corrupt value received");
-      lua_rawset(L, -3);
-    }
-    if (*pos >= n) break;
-    (*pos)++;
-    return;
-  default: break;
-  }
-  luaL_error(L, "corrupt value received");
+static void unpack7(unsigned char *b, const long long *w, size_t n) {
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(w[i / 7] >> (8 * (i % 7)));
 }
 
 /***
-Broadcasts a value from one rank to every rank of the communicator.
-Collective.  The value may be nil, a boolean, a number, a string or a table
-of those (nested, without cycles); every rank gets its own copy.
+Sends a value from the root to every rank.
+Collective.  The value is serialised; one `MPI_Allreduce` agrees on the
+arguments and carries a short value (up to 238 bytes serialised), and a
+longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
+integers), a string, or a table of those (nested tables too; keys are
+booleans, numbers or strings).  Tables arrive as new tables without
+metatables; a table that contains itself, functions, userdata (arrays,
+communicators, ...) and threads cannot be sent.  The value passed on the
+other ranks is ignored.  When the root's value cannot be sent, or the
+ranks name different roots, every rank raises: no rank is left waiting.
 @function comm:bcast
-@param value the value to send (read on the root only; other ranks may pass nil)
-@tparam[opt=0] integer root the rank that sends
-@return the root's value, on every rank
-@raise on every rank, when the root's value cannot be sent (a function,
-userdata, thread, or a table containing one); "root out of range".
+@param value the value to send (used on the root only)
+@param[opt=0] root the rank that sends (the same on every rank)
+@return the root's value (on the root: the value itself)
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when the root's value
+  cannot be sent, or a root is out of range or differs between ranks
 */
 static int c_bcast(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int root = (int)luaL_optinteger(L, 3, 0), rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  if (root < 0 || root >= size) return luaL_argerror(L, 3, "root out of range");
-  wire *w = newwire(L);
-  long long len = 0;
+  int rank = commrank(comm), size = commsize(comm);
+  lua_settop(L, 3);
+  int root = checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
+  if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
+  size_t len = 0;
+  const unsigned char *bytes = NULL;
+  /* one agreement: roots (max and -min), the length, and a short value */
+  long long v[AGREE_WORDS] = {0, root, -root, 0};
   if (rank == root) {
-    wire_value(L, w, 2, 0);
-    len = w->why[0] ? -1 : (long long)w->n;
+    bytes = serialise(L, 2, 2, &len); /* 4 */
+    v[3] = (long long)len;
+    if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
   }
-  lmpio_lua_checkmpi(L, MPI_Bcast(&len, 1, MPI_LONG_LONG, root, comm), "MPI_Bcast");
-  if (len < 0) {
-    /* the root's reason, so every rank raises the same error */
-    lmpio_lua_checkmpi(L, MPI_Bcast(w->why, (int)sizeof w->why, MPI_CHAR, root, comm), "MPI_Bcast");
-    w->why[sizeof w->why - 1] = '\0';
-    return luaL_error(L, "bcast: the value of rank %d cannot be sent: %s", root, w->why);
-  }
-  if (rank != root) {
-    w->n = 0;
-    if (len > 0) {
-      w->p = malloc((size_t)len);
-      if (!w->p) return luaL_error(L, "bcast: out of memory for %I bytes", (lua_Integer)len);
-      w->cap = w->n = (size_t)len;
+  agree(L, comm, v, AGREE_WORDS, NULL);
+  if (v[1] != -v[2])
+    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
+                                                           "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
+  len = (size_t)v[3];
+  unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
+  if (len <= NINLINE * 7) {
+    if (rank != root) unpack7(all, v + NAGREE, len);
+  } else { /* the rest in pieces (MPI counts are ints) */
+    for (size_t off = 0; off < len; off += CHUNK) {
+      size_t n = len - off < CHUNK ? len - off : CHUNK;
+      lmpio_lua_checkmpi(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
     }
   }
-  for (long long done = 0; done < len;) { /* int counts: in pieces of 1 GiB */
-    int part = (int)(len - done < (1LL << 30) ? len - done : (1LL << 30));
-    lmpio_lua_checkmpi(L, MPI_Bcast(w->p + done, part, MPI_BYTE, root, comm), "MPI_Bcast");
-    done += part;
-  }
-  size_t pos = 0;
-  unwire(L, w->p, w->n, &pos, 0);
+  if (rank == root) lua_pushvalue(L, 2);
+  else deserialise(L, all, len);
   return 1;
 }
 
-/***
-Combines one value of every rank; every rank gets the result.
-Collective.
-@function comm:allreduce
-@tparam number|boolean x this rank's value
-@tparam[opt] string op "sum" (default for numbers), "max", "min", "prod"; "land" (default for booleans), "lor"
-@return the combined value: an integer when every rank passed an integer, a float otherwise, a boolean for booleans
-*/
-static int c_allreduce(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  static const char *const names[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
-  MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
-  if (lua_type(L, 2) == LUA_TBOOLEAN) {
-    int v = lua_toboolean(L, 2), r = 0;
-    MPI_Op op = ops[luaL_checkoption(L, 3, "land", names)];
-    lmpio_lua_checkmpi(L, MPI_Allreduce(&v, &r, 1, MPI_INT, op, comm), "MPI_Allreduce");
-    lua_pushboolean(L, r);
-    return 1;
-  }
-  luaL_checknumber(L, 2);
-  MPI_Op op = ops[luaL_checkoption(L, 3, "sum", names)];
-  /* Every rank must pick the same MPI type: integers only when all are. */
-  int isint = lua_isinteger(L, 2), allint = 0;
-  lmpio_lua_checkmpi(L, MPI_Allreduce(&isint, &allint, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce");
-  if (allint) {
-    long long v = (long long)lua_tointeger(L, 2), r = 0;
-    lmpio_lua_checkmpi(L, MPI_Allreduce(&v, &r, 1, MPI_LONG_LONG, op, comm), "MPI_Allreduce");
-    lua_pushinteger(L, (lua_Integer)r);
-  } else {
-    double v = (double)lua_tonumber(L, 2), r = 0;
-    lmpio_lua_checkmpi(L, MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, op, comm), "MPI_Allreduce");
-    lua_pushnumber(L, r);
-  }
-  return 1;
+/* allgather's first communication: an MPI_Allgather of one block per
+ * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
+ * fits.  A failure on any rank is seen by all. */
+enum { GATHER_BLOCK = 64 };
+#define GATHER_FAILED UINT64_MAX
+
+static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
+  int size = commsize(comm), mine = commrank(comm);
+  entered = 1;
+  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
+                     "MPI_Allgather");
+  for (int r = 0; r < size; r++)
+    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == GATHER_FAILED)
+      raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
+}
+
+static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
+  int size = commsize(comm);
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
+  put_le64(blocks + (size_t)commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
+  gather_blocks(L, comm, blocks, msg);
 }
 
 /***
-Gathers one value from every rank, on every rank.
-Collective.  Values are sent as by `comm:bcast`.
+Every rank's value, on every rank (`MPI_Allgather` of their serialised
+forms).
+Collective.  Values are those that `comm:bcast` can send (nil, booleans,
+numbers, strings, tables of them); each arrives as a copy.  When any
+rank's value cannot be sent, every rank raises.
 @function comm:allgather
 @param value this rank's value
-@treturn table the values of ranks 0 .. size-1 at indices 1 .. size
-@raise on every rank, when some rank's value cannot be sent (naming that rank)
+@return a table whose element `r + 1` is rank `r`'s value (a rank that sent
+  nil leaves a hole)
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's value
+  cannot be sent; every rank raises when the values add up to more than
+  2 GiB
 */
 static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  luaL_checkany(L, 2);
-  int size = 0, rank = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  wire *w = newwire(L);
-  wire_value(L, w, 2, 0);
-  if (w->n > INT_MAX && !w->why[0]) snprintf(w->why, sizeof w->why, "the value takes more than 2 GiB");
-  int mine = w->why[0] ? -1 : (int)w->n;
-  int *lens = lua_newuserdatauv(L, sizeof(int) * 2 * (size_t)size, 0);
-  int *displs = lens + size;
-  lmpio_lua_checkmpi(L, MPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, comm), "MPI_Allgather");
-  long long total = 0;
-  int bad = -1;
-  for (int i = 0; i < size; i++) {
-    if (lens[i] < 0 && bad < 0) bad = i;
-    displs[i] = (int)total;
-    total += lens[i] > 0 ? lens[i] : 0;
+  int size = commsize(comm), rank = commrank(comm);
+  lua_settop(L, 2);
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
+  int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
+  int *displs = counts + size;
+  size_t len = 0;
+  const unsigned char *bytes = serialise(L, 2, 2, &len); /* 5 */
+  unsigned char *mine = blocks + (size_t)rank * GATHER_BLOCK;
+  put_le64(mine, (uint64_t)len);
+  memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
+  gather_blocks(L, comm, blocks, NULL);
+  uint64_t total = 0;
+  int fits = 1;
+  for (int r = 0; r < size; r++) {
+    uint64_t n = get_le64(blocks + (size_t)r * GATHER_BLOCK);
+    if (n > GATHER_BLOCK - 8) fits = 0;
+    total += n;
   }
-  if (bad >= 0) {
-    char why[sizeof w->why];
-    memcpy(why, w->why, sizeof why);
-    lmpio_lua_checkmpi(L, MPI_Bcast(why, (int)sizeof why, MPI_CHAR, bad, comm), "MPI_Bcast");
-    why[sizeof why - 1] = '\0';
-    return luaL_error(L, "allgather: the value of rank %d cannot be sent: %s", bad, why);
+  unsigned char *all = NULL;
+  if (!fits) { /* every rank knows every length: they all take this branch */
+    if (total > INT_MAX)
+      return lmpio_lua_raise(L, MPI_ERR_ARG, "allgather: the values add up to more than 2 GiB");
+    all = lua_newuserdatauv(L, total ? total : 1, 0); /* 6 */
+    int at = 0;
+    for (int r = 0; r < size; r++) {
+      counts[r] = (int)get_le64(blocks + (size_t)r * GATHER_BLOCK);
+      displs[r] = at;
+      at += counts[r];
+    }
+    memcpy(all + displs[rank], bytes, len);
+    lmpio_lua_checkmpi(L, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, counts, displs, MPI_BYTE, comm),
+                       "MPI_Allgatherv");
   }
-  if (total > INT_MAX) return luaL_error(L, "allgather: the values take more than 2 GiB together");
-  char *all = lua_newuserdatauv(L, total ? (size_t)total : 1, 0);
-  lmpio_lua_checkmpi(L, MPI_Allgatherv(w->p, mine, MPI_BYTE, all, lens, displs, MPI_BYTE, comm), "MPI_Allgatherv");
   lua_createtable(L, size, 0);
-  for (int i = 0; i < size; i++) {
-    size_t pos = (size_t)displs[i];
-    unwire(L, all, (size_t)displs[i] + (size_t)lens[i], &pos, 0);
-    lua_rawseti(L, -2, i + 1);
+  for (int r = 0; r < size; r++) {
+    const unsigned char *b = blocks + (size_t)r * GATHER_BLOCK;
+    size_t n = (size_t)get_le64(b);
+    deserialise(L, fits ? b + 8 : all + displs[r], n);
+    lua_rawseti(L, -2, r + 1);
   }
   return 1;
 }
 
-/* Prefix reductions: inclusive (scan) or exclusive (exscan) of a number or
- * boolean, with the op names of allreduce. */
-static int prefix(lua_State *L, int exclusive) {
+/* ---- reductions --------------------------------------------------------- */
+
+enum { R_ALLREDUCE, R_SCAN, R_EXSCAN };
+static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
+
+/* allreduce, scan and exscan of one number or boolean. */
+static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  static const char *const names[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
-  MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isbool) luaL_checknumber(L, 2);
-  int o = luaL_checkoption(L, 3, isbool ? "land" : "sum", names);
-  if (isbool ? o < 4 : o >= 4)
-    return luaL_argerror(L, 3, isbool ? "booleans combine with \"land\" or \"lor\"" : "numbers combine with \"sum\", \"max\", \"min\" or \"prod\"");
-  /* one kind for every rank: integers only when all are */
-  int kind = isbool ? 2 : lua_isinteger(L, 2) ? 1 : 0, kinds[2] = {kind, -kind}, r2[2];
-  lmpio_lua_checkmpi(L, MPI_Allreduce(kinds, r2, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  if (r2[0] == 2 && -r2[1] != 2) return luaL_error(L, "%s: some ranks passed booleans, others numbers", exclusive ? "exscan" : "scan");
-  int (*fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm) = exclusive ? MPI_Exscan : MPI_Scan;
-  const char *what = exclusive ? "MPI_Exscan" : "MPI_Scan";
-  if (isbool) {
-    int v = lua_toboolean(L, 2), r = o == 4; /* rank 0 of exscan: the identity */
-    lmpio_lua_checkmpi(L, fn(&v, &r, 1, MPI_INT, ops[o], comm), what);
-    if (exclusive && rank == 0) r = o == 4;
-    lua_pushboolean(L, r);
-  } else if (-r2[1] == 1) { /* every rank passed an integer */
-    long long v = (long long)lua_tointeger(L, 2), r = 0;
-    lmpio_lua_checkmpi(L, fn(&v, &r, 1, MPI_LONG_LONG, ops[o], comm), what);
-    if (exclusive && rank == 0) {
-      if (o == 0) r = 0;
-      else if (o == 3) r = 1;
-      else { lua_pushnil(L); return 1; }
-    }
-    lua_pushinteger(L, (lua_Integer)r);
-  } else {
-    double v = (double)lua_tonumber(L, 2), r = 0;
-    lmpio_lua_checkmpi(L, fn(&v, &r, 1, MPI_DOUBLE, ops[o], comm), what);
-    if (exclusive && rank == 0) {
-      if (o == 0) r = 0;
-      else if (o == 3) r = 1;
-      else { lua_pushnil(L); return 1; }
-    }
-    lua_pushnumber(L, r);
+  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
+  int isint = lua_isinteger(L, 2);
+  /* Every rank must pick the same MPI type and op: integers only when all
+   * are, and every rank the same kind of value and the same op. */
+  int b = isbool && lua_toboolean(L, 2);
+  long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
+  agree(L, comm, v, NAGREE, NULL);
+  if (v[3] != -v[4])
+    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #1 to '%s' (booleans on some "
+                                                           "ranks, numbers on others)", name));
+  if (v[1] != -v[2])
+    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
+                                                           "different operations, '%s' and '%s')",
+                                                           name, opnames[-v[2]], opnames[v[1]]));
+  int allint = isbool || v[5] == 0;
+  MPI_Op mop = ops[op];
+  if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
+    int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
+    lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
+    return 1;
   }
+  long long iv = isbool ? lua_toboolean(L, 2) : allint ? (long long)lua_tointeger(L, 2) : 0, ir = 0;
+  double dv = isbool || allint ? 0 : (double)lua_tonumber(L, 2), dr = 0;
+  void *in = allint ? (void *)&iv : (void *)&dv, *out = allint ? (void *)&ir : (void *)&dr;
+  MPI_Datatype t = allint ? MPI_LONG_LONG : MPI_DOUBLE;
+  int rc;
+  if (kind == R_ALLREDUCE) rc = MPI_Allreduce(in, out, 1, t, mop, comm);
+  else if (kind == R_SCAN) rc = MPI_Scan(in, out, 1, t, mop, comm);
+  else rc = MPI_Exscan(in, out, 1, t, mop, comm);
+  lmpio_lua_checkmpi(L, rc, kind == R_ALLREDUCE ? "MPI_Allreduce" : kind == R_SCAN ? "MPI_Scan" : "MPI_Exscan");
+  if (kind == R_EXSCAN && commrank(comm) == 0) {
+    /* MPI leaves rank 0's result undefined: the op's identity, if any */
+    if (mop == MPI_MAX || mop == MPI_MIN) {
+      lua_pushnil(L);
+      return 1;
+    }
+    ir = mop == MPI_PROD || mop == MPI_LAND;
+    dr = (double)ir;
+  }
+  if (isbool) lua_pushboolean(L, ir != 0);
+  else if (allint) lua_pushinteger(L, (lua_Integer)ir);
+  else lua_pushnumber(L, (lua_Number)dr);
   return 1;
 }
 
 /***
-Inclusive prefix reduction: rank r gets the combination of the values of ranks 0 .. r.
-Collective.
-@function comm:scan
-@tparam number|boolean x this rank's value
-@tparam[opt] string op "sum" (default for numbers), "max", "min", "prod"; "land" (default for booleans), "lor"
-@return the combined value (an integer when every rank passed an integer)
+Combines one number or boolean from every rank (`MPI_Allreduce`).
+Collective.  The result is an integer when every rank gave an integer, a
+float otherwise.  Every rank must give the same kind of value (numbers or
+booleans) and the same operation; when they do not, or any rank's
+arguments are wrong, every rank raises.
+@function comm:allreduce
+@param x a number or a boolean
+@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`
+  (default `"sum"` for numbers, `"land"` for booleans)
+@return the combination of every rank's x
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's
+  arguments are wrong or the ranks disagree on the op or the kind of value
 */
-static int c_scan(lua_State *L) { return prefix(L, 0); }
+static int c_allreduce(lua_State *L) { return reduce(L, R_ALLREDUCE, "allreduce"); }
 
 /***
-Exclusive prefix reduction: rank r gets the combination of the values of ranks 0 .. r-1.
-Collective.  Rank 0 gets the identity of the operation: 0 for "sum", 1 for
-"prod", true for "land", false for "lor", nil for "max" and "min".  The usual
-use is the offset of each rank's part: `local first = comm:exscan(#mine)`.
-@function comm:exscan
-@tparam number|boolean x this rank's value
-@tparam[opt] string op as for `comm:scan`
-@return the combined value of the lower ranks
+Inclusive prefix reduction (`MPI_Scan`): rank r gets the combination of
+the values of ranks 0 to r.
+Collective; arguments as for `comm:allreduce`.
+@function comm:scan
+@param x a number or a boolean
+@param[opt] op as for `comm:allreduce`
+@return the combination of the values of ranks 0..r
+@raise as `comm:allreduce`
 */
-static int c_exscan(lua_State *L) { return prefix(L, 1); }
+static int c_scan(lua_State *L) { return reduce(L, R_SCAN, "scan"); }
 
-/* dims from an integer (that many dimensions, all free) or a table of
- * integers (0: free); returns ndims and fills dims[]. */
-static int checkdims(lua_State *L, int idx, int *dims, int max) {
-  int nd;
-  if (lua_type(L, idx) == LUA_TTABLE) {
-    nd = (int)luaL_len(L, idx);
-    if (nd < 1 || nd > max) luaL_argerror(L, idx, lua_pushfstring(L, "1 to %d dimensions", max));
-    for (int i = 0; i < nd; i++) {
-      lua_geti(L, idx, i + 1);
-      int isnum = 0;
-      lua_Integer d = lua_tointegerx(L, -1, &isnum);
-      if (!isnum || d < 0 || d > INT_MAX)
-        luaL_argerror(L, idx, lua_pushfstring(L, "dimension %d must be an integer >= 0 (0: to be chosen)", i + 1));
-      dims[i] = (int)d;
-      lua_pop(L, 1);
-    }
-  } else {
+/***
+Exclusive prefix reduction (`MPI_Exscan`): rank r gets the combination of
+the values of ranks 0 to r - 1, for instance its offset in a file that
+every rank appends a piece of.
+Collective; arguments as for `comm:allreduce`.  Rank 0 gets the identity
+of the op (`0` for `"sum"`, `1` for `"prod"`, `true` for `"land"`,
+`false` for `"lor"`) and nil for `"max"` and `"min"`.
+@function comm:exscan
+@param x a number or a boolean
+@param[opt] op as for `comm:allreduce`
+@return the combination of the values of ranks 0..r-1
+@raise as `comm:allreduce`
+@usage local offset = comm:exscan(#mypiece)   -- where my piece goes
+*/
+static int c_exscan(lua_State *L) { return reduce(L, R_EXSCAN, "exscan"); }
+
+/* ---- grids -------------------------------------------------------------- */
+
+enum { MAXDIMS = 64 };
+
+/* ndims, or a table of dims (0: free), at idx: into dims[], returns ndims. */
+static int checkdims(lua_State *L, int idx, int dims[MAXDIMS]) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
     lua_Integer n = luaL_checkinteger(L, idx);
-    if (n < 1 || n > max) luaL_argerror(L, idx, lua_pushfstring(L, "1 to %d dimensions", max));
-    nd = (int)n;
-    for (int i = 0; i < nd; i++) dims[i] = 0;
+    if (n < 1 || n > MAXDIMS) luaL_argerror(L, idx, lua_pushfstring(L, "ndims must be from 1 to %d", MAXDIMS));
+    memset(dims, 0, (size_t)n * sizeof *dims);
+    return (int)n;
   }
-  return nd;
+  if (!lua_istable(L, idx)) luaL_typeerror(L, idx, "number of dimensions or table of dims");
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  if (n < 1 || n > MAXDIMS) luaL_argerror(L, idx, lua_pushfstring(L, "from 1 to %d dims expected", MAXDIMS));
+  for (int i = 0; i < n; i++) {
+    int isnum;
+    lua_rawgeti(L, idx, i + 1);
+    lua_Integer d = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || d < 0 || d > INT_MAX)
+      luaL_argerror(L, idx, lua_pushfstring(L, "dims[%d] must be a non-negative integer (0: free)", i + 1));
+    dims[i] = (int)d;
+    lua_pop(L, 1);
+  }
+  return (int)n;
 }
 
-#define MAX_DIMS 32
+/* MPI_Dims_create with its conditions checked first (an argument error,
+ * not an MPI error). */
+static void dims_create(lua_State *L, int arg, int nnodes, int ndims, int dims[MAXDIMS]) {
+  long long fixed = 1;
+  int free_dims = 0;
+  for (int i = 0; i < ndims; i++) {
+    if (dims[i]) fixed *= dims[i];
+    else free_dims++;
+    if (fixed > INT_MAX) fixed = (long long)INT_MAX + 1;
+  }
+  if (free_dims ? nnodes % fixed != 0 : fixed != nnodes)
+    luaL_argerror(L, arg, lua_pushfstring(L, "the dims given (product %d) %s %d", (int)fixed,
+                                          free_dims ? "do not divide" : "do not multiply to", nnodes));
+  lmpio_lua_checkmpi(L, MPI_Dims_create(nnodes, ndims, dims), "MPI_Dims_create");
+}
 
-static void pushints(lua_State *L, const int *v, int n) {
+static void pushints(lua_State *L, const int *a, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
-    lua_pushinteger(L, v[i]);
+    lua_pushinteger(L, a[i]);
     lua_rawseti(L, -2, i + 1);
   }
 }
 
-static int dims_create(lua_State *L, int nnodes, int idx, int *dims) {
-  int nd = checkdims(L, idx, dims, MAX_DIMS);
-  long long fixed = 1;
-  for (int i = 0; i < nd; i++) fixed *= dims[i] ? dims[i] : 1;
-  if (fixed <= 0 || nnodes % fixed != 0)
-    luaL_argerror(L, idx, lua_pushfstring(L, "the fixed dimensions do not divide %d ranks", nnodes));
-  lmpio_lua_checkmpi(L, MPI_Dims_create(nnodes, nd, dims), "MPI_Dims_create");
-  return nd;
-}
-
 /***
-A balanced grid of nnodes (MPI_Dims_create).
+A balanced grid of processes (`MPI_Dims_create`).
+Local: no communication.  Free dimensions (given as 0) are chosen as close
+to each other as possible, largest first.
 @function lmpio.dims_create
-@tparam integer nnodes the number of ranks to arrange
-@tparam integer|table dims the number of dimensions, or a table of them where 0 means "choose" (e.g. {0, 0, 2})
-@treturn table the dimensions, largest first where chosen
-@raise when fixed dimensions do not divide nnodes
+@param nnodes the number of processes (positive)
+@param dims the number of dimensions, or a table of dims where 0 means
+  "choose" (e.g. `{0, 2, 0}`)
+@return a new table of the dims, whose product is nnodes
+@raise when the fixed dims do not divide nnodes, or after MPI was finalized
+@usage lmpio.dims_create(12, 2)       --> {4, 3}
+lmpio.dims_create(12, {0, 0, 3})      --> {2, 2, 3}
 */
 static int l_dims_create(lua_State *L) {
-  lua_Integer n = luaL_checkinteger(L, 1);
-  if (n < 1 || n > INT_MAX) return luaL_argerror(L, 1, "the number of ranks must be positive");
-  int dims[MAX_DIMS];
-  int nd = dims_create(L, (int)n, 2, dims);
-  pushints(L, dims, nd);
+  if (finalized()) return luaL_error(L, "lmpio.dims_create called after MPI was finalized (the script has ended)");
+  lua_Integer nnodes = luaL_checkinteger(L, 1);
+  if (nnodes < 1 || nnodes > INT_MAX) luaL_argerror(L, 1, "must be positive");
+  int dims[MAXDIMS];
+  int n = checkdims(L, 2, dims);
+  dims_create(L, 2, (int)nnodes, n, dims);
+  pushints(L, dims, n);
   return 1;
 }
 
 /***
-This rank's place in a balanced grid of all the communicator's ranks.
-Local (needs no other rank).  Ranks are placed in row-major (C) order: the
-last coordinate varies fastest, as in `lmpio.type.darray` and MPI's
-Cartesian topologies.  Together with `lmpio.block` it gives each rank its
-block of a global array.
+This rank's place in a grid of the communicator's processes, and
+optionally its block of a global array.
+Local: no communication.  The grid's dims come from `lmpio.dims_create`
+over the communicator's size; ranks are laid out in row-major order (the
+last coordinate varies fastest, as `MPI_Cart_create` without reordering).
+Given the sizes of a global array, the array is cut into balanced blocks
+along every dimension (the first `size % dims` blocks get one more
+element) and this rank's block is returned as the subsizes and starts that
+`lmpio.type.subarray` takes.  A block may be empty (a subsize 0) when a
+dimension has fewer elements than processes.
 @function comm:grid
-@tparam integer|table dims the number of dimensions, or a table of them where 0 means "choose"
-@treturn table the grid's dimensions
-@treturn table this rank's coordinates (0-based), one per dimension
+@param dims the number of dimensions, or a table of dims (0: choose)
+@param[opt] sizes the global array's size along each dimension (a table of
+  non-negative integers, as many as dims)
+@return dims (table), coords (table of this rank's coordinates, from 0),
+  and with sizes: subsizes and starts (tables, starts from 0)
+@raise when the dims cannot be made from the communicator's size, or the
+  sizes are not non-negative integers
+@usage local dims, coords, sub, starts = comm:grid(3, {nz, ny, nx})
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int size = 0, rank = 0, dims[MAX_DIMS], coords[MAX_DIMS];
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  int nd = dims_create(L, size, 2, dims);
-  for (int i = nd - 1, r = rank; i >= 0; i--) {
+  int dims[MAXDIMS], coords[MAXDIMS], sub[MAXDIMS], starts[MAXDIMS];
+  int n = checkdims(L, 2, dims);
+  long long sizes[MAXDIMS];
+  int have_sizes = !lua_isnoneornil(L, 3);
+  if (have_sizes) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    if ((lua_Integer)lua_rawlen(L, 3) != n)
+      luaL_argerror(L, 3, lua_pushfstring(L, "%d sizes expected, one for each dimension", n));
+    for (int i = 0; i < n; i++) {
+      int isnum;
+      lua_rawgeti(L, 3, i + 1);
+      lua_Integer s = lua_tointegerx(L, -1, &isnum);
+      if (!isnum || s < 0 || s > INT_MAX)
+        luaL_argerror(L, 3, lua_pushfstring(L, "sizes[%d] must be a non-negative integer", i + 1));
+      sizes[i] = s;
+      lua_pop(L, 1);
+    }
+  }
+  dims_create(L, 2, commsize(comm), n, dims);
+  int r = commrank(comm);
+  for (int i = n - 1; i >= 0; i--) {
     coords[i] = r % dims[i];
     r /= dims[i];
   }
-  pushints(L, dims, nd);
-  pushints(L, coords, nd);
-  return 2;
+  pushints(L, dims, n);
+  pushints(L, coords, n);
+  if (!have_sizes) return 2;
+  for (int i = 0; i < n; i++) {
+    long long base = sizes[i] / dims[i], extra = sizes[i] % dims[i], c = coords[i];
+    sub[i] = (int)(base + (c < extra));
+    starts[i] = (int)(c * base + (c < extra ? c : extra));
+  }
+  pushints(L, sub, n);
+  pushints(L, starts, n);
+  return 4;
 }
 
 /***
@@ -611,41 +986,60 @@ static int l_block(lua_State *L) {
 
 /* ---- info objects ---------------------------------------------------------- */
 
+/* An info value as a string: strings as they are, integers in decimal,
+ * floats with an integral value as integers ("4", not "4.0"), other floats
+ * as %.17g would round-trip, booleans "true"/"false". */
+static void pushinfovalue(lua_State *L, int idx) {
+  switch (lua_type(L, idx)) {
+  case LUA_TBOOLEAN: lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false"); break;
+  case LUA_TNUMBER: {
+    lua_Integer i;
+    if (lua_isinteger(L, idx)) lua_pushfstring(L, "%I", (lua_Integer)lua_tointeger(L, idx));
+    else if (lua_numbertointeger(lua_tonumber(L, idx), &i)) lua_pushfstring(L, "%I", (lua_Integer)i);
+    else {
+      char s[64];
+      snprintf(s, sizeof s, "%.17g", (double)lua_tonumber(L, idx));
+      lua_pushstring(L, s);
+    }
+    break;
+  }
+  default: lua_pushvalue(L, idx);
+  }
+}
+
 MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return MPI_INFO_NULL;
   luaL_checktype(L, idx, LUA_TTABLE);
   idx = lua_absindex(L, idx);
-  /* Validate everything first so that nothing is leaked by an error. */
+  /* Every value as a string, in a scratch table, validating everything
+   * first so that nothing is leaked by an error (no allocation below). */
+  lua_newtable(L);
+  int scratch = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_argerror(L, idx, "info keys must be strings");
     size_t klen;
     const char *k = lua_tolstring(L, -2, &klen);
-    if (klen == 0 || klen > MPI_MAX_INFO_KEY)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info key '%s' is empty or too long", k));
+    if (klen == 0 || klen > MPI_MAX_INFO_KEY || strlen(k) != klen)
+      luaL_argerror(L, idx, lua_pushfstring(L, "info key '%s' is empty, too long or has a zero byte", k));
     int t = lua_type(L, -1);
     if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' must be a string, a number or a boolean, not a %s", k,
-                                            luaL_typename(L, -1)));
-    if (t == LUA_TSTRING && lua_rawlen(L, -1) > MPI_MAX_INFO_VAL)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' is too long", k));
-    lua_pop(L, 1);
-  }
-  /* Every value as a string, in a scratch table (no allocation below). */
-  lua_newtable(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
+      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' must be a string, number or boolean, not %s",
+                                            k, luaL_typename(L, -1)));
     lua_pushvalue(L, -2);
-    if (lua_type(L, -2) == LUA_TBOOLEAN) lua_pushstring(L, lua_toboolean(L, -2) ? "true" : "false");
-    else lua_pushstring(L, lua_tostring(L, -2)); /* a copy: never convert the original */
-    lua_rawset(L, -5);
+    pushinfovalue(L, -2);
+    size_t vlen;
+    const char *v = lua_tolstring(L, -1, &vlen);
+    if (vlen > MPI_MAX_INFO_VAL || strlen(v) != vlen)
+      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' is too long or has a zero byte", k));
+    lua_rawset(L, scratch);
     lua_pop(L, 1);
   }
   MPI_Info info;
   lmpio_lua_checkmpi(L, MPI_Info_create(&info), "MPI_Info_create");
   lua_pushnil(L);
-  while (lua_next(L, -2)) {
+  while (lua_next(L, scratch)) {
     MPI_Info_set(info, lua_tostring(L, -2), lua_tostring(L, -1));
     lua_pop(L, 1);
   }
@@ -676,17 +1070,42 @@ void lmpio_lua_pushinfo(lua_State *L, MPI_Info info) {
   }
 }
 
+/***
+The communicator of every process of the job (`MPI_COMM_WORLD`).
+@field lmpio.world
+*/
+
+/***
+The communicator of this process alone (`MPI_COMM_SELF`).
+@field lmpio.self
+*/
+
+/***
+The color of `comm:split` for a rank that joins no communicator
+(`MPI_UNDEFINED`; `nil` and `false` do the same).
+@field lmpio.UNDEFINED
+*/
+
+static const collective_method collective_methods[] = {
+  {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},
+  {"allgather", c_allgather, fail_gather}, {"allreduce", c_allreduce, fail_agree},
+  {"scan", c_scan, fail_agree}, {"exscan", c_exscan, fail_agree},
+};
+
 int lmpio_lua_comm_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_COMM)) {
     static const luaL_Reg meta[] = {{"__tostring", c_tostring}, {"__eq", c_eq}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
-      {"rank", c_rank}, {"size", c_size}, {"barrier", c_barrier}, {"split", c_split},
-      {"dup", c_dup}, {"free", c_free}, {"bcast", c_bcast}, {"allreduce", c_allreduce},
-      {"allgather", c_allgather}, {"scan", c_scan}, {"exscan", c_exscan}, {"grid", c_grid},
-      {NULL, NULL},
+      {"rank", c_rank}, {"size", c_size}, {"barrier", c_barrier}, {"dup", c_dup},
+      {"free", c_free}, {"grid", c_grid}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
+    for (size_t i = 0; i < sizeof collective_methods / sizeof *collective_methods; i++) {
+      lua_pushlightuserdata(L, (void *)&collective_methods[i]);
+      lua_pushcclosure(L, collective_call, 1);
+      lua_setfield(L, -2, collective_methods[i].name);
+    }
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
@@ -696,7 +1115,9 @@ int lmpio_lua_comm_open(lua_State *L) {
   lua_setfield(L, -2, "self");
   lua_pushinteger(L, MPI_UNDEFINED);
   lua_setfield(L, -2, "UNDEFINED");
-  static const luaL_Reg funcs[] = {{"dims_create", l_dims_create}, {"block", l_block}, {NULL, NULL}};
-  luaL_setfuncs(L, funcs, 0);
+  lua_pushcfunction(L, l_dims_create);
+  lua_setfield(L, -2, "dims_create");
+  lua_pushcfunction(L, l_block);
+  lua_setfield(L, -2, "block");
   return 0;
 }

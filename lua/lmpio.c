@@ -287,8 +287,8 @@ static int l_abort(lua_State *L) {
  * finalized, where any MPI call makes Open MPI abort the process.  Every
  * function that may reach MPI is wrapped: it raises a Lua error instead.  An
  * The wrapper is a copy of the function's closure (same upvalues, which are
- * tables and functions here) with the function's address as one more, last
- * upvalue; it calls the function directly, in its own frame, so argument
+ * tables and functions here) with the function's name and address as two
+ * more, last upvalues; it calls the function directly, in its own frame, so argument
  * errors still name the method and no Lua call is added to the hot path. */
 static int mpi_finalized(void) {
   int fin = 0;
@@ -296,16 +296,15 @@ static int mpi_finalized(void) {
   return fin;
 }
 
-static int finalized_error(lua_State *L) {
-  lua_Debug ar;
-  const char *name = lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name ? ar.name : "?";
-  return luaL_error(L, "lmpio: '%s' called after MPI_Finalize (the script is ending): no MPI call can run any more", name);
+static int finalized_error(lua_State *L, const char *name) {
+  return luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
+                    name);
 }
 
 static int guarded(lua_State *L) {
-  if (mpi_finalized()) return finalized_error(L);
-  int last = 1;
+  int last = 2;
   while (lua_type(L, lua_upvalueindex(last + 1)) != LUA_TNONE) last++;
+  if (mpi_finalized()) return finalized_error(L, lua_tostring(L, lua_upvalueindex(last - 1)));
   lua_CFunction f = (lua_CFunction)(uintptr_t)lua_tointeger(L, lua_upvalueindex(last));
   return f(L);
 }
@@ -323,8 +322,9 @@ static void guard_table(lua_State *L, int idx, const char *const *keep) {
       lua_pushvalue(L, -2); /* key */
       int nup = 0;
       while (nup < 250 && lua_getupvalue(L, -2 - nup, nup + 1) != NULL) nup++;
-      lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_tocfunction(L, -2 - nup));
-      lua_pushcclosure(L, guarded, nup + 1);
+      lua_pushvalue(L, -2 - nup - 1); /* the name */
+      lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_tocfunction(L, -3 - nup));
+      lua_pushcclosure(L, guarded, nup + 2);
       lua_rawset(L, idx); /* replacing an existing key keeps lua_next valid */
     }
     lua_pop(L, 1);

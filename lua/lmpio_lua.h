@@ -181,9 +181,11 @@ int lmpio_lua_isnamed(MPI_Datatype t);
 
 /* ---- comm.c ------------------------------------------------------------ */
 
+/* The communicator at idx; raises when it was freed or MPI was finalized. */
 MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx);
-/* Converts a Lua table of strings (or nil) at idx to a new MPI_Info (or
- * MPI_INFO_NULL); validates everything before creating it. */
+/* Converts a Lua table (or nil) at idx to a new MPI_Info (or MPI_INFO_NULL):
+ * values are strings, numbers or booleans ("true"/"false"), as strings;
+ * validates everything before creating it. */
 MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx);
 void lmpio_lua_freeinfo(MPI_Info *info);
 /* Pushes an MPI_Info as a Lua table of strings. */

@@ -20,7 +20,7 @@ local late = setmetatable({}, { __gc = function()
   local bad = {}
   for name, f in pairs(calls) do
     local ok, err = pcall(f)
-    if ok or not tostring(err):find("'" .. name .. "' called after MPI_Finalize", 1, true) then
+    if ok or not tostring(err):find("'" .. name .. "' called after MPI was finalized", 1, true) then
       bad[#bad + 1] = name .. ": " .. tostring(err)
     end
   end
