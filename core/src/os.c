@@ -12,14 +12,19 @@
 
 static int real_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 static int real_fcntl_lock(int fd, int cmd, struct flock *fl) { return fcntl(fd, cmd, fl); }
+static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags) {
+  return sync_file_range(fd, offset, nbytes, flags);
+}
 
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir};
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
+    real_sync_file_range};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir};
+    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
+    real_sync_file_range};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;
@@ -70,6 +75,12 @@ int lmpio__os_fsync(int fd) {
   do r = lmpio__os.fsync(fd);
   while (r < 0 && errno == EINTR);
   return r;
+}
+
+void lmpio__os_writeback(int fd) {
+  int r;
+  do r = lmpio__os.sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  while (r < 0 && errno == EINTR);
 }
 
 int lmpio__os_unlink(const char *path) {

@@ -34,6 +34,7 @@ typedef struct {
   DIR *(*opendir)(const char *path);
   struct dirent *(*readdir)(DIR *dir);
   int (*closedir)(DIR *dir);
+  int (*sync_file_range)(int fd, off_t offset, off_t nbytes, unsigned int flags);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;
@@ -49,6 +50,9 @@ int lmpio__os_size(int fd, MPI_Offset *size);
 int lmpio__os_ftruncate(int fd, MPI_Offset length);
 int lmpio__os_fallocate(int fd, MPI_Offset offset, MPI_Offset length);
 int lmpio__os_fsync(int fd);
+/* Starts writing the file's dirty pages back (does not wait for them), so
+ * that a later fsync has less to do; a hint: failures are ignored. */
+void lmpio__os_writeback(int fd);
 int lmpio__os_unlink(const char *path);
 void *lmpio__os_mmap(size_t length, int fd); /* shared read-write, offset 0; NULL on failure */
 void lmpio__os_munmap(void *addr, size_t length);
