@@ -344,6 +344,12 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
  * with the others).  *bytes receives the data bytes moved. */
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call);
+/* Its first step: the ranks' positions, and the shared pointer moved past
+ * all of them; *at: this rank's first etype, *n: its etypes.  A failure
+ * with *agreed set is every rank's already; otherwise (or on success) the
+ * transfer's outcome still needs an agreement. */
+int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
+                           MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
 
 /* ---- collective: the *_all calls (collective.c) ------------------------- */
 

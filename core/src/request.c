@@ -36,8 +36,11 @@
  * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
  * LMPIO_ASYNC=0 in the environment); views of a user-defined data
  * representation (its conversion functions, perhaps written in Lua, must
- * run on the caller's thread); the ordered split collectives.  Those run the blocking
- * path and hand back a request that is already complete.
+ * run on the caller's thread); the ordered split collectives of files opened
+ * MPI_MODE_SEQUENTIAL.  Those run the blocking path and hand back a request
+ * that is already complete.  The other ordered split collectives place the
+ * ranks in _begin (a prefix sum; the shared pointer moves) and transfer at
+ * this rank's position in the background, agreed as any collective.
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
@@ -381,6 +384,23 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
     rc = fh->split.kind != LMPIO__SPLIT_NONE
              ? lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path)
              : MPI_SUCCESS;
+    if (can_run_later(fh) && !(fh->amode & MPI_MODE_SEQUENTIAL)) {
+      /* The positions now (a collective step, as _begin may take), the
+       * transfer at this rank's position in the background, its outcome
+       * agreed by the worker like any collective's. */
+      MPI_Offset at, n;
+      int agreed;
+      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, call);
+      if (rc != MPI_SUCCESS && agreed) return rc;
+      lmpio__job *job = NULL;
+      rc = collective_later(fh, at, 0, buf, count, type, dir, NULL, &job, rc, call);
+      if (rc != MPI_SUCCESS) return rc;
+      fh->split.kind = kind;
+      fh->split.bytes = 0;
+      fh->split.buf = buf;
+      fh->split.job = job;
+      return MPI_SUCCESS;
+    }
     rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);
   } else {
     lmpio__job *job = NULL;

@@ -484,30 +484,43 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
   return MPI_SUCCESS;
 }
 
+int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
+                           MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call) {
+  shstate *st = st_of(fh);
+  int rc = lmpio__pending(pre_rc, call);
+  *n = 0;
+  *at = 0;
+  *agreed = 1;
+  if (rc == MPI_SUCCESS) rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
+  if (rc == MPI_SUCCESS) rc = check_view(fh, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
+  MPI_Offset before = 0, total = *n;
+  if (fh->size == 1) {
+    if (rc != MPI_SUCCESS) return rc;
+    *at = st->base + st->delta;
+    st->base += *n;
+    return MPI_SUCCESS;
+  }
+  int anyfail = 0, anydirty = 0;
+  int grc = ordered_positions(fh, st, rc, *n, &before, &total, &anyfail, &anydirty, call);
+  if (grc != MPI_SUCCESS) return lmpio__agree(fh->comm, grc, 0, call);
+  if (anyfail) return lmpio__agree(fh->comm, rc, 0, call); /* who failed and why */
+  *agreed = 0;
+  rc = collective_delta(fh, st, anydirty, call);
+  *at = st->base + st->delta + before;
+  st->base += total; /* the pointer moves once, by everything requested */
+  return rc;
+}
+
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
-  shstate *st = st_of(fh);
-  int rc = lmpio__pending(pre_rc, call);
-  MPI_Offset n = 0;
-  if (rc == MPI_SUCCESS) rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
-  if (rc == MPI_SUCCESS) rc = check_view(fh, call);
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
-  MPI_Offset moved, before = 0, total = n;
-  if (fh->size == 1) {
-    if (rc != MPI_SUCCESS) return rc;
-    MPI_Offset at = st->base + st->delta;
-    st->base += n;
-    return n > 0 ? lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call) : MPI_SUCCESS;
-  }
-  int anyfail = 0, anydirty = 0;
-  int grc = ordered_positions(fh, st, rc, n, &before, &total, &anyfail, &anydirty, call);
-  if (grc != MPI_SUCCESS) return lmpio__agree(fh->comm, grc, 0, call);
-  if (anyfail) return lmpio__agree(fh->comm, rc, 0, call); /* who failed and why */
-  rc = collective_delta(fh, st, anydirty, call);
-  MPI_Offset at = st->base + st->delta + before;
-  st->base += total; /* the pointer moves once, by everything requested */
+  MPI_Offset at, n, moved;
+  int agreed;
+  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);
+  if (rc != MPI_SUCCESS && agreed) return rc;
   if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
+  if (fh->size == 1) return rc;
   /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
    * the outcome of the transfers is agreed even though it costs a second
    * collective: a storage or conversion error met by one rank fails the call

@@ -376,6 +376,47 @@ static void test_collective(void) {
   tl_unlink(p1);
 }
 
+/* The ordered split collectives: _begin places every rank (and moves the
+ * shared pointer) and returns while the transfer is held; _end completes it,
+ * in rank order in the file; read_ordered_begin/_end reads it back. */
+static void test_ordered_split(void) {
+  char *path = tl_path("async-ordered");
+  lmpio_file fh = open_new(path);
+  int n = 100 + 10 * tl_rank; /* different sizes: positions from the prefix sum */
+  int *a = malloc(sizeof(int) * (size_t)n), *b = malloc(sizeof(int) * (size_t)n);
+  fill(a, n, tl_rank + 1);
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_write_ordered_begin(fh, a, n, MPI_INT));
+  gate_await_writer(); /* _begin returned; the worker is inside the transfer */
+  MPI_Offset sh = -1, size = -1;
+  TL_OK(lmpio_file_get_position_shared(fh, &sh));
+  long long total = 0;
+  for (int r = 0; r < tl_size; r++) total += (long long)(100 + 10 * r) * (long long)sizeof(int);
+  TL_EQ(sh, total); /* moved at initiation, past every rank */
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_CHECK(size < total); /* this rank's part is not all there */
+  MPI_Barrier(MPI_COMM_WORLD);
+  gate_open();
+  MPI_Status st;
+  TL_OK(lmpio_file_write_ordered_end(fh, a, &st));
+  TL_EQ(count_of(&st, MPI_INT), n);
+  MPI_Offset mine = 0;
+  for (int r = 0; r < tl_rank; r++) mine += (MPI_Offset)(100 + 10 * r) * (MPI_Offset)sizeof(int);
+  memset(b, 0, sizeof(int) * (size_t)n);
+  TL_OK(lmpio_file_read_at(fh, mine, b, n, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(a, b, n));
+  TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+  memset(b, 0, sizeof(int) * (size_t)n);
+  TL_OK(lmpio_file_read_ordered_begin(fh, b, n, MPI_INT));
+  TL_OK(lmpio_file_read_ordered_end(fh, b, &st));
+  TL_EQ(count_of(&st, MPI_INT), n);
+  TL_CHECK(same(a, b, n));
+  free(a);
+  free(b);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 /* A failing pwrite in the background: MPI_Wait returns MPI_ERR_IO and the
  * completing thread's message names the pwrite, not the last error of the
  * thread; Waitall puts the class in the status; the collective outcome is
@@ -630,6 +671,7 @@ int main(int argc, char **argv) {
   tl_run("iwrite_shared / iread_shared move the shared pointer at initiation", test_shared);
   tl_run("many outstanding requests on three handles: any order, Waitall, Testany", test_many_outstanding);
   tl_run("collective and split collective in the background; orders across handles", test_collective);
+  tl_run("ordered split collectives: _begin returns before the transfer", test_ordered_split);
   tl_run("background failures: class and message at completion, agreed", test_background_errors);
   tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
   tl_run("external32 on every path", test_external32);
