@@ -114,20 +114,6 @@ static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
   agree(L, comm, v, AGREE_WORDS, msg);
 }
 
-/* Rewrites "bad argument #3 to '?' (...)" (the method ran under lua_pcall,
- * so Lua knows neither its name nor that arg 1 is self) as "bad argument #2
- * to 'bcast' (...)". */
-static void fix_argerror(lua_State *L, const char *name) {
-  const char *msg = lua_tostring(L, -1);
-  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
-  int n = 0, used = 0;
-  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
-  lua_pushlstring(L, msg, (size_t)(p - msg));
-  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - 1, name, p + used);
-  lua_concat(L, 2);
-  lua_remove(L, -2);
-}
-
 typedef struct {
   const char *name;
   lua_CFunction fn;
@@ -156,7 +142,7 @@ static int collective_call(lua_State *L) {
     luaL_tolstring(L, -1, NULL);
     lua_remove(L, -2);
   }
-  fix_argerror(L, cm->name);
+  lmpio_lua_fix_argerror(L, cm->name, 1);
   cm->fail(L, comm, lua_tostring(L, -1));
   return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
 }

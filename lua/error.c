@@ -131,6 +131,17 @@ void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
   luaL_setmetatable(L, LMPIO_LUA_ERROR);
 }
 
+void lmpio_lua_fix_argerror(lua_State *L, const char *name, int self) {
+  const char *msg = lua_tostring(L, -1);
+  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
+  int n = 0, used = 0;
+  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
+  lua_pushlstring(L, msg, (size_t)(p - msg));
+  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - self, name, p + used);
+  lua_concat(L, 2);
+  lua_remove(L, -2);
+}
+
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   lmpio_lua_pusherror(L, cls, msg);
   /* lua5.4 prints no traceback for an uncaught error object: keep one. */

@@ -287,7 +287,6 @@ static int open_checked(lua_State *L) {
   return 1;
 }
 
-static void fix_argerror(lua_State *L, const char *name, int self);
 
 /* lmpio.open: collective, so an argument error on one rank fails the open
  * on every rank (see collective_call below). */
@@ -331,7 +330,7 @@ static int l_open(lua_State *L) {
   lmpio_lua_entered = saved;
   if (st == LUA_OK) return 1;
   if (entered || lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
-  fix_argerror(L, "open", inserted);
+  lmpio_lua_fix_argerror(L, "open", inserted);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lmpio_file dummy = LMPIO_FILE_NULL;
@@ -1545,19 +1544,6 @@ typedef struct {
   fail_fn fail;
 } collective_method;
 
-/* "bad argument #3 to '?'": the protected call hid the method's name and
- * that the first argument is self. */
-static void fix_argerror(lua_State *L, const char *name, int self) {
-  const char *msg = lua_tostring(L, -1);
-  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
-  int n = 0, used = 0;
-  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
-  lua_pushlstring(L, msg, (size_t)(p - msg));
-  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - self, name, p + used);
-  lua_concat(L, 2);
-  lua_remove(L, -2);
-}
-
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
   int n = lua_gettop(L);
@@ -1574,7 +1560,7 @@ static int collective_call(lua_State *L) {
   if (entered || !f || f->fh == LMPIO_FILE_NULL || (st != LUA_ERRRUN && st != LUA_ERRMEM) ||
       lua_type(L, -1) != LUA_TSTRING)
     return lua_error(L); /* the core's own (agreed) error, or nothing to agree on */
-  fix_argerror(L, cm->name, 1);
+  lmpio_lua_fix_argerror(L, cm->name, 1);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;

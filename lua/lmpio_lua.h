@@ -41,6 +41,11 @@ void lmpio_lua_note_traceback(const char *tb);
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
 /* Raises the error object for cls (never returns). */
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
+/* The message on top of the stack, "bad argument #3 to '?' (...)" from a
+ * method run under lua_pcall (which hides its name, and that argument 1 is
+ * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1
+ * for a method, 0 for a function. */
+void lmpio_lua_fix_argerror(lua_State *L, const char *name, int self);
 /* Raises when rc is not MPI_SUCCESS; call it after the core returned. */
 #define lmpio_lua_check(L, rc)                                                 \
   do {                                                                         \

@@ -78,12 +78,6 @@ static int has_user_fn(const lmpio__datarep *rep, int dir) {
   return (dir == LMPIO__READ ? rep->read_fn : rep->write_fn) != MPI_CONVERSION_FN_NULL;
 }
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, comb;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  return comb == MPI_COMBINER_NAMED;
-}
-
 int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call) {
   const lmpio__datarep *rep = p->rep;
@@ -116,7 +110,7 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
   /* The user's conversion function gets a handle of our own: it may free
    * the caller's (a Lua converter can) while the call goes on. */
   MPI_Datatype utype = type;
-  if (!rep->builtin && !is_named(type) && MPI_Type_dup(type, &utype) != MPI_SUCCESS) {
+  if (!rep->builtin && !lmpio__type_is_named(type) && MPI_Type_dup(type, &utype) != MPI_SUCCESS) {
     lmpio__typemap_release(m);
     return lmpio__err(MPI_ERR_TYPE, call, "cannot duplicate the memory datatype");
   }

@@ -76,6 +76,8 @@ struct lmpio__tm_node {
 
 typedef struct lmpio__datarep lmpio__datarep;
 
+/* Whether t is a predefined (named) type, which is never freed or duplicated. */
+int lmpio__type_is_named(MPI_Datatype t);
 /* The flattened form of a datatype, cached on it; release when done. */
 int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const char *call);
 /* The same laid out in a file representation (rep NULL: native): predefined

@@ -180,11 +180,6 @@ static int can_run_later(lmpio_file fh) {
   return lmpio__async_available() && (!fh->view.rep || fh->view.rep->builtin);
 }
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, comb;
-  return MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb == MPI_COMBINER_NAMED;
-}
-
 /* The record of a transfer starting at etype offset etpos (checked by the
  * caller): a snapshot of fh with comm as its communicator. */
 static int make_xfer(const struct lmpio_file_s *fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
@@ -205,7 +200,7 @@ static int make_xfer(const struct lmpio_file_s *fh, MPI_Comm comm, int collectiv
   x->count = count;
   x->type = type;
   x->call = call;
-  if (type != MPI_DATATYPE_NULL && !is_named(type)) { /* the caller may free its type before completion */
+  if (type != MPI_DATATYPE_NULL && !lmpio__type_is_named(type)) { /* the caller may free its type before completion */
     if (MPI_Type_dup(type, &x->type) != MPI_SUCCESS) {
       free(x);
       return lmpio__err(MPI_ERR_TYPE, call, "MPI_Type_dup failed");
@@ -370,9 +365,18 @@ ISHARED(iwrite_shared_c, IARGS(MPI_Count, const void *), buf, LMPIO__WRITE)
 
 /* ---- split collectives --------------------------------------------------- */
 
-/* _begin runs the blocking collective (which fails on every rank while a
- * split collective is active) and records the outcome for _end; a failed
- * _begin (the same error on every rank) leaves none active. */
+/* A split collective started in the background: _end joins its job. */
+static int split_active(lmpio_file fh, int kind, void *buf, lmpio__job *job) {
+  fh->split.kind = kind;
+  fh->split.bytes = 0;
+  fh->split.buf = buf;
+  fh->split.job = job;
+  return MPI_SUCCESS;
+}
+
+/* _begin starts the collective in the background (or, when it cannot, runs
+ * it and records the outcome for _end); a failed _begin (the same error on
+ * every rank) leaves none active. */
 static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                        MPI_Datatype type, int kind, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
@@ -394,24 +398,14 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
       if (rc != MPI_SUCCESS && agreed) return rc;
       lmpio__job *job = NULL;
       rc = collective_later(fh, at, 0, buf, count, type, dir, NULL, &job, rc, call);
-      if (rc != MPI_SUCCESS) return rc;
-      fh->split.kind = kind;
-      fh->split.bytes = 0;
-      fh->split.buf = buf;
-      fh->split.job = job;
-      return MPI_SUCCESS;
+      return rc == MPI_SUCCESS ? split_active(fh, kind, buf, job) : rc;
     }
     rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);
   } else {
     lmpio__job *job = NULL;
     if (can_run_later(fh)) {
       rc = collective_later(fh, offset, use_fp, buf, count, type, dir, NULL, &job, MPI_SUCCESS, call);
-      if (rc != MPI_SUCCESS) return rc;
-      fh->split.kind = kind;
-      fh->split.bytes = 0;
-      fh->split.buf = buf;
-      fh->split.job = job;
-      return MPI_SUCCESS;
+      return rc == MPI_SUCCESS ? split_active(fh, kind, buf, job) : rc;
     }
     MPI_Status st;
     rc = lmpio__collective(fh, offset, use_fp, buf, count, type, dir, &st, MPI_SUCCESS, call);

@@ -309,7 +309,7 @@ static int decode_darray(const int *ints, const lmpio__tm_node *old, MPI_Aint ol
   return rc;
 }
 
-static int is_named(MPI_Datatype t) {
+int lmpio__type_is_named(MPI_Datatype t) {
   int ni, na, nd, comb;
   if (MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 1;
   return comb == MPI_COMBINER_NAMED;
@@ -352,7 +352,7 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
     }
   }
   for (int i = 0; i < nd; i++)
-    if (!is_named(types[i])) MPI_Type_free(&types[i]);
+    if (!lmpio__type_is_named(types[i])) MPI_Type_free(&types[i]);
   if (rc != MPI_SUCCESS) goto out;
 
   const lmpio__tm_node *old = kids[0];
@@ -583,7 +583,7 @@ static int decode(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node **ou
     *out = val;
     return MPI_SUCCESS;
   }
-  if (is_named(t)) return named_get(t, out);
+  if (lmpio__type_is_named(t)) return named_get(t, out);
   int rc = decode_uncached(t, NULL, out);
   if (rc == MPI_SUCCESS && keyval != MPI_KEYVAL_INVALID) {
     node_retain(*out);

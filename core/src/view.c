@@ -10,20 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, comb;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  return comb == MPI_COMBINER_NAMED;
-}
-
 static void free_handle(MPI_Datatype *t) {
-  if (*t != MPI_DATATYPE_NULL && !is_named(*t)) MPI_Type_free(t);
+  if (*t != MPI_DATATYPE_NULL && !lmpio__type_is_named(*t)) MPI_Type_free(t);
   *t = MPI_DATATYPE_NULL;
 }
 
 /* Our own handle on a user's type: the user may free theirs after set_view. */
 static int keep_handle(MPI_Datatype t, MPI_Datatype *out) {
-  if (is_named(t)) {
+  if (lmpio__type_is_named(t)) {
     *out = t;
     return MPI_SUCCESS;
   }
