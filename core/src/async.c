@@ -1,21 +1,30 @@
-/* The worker of a file handle: jobs (the transfers of nonblocking and split
- * collective operations, request.c) run on a background thread while the
+/* The workers of a file handle: jobs (the transfers of nonblocking and split
+ * collective operations, request.c) run on background threads while the
  * caller computes.
  *
- * Each handle that starts such an operation gets a worker of its own: one
- * thread and a queue that it runs in the order the operations were started.
- * So a handle's operations never overlap one another (atomic mode, sieved
- * read-modify-writes and conflicting writes keep the order of the program),
- * and the collective ones run in the same order on every rank of the file's
- * communicator; the workers of different handles run side by side, so
- * collective operations on different files may be started in any order.
- * A worker is taken from a pool when a handle needs one and given back when
+ * A handle that starts such operations gets two workers, one per lane: one
+ * thread and a queue each, run in the order the operations were started.
+ * The independent lane never waits for another rank, so a blocking
+ * independent call may wait for it (lmpio__async_wait_independent) without
+ * any risk of a hang; the collective lane runs the collective operations in
+ * the same order on every rank of the file's communicator, and only calls
+ * that every rank makes wait for it (close, set_view, sync, the blocking
+ * collectives: every rank started the same collective jobs before them).
+ * A blocking independent call therefore never waits behind a collective
+ * that another rank has not started yet.  Operations of the two lanes may
+ * overlap in time, as the standard allows for outstanding operations;
+ * each worker reaches the file through a descriptor of its own (a new
+ * open file description of the same file), so the byte-range locks of
+ * sieved writes and atomic mode exclude the other lane and the caller's
+ * thread as they exclude other processes.
+ *
+ * Workers are taken from a pool when a handle needs one and given back when
  * the handle closes, so a program that opens many files does not create a
  * thread each time (and the buffers a thread keeps, collective.c, are
  * reused).
  *
  * A job that carries a generalized request (made by the layer above) is
- * completed by the worker when it has run (MPI_Grequest_complete from
+ * completed by its worker when it has run (MPI_Grequest_complete from
  * another thread: this needs MPI_THREAD_MULTIPLE, lmpio__async_available);
  * a job without one (split collectives) is waited for with
  * lmpio__async_join.
@@ -28,11 +37,13 @@
  * function, given by the layer above. */
 #include "internal.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct lmpio__worker {
@@ -44,6 +55,7 @@ struct lmpio__worker {
   int stop;
   MPI_Comm comm;           /* the handle's duplicate communicator, or MPI_COMM_NULL */
   MPI_Request comm_req;    /* the MPI_Comm_idup making it, until the worker completes it */
+  int fd;                  /* its own descriptor of the handle's file, or -1: the handle's */
   lmpio__worker *next;     /* in the pool */
 };
 
@@ -53,7 +65,10 @@ static lmpio__worker *pool;
 /* ---- jobs -------------------------------------------------------------- */
 
 static void job_drop(lmpio__job *job) {
-  if (__atomic_sub_fetch(&job->refs, 1, __ATOMIC_ACQ_REL) == 0) free(job);
+  if (__atomic_sub_fetch(&job->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (job->dispose) job->dispose(job);
+    free(job);
+  }
 }
 
 /* The worker may run on any core the process may use, whatever core the
@@ -123,9 +138,28 @@ int lmpio__async_available(void) {
   return l;
 }
 
-/* The handle's worker: from the pool, or a new thread. */
-int lmpio__async_prepare(lmpio_file fh, const char *call) {
-  if (fh->async) return MPI_SUCCESS;
+/* A descriptor of fd's file with an open file description of its own (its
+ * byte-range locks then exclude those taken through fd), or -1 when there
+ * is none to be had: the worker then uses fd (streams, or no /proc). */
+static int own_descriptor(int fd) {
+  struct stat st;
+  if (lmpio__os_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return -1;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  int own = lmpio__os_open(path, (flags & (O_ACCMODE | O_DIRECT | O_SYNC | O_DSYNC)) | O_CLOEXEC, 0);
+  struct stat st2;
+  if (own >= 0 && (lmpio__os_fstat(own, &st2) != 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
+    close(own); /* not the same file after all */
+    own = -1;
+  }
+  return own;
+}
+
+/* The handle's worker of a lane: from the pool, or a new thread. */
+static int worker_of(lmpio_file fh, int lane, const char *call) {
+  if (fh->async[lane]) return MPI_SUCCESS;
   pthread_mutex_lock(&pool_mu);
   lmpio__worker *w = pool;
   if (w) pool = w->next;
@@ -145,18 +179,24 @@ int lmpio__async_prepare(lmpio_file fh, const char *call) {
   w->next = NULL;
   w->comm = MPI_COMM_NULL;
   w->comm_req = MPI_REQUEST_NULL;
-  fh->async = w;
+  w->fd = own_descriptor(fh->fd);
+  fh->async[lane] = w;
   return MPI_SUCCESS;
 }
 
+int lmpio__async_prepare(lmpio_file fh, int lane, const char *call) { return worker_of(fh, lane, call); }
+
+int lmpio__async_fd(lmpio_file fh, int lane) {
+  const lmpio__worker *w = fh->async[lane];
+  return w && w->fd >= 0 ? w->fd : fh->fd;
+}
+
 /* The duplicate is made with MPI_Comm_idup, which does not wait for the
- * other ranks: the worker completes it before its next job (the one the
- * caller is about to queue), so starting collective operations on several
- * files in different orders on different ranks cannot deadlock here. */
+ * other ranks: the worker completes it before its first job runs. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call) {
-  int rc = lmpio__async_prepare(fh, call);
+  int rc = worker_of(fh, LMPIO__LANE_COLLECTIVE, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__worker *w = fh->async;
+  lmpio__worker *w = fh->async[LMPIO__LANE_COLLECTIVE];
   if (w->comm == MPI_COMM_NULL) {
     MPI_Request req;
     if (MPI_Comm_idup(fh->comm, &w->comm, &req) != MPI_SUCCESS) {
@@ -177,7 +217,7 @@ void lmpio__async_submit(lmpio_file fh, lmpio__job *job) {
   job->rc = MPI_SUCCESS;
   job->msg[0] = '\0';
   job->refs = 2; /* the worker's, and the request's or the joiner's */
-  lmpio__worker *w = fh->async;
+  lmpio__worker *w = fh->async[job->lane];
   pthread_mutex_lock(&w->mu);
   if (w->tail) w->tail->next = job;
   else w->head = job;
@@ -188,7 +228,7 @@ void lmpio__async_submit(lmpio_file fh, lmpio__job *job) {
 }
 
 void lmpio__async_join(lmpio_file fh, lmpio__job *job) {
-  lmpio__worker *w = fh->async;
+  lmpio__worker *w = fh->async[job->lane];
   pthread_mutex_lock(&w->mu);
   while (!job->done) pthread_cond_wait(&w->cv, &w->mu);
   pthread_mutex_unlock(&w->mu);
@@ -196,23 +236,33 @@ void lmpio__async_join(lmpio_file fh, lmpio__job *job) {
 
 void lmpio__async_release(lmpio__job *job) { job_drop(job); }
 
-void lmpio__async_wait(lmpio_file fh) {
-  lmpio__worker *w = fh->async;
+static void wait_lane(lmpio__worker *w) {
   if (!w) return;
   pthread_mutex_lock(&w->mu);
   while (w->pending > 0) pthread_cond_wait(&w->cv, &w->mu);
   pthread_mutex_unlock(&w->mu);
 }
 
+void lmpio__async_wait_independent(lmpio_file fh) { wait_lane(fh->async[LMPIO__LANE_INDEPENDENT]); }
+
+void lmpio__async_wait(lmpio_file fh) {
+  wait_lane(fh->async[LMPIO__LANE_INDEPENDENT]);
+  wait_lane(fh->async[LMPIO__LANE_COLLECTIVE]);
+}
+
 void lmpio__async_close(lmpio_file fh) {
-  lmpio__worker *w = fh->async;
-  if (!w) return;
   lmpio__async_wait(fh);
-  if (w->comm_req != MPI_REQUEST_NULL) MPI_Wait(&w->comm_req, MPI_STATUS_IGNORE); /* no job used it */
-  if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
-  fh->async = NULL;
-  pthread_mutex_lock(&pool_mu);
-  w->next = pool;
-  pool = w;
-  pthread_mutex_unlock(&pool_mu);
+  for (int lane = 0; lane < 2; lane++) {
+    lmpio__worker *w = fh->async[lane];
+    if (!w) continue;
+    if (w->comm_req != MPI_REQUEST_NULL) MPI_Wait(&w->comm_req, MPI_STATUS_IGNORE); /* no job used it */
+    if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
+    if (w->fd >= 0) lmpio__os_close(w->fd);
+    w->fd = -1;
+    fh->async[lane] = NULL;
+    pthread_mutex_lock(&pool_mu);
+    w->next = pool;
+    pool = w;
+    pthread_mutex_unlock(&pool_mu);
+  }
 }

@@ -572,7 +572,7 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
     rc = lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
                     (long long)etpos, (long long)fh->view.esize);
   int size = fh->size;
-  lmpio__hold(fh);
+  lmpio__hold_all(fh);
 
   coll c;
   memset(&c, 0, sizeof c);

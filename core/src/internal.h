@@ -237,7 +237,7 @@ struct lmpio_file_s {
   lmpio__hints hints;       /* in effect */
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
-  lmpio__worker *async;     /* runs the handle's nonblocking operations (async.c), or NULL */
+  lmpio__worker *async[2];  /* run the handle's nonblocking operations, one per lane (async.c), or NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -245,8 +245,11 @@ struct lmpio_file_s {
 /* A transfer run in the background.  The layer above embeds it at the start
  * of its own record (allocated with malloc; async.c frees it when the worker
  * and the request, or the joiner, are both done with it) and sets run. */
+enum { LMPIO__LANE_INDEPENDENT, LMPIO__LANE_COLLECTIVE };
 struct lmpio__job {
   int (*run)(lmpio__job *job); /* on the worker: returns the class, sets bytes */
+  void (*dispose)(lmpio__job *job); /* or NULL: frees what the record holds, before it is freed */
+  int lane;                    /* LMPIO__LANE_*: set before lmpio__async_submit */
   MPI_Count bytes;             /* data bytes moved, for the status */
   int rc;                      /* run's outcome */
   char msg[1024];              /* and its message when it failed */
@@ -258,23 +261,28 @@ struct lmpio__job {
 /* Whether jobs can run in the background: MPI_THREAD_MULTIPLE (and not
  * LMPIO_ASYNC=0 in the environment). */
 int lmpio__async_available(void);
-/* Gives fh a worker (the first time); then the caller may make the job's
- * generalized request (job->req; MPI_REQUEST_NULL: none) and queue it with
- * lmpio__async_submit, behind the handle's earlier jobs.  The worker
+/* Gives fh a worker in lane (the first time); then the caller may make the
+ * job's generalized request (job->req; MPI_REQUEST_NULL: none) and queue
+ * it with lmpio__async_submit, behind the lane's earlier jobs.  The worker
  * completes the request when the job has run; without a request, the caller
  * waits with lmpio__async_join and then calls lmpio__async_release.  A
  * request's free function calls lmpio__async_release. */
-int lmpio__async_prepare(lmpio_file fh, const char *call);
+int lmpio__async_prepare(lmpio_file fh, int lane, const char *call);
 void lmpio__async_submit(lmpio_file fh, lmpio__job *job);
+/* The descriptor a job of the lane uses (prepared): one of the worker's own
+ * when it could open one, else fh->fd. */
+int lmpio__async_fd(lmpio_file fh, int lane);
 /* The communicator a collective job uses: a duplicate of fh->comm, made by
- * the first call (collective). */
+ * the first call (collective); prepares the collective lane. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);
 void lmpio__async_join(lmpio_file fh, lmpio__job *job);
 void lmpio__async_release(lmpio__job *job);
-/* Until every job of fh has run. */
+/* Until every job of fh has run; _independent: every job of that lane
+ * (which never waits for other ranks). */
 void lmpio__async_wait(lmpio_file fh);
-/* Waits, then gives the worker back (close; collective when some collective
- * job ran). */
+void lmpio__async_wait_independent(lmpio_file fh);
+/* Waits, then gives the workers back (close; collective when some
+ * collective job ran). */
 void lmpio__async_close(lmpio_file fh);
 
 /* ---- entry: checks and pieces shared by the data access calls ------------ */
@@ -302,10 +310,15 @@ void lmpio__set_status(MPI_Status *status, MPI_Count bytes);
 /* A call in progress keeps its handle from being closed under it (by a
  * conversion function, say). */
 static inline void lmpio__hold(lmpio_file fh) {
-  /* A blocking call first lets the handle's background transfers finish:
-   * they run in program order with it (byte-range locks do not separate the
-   * threads of one process). */
-  if (fh->async) lmpio__async_wait(fh);
+  /* A blocking call first lets the handle's independent background
+   * transfers finish (they run in program order with it); only collective
+   * calls also wait for the collective lane (lmpio__hold_all), which may
+   * wait for ranks that have not started its jobs yet. */
+  lmpio__async_wait_independent(fh);
+  fh->busy++;
+}
+static inline void lmpio__hold_all(lmpio_file fh) {
+  lmpio__async_wait(fh);
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }

@@ -182,14 +182,16 @@ static int can_run_later(lmpio_file fh) {
 
 /* The record of a transfer starting at etype offset etpos (checked by the
  * caller): a snapshot of fh with comm as its communicator. */
-static int make_xfer(const struct lmpio_file_s *fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
+static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
                      MPI_Datatype type, int dir, xfer **out, const char *call) {
   xfer *x = calloc(1, sizeof *x);
   if (!x) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   x->job.run = run;
   x->fh = *fh;
   x->fh.comm = comm;
-  x->fh.async = NULL; /* the worker waits for nobody */
+  x->fh.async[0] = x->fh.async[1] = NULL; /* the worker waits for nobody */
+  x->job.lane = collective ? LMPIO__LANE_COLLECTIVE : LMPIO__LANE_INDEPENDENT;
+  x->fh.fd = lmpio__async_fd(fh, x->job.lane); /* its locks exclude the caller's */
   x->fh.busy = 0;
   x->fh.split.kind = LMPIO__SPLIT_NONE;
   x->fh.split.job = NULL;
@@ -238,7 +240,7 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   MPI_Offset etpos, n = 0;
   int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   xfer *x = NULL;
-  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
   if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
@@ -314,7 +316,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     *request = MPI_REQUEST_NULL;
     MPI_Offset at, n;
     xfer *x = NULL;
-    int rc = lmpio__async_prepare(fh, call);
+    int rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
     if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, 0, buf, count, type, dir, &x, call);
     if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
     if (rc == MPI_SUCCESS) {

@@ -10,25 +10,34 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* ---- the os table: pwrites on one descriptor held back or failed ------ */
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static int gate_fd = -1;      /* pwrites on it wait while closed */
+/* Files are told by their inode: the workers reach a file through
+ * descriptors of their own. */
+static ino_t gate_ino;        /* pwrites to it wait while closed (0: none) */
 static int gate_closed;
 static int gate_waiting;      /* pwrites waiting at the gate */
-static int fail_fd = -1;      /* pwrites on it fail with EIO */
+static ino_t fail_ino;        /* pwrites to it fail with EIO (0: none) */
+
+static ino_t ino_of(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
 
 static ssize_t x_pwrite(int fd, const void *b, size_t n, off_t o) {
+  ino_t ino = ino_of(fd);
   pthread_mutex_lock(&gate_mu);
-  if (fd == fail_fd) {
+  if (ino != 0 && ino == fail_ino) {
     pthread_mutex_unlock(&gate_mu);
     errno = EIO;
     return -1;
   }
-  if (fd == gate_fd) {
+  if (ino != 0 && ino == gate_ino) {
     gate_waiting++;
     pthread_cond_broadcast(&gate_cv);
     while (gate_closed) pthread_cond_wait(&gate_cv, &gate_mu);
@@ -40,7 +49,7 @@ static ssize_t x_pwrite(int fd, const void *b, size_t n, off_t o) {
 
 static void gate_close(int fd) {
   pthread_mutex_lock(&gate_mu);
-  gate_fd = fd;
+  gate_ino = ino_of(fd);
   gate_closed = 1;
   pthread_mutex_unlock(&gate_mu);
 }
@@ -55,7 +64,7 @@ static void gate_await_writer(void) {
 static void gate_open(void) {
   pthread_mutex_lock(&gate_mu);
   gate_closed = 0;
-  gate_fd = -1;
+  gate_ino = 0;
   pthread_cond_broadcast(&gate_cv);
   pthread_mutex_unlock(&gate_mu);
 }
@@ -427,7 +436,7 @@ static void test_background_errors(void) {
   int a[16] = {1, 2, 3};
   MPI_Request req;
   pthread_mutex_lock(&gate_mu);
-  fail_fd = fh->fd;
+  fail_ino = ino_of(fh->fd);
   pthread_mutex_unlock(&gate_mu);
   TL_OK(lmpio_file_iwrite_at(fh, 0, a, 16, MPI_INT, &req));
   /* Another error on this thread in between. */
@@ -448,12 +457,12 @@ static void test_background_errors(void) {
   TL_EQ(sts[0].MPI_ERROR, MPI_SUCCESS);
   TL_EQ(sts[1].MPI_ERROR, MPI_ERR_IO);
   pthread_mutex_lock(&gate_mu);
-  fail_fd = -1;
+  fail_ino = 0;
   pthread_mutex_unlock(&gate_mu);
   /* Collective: rank 0's pwrite fails; every rank's Wait says so. */
   if (tl_rank == 0) {
     pthread_mutex_lock(&gate_mu);
-    fail_fd = fh->fd;
+    fail_ino = ino_of(fh->fd);
     pthread_mutex_unlock(&gate_mu);
   }
   TL_OK(lmpio_file_iwrite_at_all(fh, (MPI_Offset)tl_rank * sizeof a, a, 16, MPI_INT, &req));
@@ -463,7 +472,7 @@ static void test_background_errors(void) {
   TL_RC(lmpio_file_write_all_end(fh, a, &st), MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_file_write_all_begin") != NULL);
   pthread_mutex_lock(&gate_mu);
-  fail_fd = -1;
+  fail_ino = 0;
   pthread_mutex_unlock(&gate_mu);
   /* And the handle works on. */
   TL_OK(lmpio_file_iwrite_at_all(fh, (MPI_Offset)tl_rank * sizeof a, a, 16, MPI_INT, &req));
@@ -549,6 +558,42 @@ static void test_wait_for_outstanding(void) {
   MPI_Offset size = -1;
   TL_OK(lmpio_file_get_size(fh, &size));
   TL_EQ(size, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* A blocking independent call never waits behind a collective that
+ * another rank has not started: rank 0 starts iwrite_at_all, then writes
+ * with write_at and enters a barrier; the other ranks start the same
+ * iwrite_at_all only after the barrier (legal: the file's collectives are
+ * in the same order on every rank).  Hung before the collective lane. */
+static void test_independent_not_behind_collective(void) {
+  char *path = tl_path("async-lanes");
+  lmpio_file fh = open_new(path);
+  int a[16], b[16], c[16];
+  fill(a, 16, tl_rank + 1);
+  fill(c, 16, tl_rank + 50);
+  MPI_Offset off = (MPI_Offset)tl_rank * sizeof a;
+  MPI_Offset off2 = (MPI_Offset)(tl_size + tl_rank) * sizeof a;
+  MPI_Request req;
+  if (tl_rank == 0) {
+    TL_OK(lmpio_file_iwrite_at_all(fh, off, a, 16, MPI_INT, &req));
+    TL_OK(lmpio_file_write_at(fh, off2, c, 16, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_read_at(fh, off2, b, 16, MPI_INT, MPI_STATUS_IGNORE));
+    TL_CHECK(same(b, c, 16));
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    TL_OK(lmpio_file_write_at(fh, off2, c, 16, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_iwrite_at_all(fh, off, a, 16, MPI_INT, &req));
+  }
+  TL_EQ(wait_count(&req, MPI_INT), 16);
+  /* A blocking collective waits for the outstanding collective (every rank
+   * started it before): the data is there for all to read. */
+  TL_OK(lmpio_file_iwrite_at_all(fh, off, c, 16, MPI_INT, &req));
+  TL_OK(lmpio_file_read_at_all(fh, off, b, 16, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(b, c, 16));
+  TL_EQ(wait_count(&req, MPI_INT), 16);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -674,6 +719,8 @@ int main(int argc, char **argv) {
   tl_run("ordered split collectives: _begin returns before the transfer", test_ordered_split);
   tl_run("background failures: class and message at completion, agreed", test_background_errors);
   tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
+  tl_run("a blocking independent call does not wait behind another rank's collective",
+         test_independent_not_behind_collective);
   tl_run("external32 on every path", test_external32);
   tl_run("user representation: completes at start, on the caller's thread", test_user_datarep);
   lmpio__os = lmpio__os_real;
