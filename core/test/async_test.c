@@ -333,6 +333,7 @@ static void test_collective(void) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "romio_ds_write", "enable");
   MPI_Info_set(info, "romio_cb_read", "enable");
   MPI_Datatype ft;
   MPI_Type_vector(N / 16, 16, 16 * tl_size, MPI_INT, &ft);
@@ -598,6 +599,49 @@ static void test_independent_not_behind_collective(void) {
   tl_unlink(path);
 }
 
+/* Both lanes of one handle at once, each sieving (read, merge, write back
+ * under an exclusive byte-range lock) a region where the other writes: the
+ * collective lane's aggregator (one, hint cb_nodes) writes the ranks'
+ * interleaved ints of [0, 2N) etypes, leaving rank 0's etypes [N, 2N) as
+ * holes, which rank 0's independent lane writes at the same time.  The
+ * locks must exclude the two threads as they exclude processes, or one
+ * writes back bytes the other just wrote. */
+static void test_lanes_exclude_each_other(void) {
+  char *path = tl_path("async-sieve");
+  enum { N = 4096, ROUNDS = 30 };
+  int *a = malloc(sizeof(int) * 2 * N), *b = malloc(sizeof(int) * 2 * N * tl_size);
+  MPI_Datatype interleaved;
+  MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)(tl_size * sizeof(int)), &interleaved);
+  MPI_Type_commit(&interleaved);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "cb_nodes", "1");
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  MPI_Info_set(info, "romio_ds_write", "enable");
+  int bad = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    lmpio_file fh;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+    TL_OK(lmpio_file_set_size(fh, 0));
+    TL_OK(lmpio_file_set_view(fh, (MPI_Offset)(tl_rank * sizeof(int)), MPI_INT, interleaved, "native", info));
+    for (int i = 0; i < 2 * N; i++) a[i] = round * 10000000 + i * tl_size + tl_rank;
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    TL_OK(lmpio_file_iwrite_at_all(fh, 0, a, tl_rank == 0 && tl_size > 1 ? N : 2 * N, MPI_INT, &r[0]));
+    if (tl_rank == 0 && tl_size > 1) TL_OK(lmpio_file_iwrite_at(fh, N, a + N, N, MPI_INT, &r[1]));
+    TL_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    TL_OK(lmpio_file_read_at(fh, 0, b, 2 * N * tl_size, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_close(&fh));
+    for (int i = 0; i < 2 * N * tl_size; i++) bad += b[i] != round * 10000000 + i;
+  }
+  TL_EQ(bad, 0);
+  MPI_Info_free(&info);
+  MPI_Type_free(&interleaved);
+  free(a);
+  free(b);
+  tl_unlink(path);
+}
+
 /* external32 on every path: iwrite_at / iread_at, iwrite / iread,
  * iwrite_at_all / iread_all, split; the file holds big-endian values. */
 static void test_external32(void) {
@@ -721,6 +765,7 @@ int main(int argc, char **argv) {
   tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
   tl_run("a blocking independent call does not wait behind another rank's collective",
          test_independent_not_behind_collective);
+  tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
   tl_run("external32 on every path", test_external32);
   tl_run("user representation: completes at start, on the caller's thread", test_user_datarep);
   lmpio__os = lmpio__os_real;
