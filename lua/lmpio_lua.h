@@ -204,6 +204,7 @@ typedef struct lmpio_lua_request {
   int reading;           /* wait returns the buffer too */
   int done;              /* waited: count holds the result */
   lua_Integer count;
+  lmpio_lua_mem mem;     /* the call's memory (tobj NULL), for converters run at completion */
 } lmpio_lua_request;
 
 /* Pushes a new request object (req MPI_REQUEST_NULL, for the core call to

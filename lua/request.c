@@ -11,7 +11,11 @@
  * value until it is waited for (reads keep their buffer, since wait returns
  * it) or collected.  __gc of a request never waited for waits for it first:
  * the transfer may still be using the data, which the request keeps alive
- * while its finalizer runs. */
+ * while its finalizer runs.
+ *
+ * Every wait and test enters the core as a call does (LMPIO_LUA_CORE): a
+ * read in a representation with Lua converters is converted when it
+ * completes, on this thread, inside MPI_Wait / MPI_Test. */
 #include "lmpio_lua.h"
 
 /***
@@ -22,9 +26,12 @@ core) while the script computes; `wait`, `test`, `lmpio.waitall` and
 `lmpio.waitany` complete it.  Do not touch the data before then.  The
 request keeps the call's data (array, buffer or string) alive until it
 completes, even when the script drops the request: a request collected
-before it completed is waited for first.  Views in a representation
-written in Lua (converters run on the script's thread), and MPI libraries
-without `MPI_THREAD_MULTIPLE`, complete in the starting call.
+before it completed is waited for first.  In a representation registered
+from Lua, the converters run on the script's thread: a write's when the
+call starts, a read's when `wait`, `test`, `waitall` or `waitany`
+completes it; only the file bytes move in the background.  With an MPI
+library without `MPI_THREAD_MULTIPLE` every call completes in the
+starting call.
 @type request
 */
 
@@ -42,11 +49,23 @@ lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_l
   r->reading = reading;
   r->done = 0;
   r->count = 0;
+  r->mem = *m;
+  r->mem.tobj = NULL; /* not kept in use past the call */
   luaL_setmetatable(L, LMPIO_LUA_REQUEST);
   lua_pushvalue(L, dataidx);
   lua_setiuservalue(L, -2, UV_DATA);
   return r;
 }
+
+/* MPI_Wait and friends, entered as a core call: the request's memory is
+ * what converters of a read see (`one`: NULL when several requests). */
+#define COMPLETING(L, one, rcvar, expr)                                        \
+  do {                                                                         \
+    const lmpio_lua_mem *saved_mem_ = lmpio_lua_caller_mem;                    \
+    lmpio_lua_caller_mem = (one) ? &(one)->mem : NULL;                         \
+    LMPIO_LUA_CORE(L, rcvar, expr);                                            \
+    lmpio_lua_caller_mem = saved_mem_;                                         \
+  } while (0)
 
 /* The request completed with status st: the count, and the data let go of
  * for writes. */
@@ -109,7 +128,8 @@ static int r_wait(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
   if (!r->done) {
     MPI_Status st;
-    int rc = MPI_Wait(&r->req, &st);
+    int rc;
+    COMPLETING(L, r, rc, MPI_Wait(&r->req, &st));
     failed(L, r, rc, &st);
     complete(L, r, &st);
   }
@@ -128,7 +148,8 @@ static int r_test(lua_State *L) {
   if (!r->done) {
     MPI_Status st;
     int flag = 0;
-    int rc = MPI_Test(&r->req, &flag, &st);
+    int rc;
+    COMPLETING(L, r, rc, MPI_Test(&r->req, &flag, &st));
     failed(L, r, rc, &st);
     if (!flag) {
       lua_pushboolean(L, 0);
@@ -146,7 +167,9 @@ static int r_gc(lua_State *L) {
     int fin = 1;
     MPI_Finalized(&fin);
     /* the data (our user value) lives until this finalizer returns */
-    if (!fin) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+    int rc;
+    if (!fin) COMPLETING(L, r, rc, MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+    (void)rc;
     r->req = MPI_REQUEST_NULL;
   }
   return 0;
@@ -196,7 +219,8 @@ static int l_waitall(lua_State *L) {
   MPI_Request *reqs;
   int n = checkrequests(L, 2, &reqs);
   MPI_Status *st = lua_newuserdatauv(L, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1), 0);
-  int rc = MPI_Waitall(n, reqs, st);
+  int rc;
+  COMPLETING(L, (lmpio_lua_request *)NULL, rc, MPI_Waitall(n, reqs, st));
   int first_bad = -1;
   for (int i = 0; i < n; i++) {
     lua_geti(L, 2, i + 1);
@@ -243,7 +267,8 @@ static int l_waitany(lua_State *L) {
   int n = checkrequests(L, 2, &reqs);
   MPI_Status st;
   int idx = MPI_UNDEFINED;
-  int rc = MPI_Waitany(n, reqs, &idx, &st);
+  int rc;
+  COMPLETING(L, (lmpio_lua_request *)NULL, rc, MPI_Waitany(n, reqs, &idx, &st));
   if (idx == MPI_UNDEFINED) {
     if (rc != MPI_SUCCESS) lmpio_lua_checkmpi(L, rc, "MPI_Waitany");
     lua_pushnil(L);

@@ -253,4 +253,61 @@ describe("nonblocking and split collective access", function()
     assert.is_true(v >= 3 and v < 3 + size / 8)
     fh:close()
   end)
+
+  it("converters written in Lua run at the start of a write and the completion of a read", function()
+    -- Each double is stored big-endian and doubled: a file written
+    -- without conversion would not read back.
+    local calls = { write = 0, read = 0 }
+    lmpio.register_datarep("spec_req_twice", {
+      extent = { DOUBLE = 8 },
+      encode = function(_, v)
+        calls.write = calls.write + 1
+        return string.pack(">d", v * 2)
+      end,
+      decode = function(_, bytes)
+        calls.read = calls.read + 1
+        return string.unpack(">d", bytes) / 2
+      end,
+    })
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    local N = 1000
+    local data = lmpio.array(lmpio.DOUBLE, N)
+    for i = 1, N do data[i] = rank * N + i + 0.5 end
+    fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, "spec_req_twice")
+    local w = fh:iwrite_at(rank * N, data)
+    assert.is_true(calls.write > 0) -- converted in the starting call
+    assert.equal(N, w:wait())
+    world:barrier()
+    -- the file holds the representation's bytes
+    local raw = H.slurp(path)
+    assert.equal(2 * (rank * N + 1.5), string.unpack(">d", raw, rank * N * 8 + 1))
+    local r = fh:iread_at(rank * N, N, lmpio.DOUBLE)
+    local before = calls.read
+    local got, n = r:wait()
+    assert.is_true(calls.read > before) -- converted when it completed
+    assert.equal(N, n)
+    assert.equal(rank * N + 1.5, got[1])
+    assert.equal(rank * N + N + 0.5, got[N])
+    -- several at once, a collective one, a polled one, and a dropped one
+    local reqs = {
+      fh:iread_at(rank * N, 10, lmpio.DOUBLE),
+      fh:iread_at_all(rank * N + 10, 10, lmpio.DOUBLE),
+    }
+    fh:iread_at(rank * N, N, lmpio.DOUBLE) -- dropped: converted when collected
+    collectgarbage()
+    lmpio.waitall(reqs)
+    local a, na = reqs[1]:wait()
+    local b, nb = reqs[2]:wait()
+    assert.equal(10, na)
+    assert.equal(10, nb)
+    assert.equal(rank * N + 10.5, a[10])
+    assert.equal(rank * N + 11.5, b[1])
+    local p = fh:iread_at(rank * N + N - 1, 5, lmpio.DOUBLE)
+    local done, buf, k = p:test()
+    while not done do done, buf, k = p:test() end
+    assert.equal(rank == size - 1 and 1 or 5, k)
+    assert.equal(rank * N + N + 0.5, buf[1])
+    fh:close()
+  end)
 end)

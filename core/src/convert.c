@@ -78,10 +78,44 @@ static int has_user_fn(const lmpio__datarep *rep, int dir) {
   return (dir == LMPIO__READ ? rep->read_fn : rep->write_fn) != MPI_CONVERSION_FN_NULL;
 }
 
+/* Where the file bytes of the conversion go (writes) or come from (reads):
+ * the view, through the engine (plan p, from view data byte pos), or memory
+ * (len bytes at mem; a read finds end of file at len). */
+typedef struct {
+  const lmpio__plan *p;
+  MPI_Offset pos;
+  char *mem;
+  MPI_Offset len;
+} sink;
+
+/* Moves the stream's bytes to or from the sink, at file byte `at` of the
+ * conversion. */
+static int move(const sink *k, int dir, lmpio__stream *s, MPI_Offset at, const char *call) {
+  if (k->p) return lmpio__engine_run(k->p, k->pos + at, s, call);
+  MPI_Offset n = s->total - s->done, room = k->len - at;
+  if (n > room) n = room > 0 ? room : 0;
+  if (n > 0) lmpio__stream_copy(s, k->mem + at, n, dir);
+  return MPI_SUCCESS;
+}
+
+static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *k, void *buf, MPI_Count count,
+                   MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call);
+
 int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call) {
-  const lmpio__datarep *rep = p->rep;
-  const int dir = p->dir;
+  const sink k = {p, pos, NULL, 0};
+  return convert(p->rep, p->dir, p->hints.conv_buffer_size, &k, buf, count, type, bytes, file_bytes, call);
+}
+
+int lmpio__convert_memory(const lmpio__datarep *rep, int dir, MPI_Offset cap, char *mem, MPI_Offset len, void *buf,
+                          MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes,
+                          const char *call) {
+  const sink k = {NULL, 0, mem, len};
+  return convert(rep, dir, cap, &k, buf, count, type, bytes, file_bytes, call);
+}
+
+static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *k, void *buf, MPI_Count count,
+                   MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call) {
   *bytes = 0;
   *file_bytes = 0;
   const lmpio__tm_node *m;
@@ -90,7 +124,7 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
   if (!has_user_fn(rep, dir)) { /* MPI_CONVERSION_FN_NULL: the data moves in native form */
     lmpio__stream s;
     rc = lmpio__stream_init(&s, buf, m, count);
-    if (rc == MPI_SUCCESS) rc = lmpio__engine_run(p, pos, &s, call);
+    if (rc == MPI_SUCCESS) rc = move(k, dir, &s, 0, call);
     else rc = lmpio__err(rc, call, "out of memory");
     *bytes = *file_bytes = s.done;
     lmpio__stream_free(&s);
@@ -114,7 +148,6 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
     lmpio__typemap_release(m);
     return lmpio__err(MPI_ERR_TYPE, call, "cannot duplicate the memory datatype");
   }
-  MPI_Offset cap = p->hints.conv_buffer_size;
   /* Small accesses get small buffers: an external32 item is at most twice
    * its native size (long double as double -> binary128). */
   MPI_Offset natbytes;
@@ -193,9 +226,9 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
         rc = user_convert(rep, dir, buf, utype, items, stage, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
       }
-      if (rc == MPI_SUCCESS) rc = lmpio__engine_run(p, pos + moved, &s, call);
+      if (rc == MPI_SUCCESS) rc = move(k, dir, &s, moved, call);
     } else {
-      rc = lmpio__engine_run(p, pos + moved, &s, call);
+      rc = move(k, dir, &s, moved, call);
       MPI_Offset got = s.done;
       if (rc == MPI_SUCCESS && got < used) { /* end of file: convert the whole items that arrived */
         eof = 1;

@@ -203,6 +203,14 @@ MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
  * native data bytes moved; *file_bytes: file data bytes moved. */
 int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call);
+/* The same conversion with the file bytes in memory instead of the view:
+ * a write converts into the len bytes at mem (the caller sizes them: the
+ * data's size in the representation), a read converts from them (fewer
+ * than the data's size: end of file there).  cap: the staging buffer's
+ * size (hint lmpio_conversion_buffer_size). */
+int lmpio__convert_memory(const lmpio__datarep *rep, int dir, MPI_Offset cap, char *mem, MPI_Offset len, void *buf,
+                          MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes,
+                          const char *call);
 
 /* ---- file handle ---------------------------------------------------- */
 

@@ -28,19 +28,25 @@
  *  - a derived datatype is duplicated at initiation (the caller may free
  *    it); the buffer is the caller's until completion, untouched after;
  *  - close, set_view, set_size, preallocate, sync and set_atomicity wait for
- *    the handle's outstanding operations, and so does any blocking data
- *    access on the handle (lmpio__hold): a handle's operations run in
- *    program order, which keeps atomic mode and conflicting writes right.
+ *    the handle's outstanding operations, and so do the blocking collective
+ *    calls (lmpio__hold_all); a blocking independent call waits for the
+ *    independent ones only (lmpio__hold: the collective lane may wait for
+ *    ranks that have not started its jobs, async.c).
+ *
+ * Views of a user-defined representation (stage_user): its conversion
+ * functions, perhaps written in Lua, run on the caller's thread, a write's
+ * at initiation (into a buffer of the data's size in the file), a read's at
+ * completion (in the query function, which MPI_Wait / MPI_Test call on the
+ * completing thread, or in _end); the worker moves file bytes only.
  *
  * What still completes in the initiating call (the standard allows it): all
  * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
- * LMPIO_ASYNC=0 in the environment); views of a user-defined data
- * representation (its conversion functions, perhaps written in Lua, must
- * run on the caller's thread); the ordered split collectives of files opened
- * MPI_MODE_SEQUENTIAL.  Those run the blocking path and hand back a request
- * that is already complete.  The other ordered split collectives place the
- * ranks in _begin (a prefix sum; the shared pointer moves) and transfer at
- * this rank's position in the background, agreed as any collective.
+ * LMPIO_ASYNC=0 in the environment), and the ordered split collectives of
+ * files opened MPI_MODE_SEQUENTIAL.  Those run the blocking path and hand
+ * back a request that is already complete.  The other ordered split
+ * collectives place the ranks in _begin (a prefix sum; the shared pointer
+ * moves) and transfer at this rank's position in the background, agreed as
+ * any collective.
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
@@ -120,6 +126,18 @@ typedef struct {
   int pre_rc;                  /* collective: this rank's outcome of the checks at initiation */
   char pre_msg[1024];          /* and its message */
   const char *call;
+  /* A view of a user-defined representation: the worker moves file bytes
+   * only (raw), converted here on the caller's thread. */
+  char *raw;
+  MPI_Offset raw_len;
+  const lmpio__datarep *rep;
+  MPI_Offset cap;              /* its conversion buffer size */
+  void *ubuf;                  /* the caller's buffer, count and type */
+  MPI_Count ucount;
+  MPI_Datatype utype;
+  int udup;
+  MPI_Count native;            /* data bytes of the caller's (a write's) */
+  int converted;               /* a read's conversion at completion ran */
 } xfer;
 
 static int run(lmpio__job *job) {
@@ -139,8 +157,39 @@ static int run(lmpio__job *job) {
    * that a sync after the wait has less left to do. */
   if (rc == MPI_SUCCESS && x->dir == LMPIO__WRITE && bytes > 0) lmpio__os_writeback(x->fh.fd);
   if (x->dup) MPI_Type_free(&x->type);
-  job->bytes = bytes;
+  x->dup = 0;
+  /* A staged write moved its file bytes: the status counts the caller's. */
+  job->bytes = x->raw && x->dir == LMPIO__WRITE && rc == MPI_SUCCESS ? x->native : bytes;
   return rc;
+}
+
+static void dispose(lmpio__job *job) {
+  xfer *x = (xfer *)job;
+  if (x->dup) MPI_Type_free(&x->type);
+  if (x->udup) MPI_Type_free(&x->utype);
+  free(x->raw);
+}
+
+/* On the completing thread (the one calling MPI_Wait, MPI_Test, ... or
+ * _end): a staged read converts the file bytes the worker read into the
+ * caller's buffer, once (the query function may be called again).  Its
+ * failure is this rank's outcome (a nonblocking read of a user
+ * representation does not agree on conversion errors: completion may not
+ * talk to the other ranks). */
+static void complete_on_caller(lmpio__job *job) {
+  xfer *x = (xfer *)job;
+  if (!x->raw || x->dir != LMPIO__READ || x->converted) return;
+  x->converted = 1;
+  if (job->rc != MPI_SUCCESS) return;
+  MPI_Count native = 0;
+  MPI_Offset fbytes = 0;
+  int rc = lmpio__convert_memory(x->rep, LMPIO__READ, x->cap, x->raw, job->bytes, x->ubuf, x->ucount, x->utype,
+                                 &native, &fbytes, x->call);
+  job->bytes = native;
+  if (rc != MPI_SUCCESS) {
+    job->rc = rc;
+    snprintf(job->msg, sizeof job->msg, "%s", lmpio_last_error_message());
+  }
 }
 
 /* The generalized request of a job: completed by the worker; the
@@ -150,7 +199,8 @@ static int run(lmpio__job *job) {
  * error handler, as for every generalized request) and its message becomes
  * the thread's lmpio_last_error_message(). */
 static int job_query_fn(void *extra_state, MPI_Status *status) {
-  const lmpio__job *job = extra_state;
+  lmpio__job *job = extra_state;
+  complete_on_caller(job);
   lmpio__set_status(status, job->rc == MPI_SUCCESS ? job->bytes : 0);
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
@@ -174,10 +224,11 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
   return MPI_SUCCESS;
 }
 
-/* Whether fh's operations can run in the background: threads, and no user
- * conversion functions (they run on the caller's thread). */
+/* Whether fh's operations can run in the background: threads.  (A user
+ * representation's conversions run on the caller's thread: stage_user.) */
 static int can_run_later(lmpio_file fh) {
-  return lmpio__async_available() && (!fh->view.rep || fh->view.rep->builtin);
+  (void)fh;
+  return lmpio__async_available();
 }
 
 /* The record of a transfer starting at etype offset etpos (checked by the
@@ -187,6 +238,7 @@ static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset et
   xfer *x = calloc(1, sizeof *x);
   if (!x) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   x->job.run = run;
+  x->job.dispose = dispose;
   x->fh = *fh;
   x->fh.comm = comm;
   x->fh.async[0] = x->fh.async[1] = NULL; /* the worker waits for nobody */
@@ -214,8 +266,47 @@ static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset et
 }
 
 static void drop_xfer(xfer *x) {
-  if (x->dup) MPI_Type_free(&x->type);
+  dispose(&x->job);
   free(x);
+}
+
+/* A view of a user-defined representation: its conversion functions (C,
+ * or Lua, whose state is not thread-safe) run on the caller's thread, and
+ * the worker moves only the file bytes, through a snapshot whose view is
+ * the same layout read as native.  A write converts into x->raw here; a
+ * read lands there and is converted at completion (complete_on_caller).
+ * n: the etypes of the access.  The staging holds the whole access (its
+ * size in the file), for the length of the operation. */
+static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
+  const lmpio__datarep *rep = fh->view.rep;
+  if (!rep || rep->builtin) return MPI_SUCCESS;
+  x->fh.view.rep = NULL; /* the worker sees file bytes in the file's layout */
+  MPI_Offset len;
+  if (!lmpio__mul_ok(n, fh->view.esize, &len) || (MPI_Offset)(size_t)len != len)
+    return lmpio__err(MPI_ERR_COUNT, call, "%lld etypes of %lld bytes do not fit memory", (long long)n,
+                      (long long)fh->view.esize);
+  x->raw = malloc(len > 0 ? (size_t)len : 1);
+  if (!x->raw)
+    return lmpio__err(MPI_ERR_NO_MEM, call, "cannot allocate the %lld bytes that stage a transfer in representation \"%s\"",
+                      (long long)len, rep->name);
+  x->raw_len = len;
+  x->rep = rep;
+  x->cap = fh->hints.conv_buffer_size;
+  x->ubuf = x->buf;
+  x->ucount = x->count;
+  x->utype = x->type;
+  x->udup = x->dup;
+  x->dup = 0;
+  if (x->dir == LMPIO__WRITE && x->utype != MPI_DATATYPE_NULL) {
+    MPI_Offset fbytes = 0;
+    int rc = lmpio__convert_memory(rep, LMPIO__WRITE, x->cap, x->raw, len, x->ubuf, x->ucount, x->utype, &x->native,
+                                   &fbytes, call);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  x->buf = x->raw;
+  x->count = len;
+  x->type = x->utype == MPI_DATATYPE_NULL ? MPI_DATATYPE_NULL : MPI_BYTE;
+  return MPI_SUCCESS;
 }
 
 /* The checks of the initiating call, and where the transfer starts (etypes);
@@ -242,7 +333,8 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   xfer *x = NULL;
   if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
-  if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
+  if (rc == MPI_SUCCESS && (rc = stage_user(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
+  else if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
   return rc;
 }
@@ -268,6 +360,8 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   int mrc = lmpio__async_comm(fh, &comm, call);
   if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, comm, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
                                           dir, &x, call);
+  /* A conversion that fails at initiation is this rank's argument error. */
+  if (mrc == MPI_SUCCESS && rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
   if (mrc == MPI_SUCCESS) {
     x->pre_rc = rc;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
@@ -318,6 +412,12 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     xfer *x = NULL;
     int rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
     if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, 0, buf, count, type, dir, &x, call);
+    /* A write of a user representation converts before the pointer moves. */
+    if (rc == MPI_SUCCESS && fh->view.rep && !fh->view.rep->builtin) {
+      rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
+      if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
+      if (rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
+    }
     if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
     if (rc == MPI_SUCCESS) {
       x->offset = at;
@@ -435,6 +535,7 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
     lmpio__job *job = fh->split.job;
     fh->split.job = NULL;
     lmpio__async_join(fh, job);
+    complete_on_caller(job);
     rc = job->rc;
     fh->split.bytes = rc == MPI_SUCCESS ? job->bytes : 0;
     if (rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);

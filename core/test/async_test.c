@@ -694,49 +694,141 @@ static void test_external32(void) {
   tl_unlink(path);
 }
 
-/* A user representation converts on the caller's thread: its operations
- * complete in the initiating call (the request is done at once). */
+/* A user representation: conversions run on the caller's thread (a write's
+ * at initiation, a read's at completion) and only file bytes move in the
+ * background.  The representation stores each int negated and big-endian
+ * in 8 bytes, so a file that was not converted shows. */
 static pthread_t main_thread;
-static int wrong_thread;
-static int conv_fn(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
-  (void)position;
+static int wrong_thread, conversions, fail_read_at = -1, fail_write_at = -1;
+static void put64(unsigned char *p, long long v) {
+  for (int k = 7; k >= 0; k--, v >>= 8) p[k] = (unsigned char)(v & 0xff);
+}
+static long long get64(const unsigned char *p) {
+  unsigned long long v = 0;
+  for (int k = 0; k < 8; k++) v = v << 8 | p[k];
+  return (long long)v;
+}
+static int conv_wr(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
   (void)extra;
-  int size;
-  MPI_Type_size(t, &size);
+  if (t != MPI_INT) return MPI_ERR_TYPE;
   if (!pthread_equal(pthread_self(), main_thread)) wrong_thread = 1;
-  memcpy(filebuf, userbuf, (size_t)size * (size_t)count);
+  __atomic_add_fetch(&conversions, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < count; i++) {
+    if (((int *)userbuf)[position + i] == fail_write_at) return MPI_ERR_CONVERSION;
+    put64((unsigned char *)filebuf + 8 * i, -(long long)((int *)userbuf)[position + i]);
+  }
   return MPI_SUCCESS;
 }
 static int conv_rd(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
-  return conv_fn(filebuf, t, count, userbuf, position, extra);
+  (void)extra;
+  if (t != MPI_INT) return MPI_ERR_TYPE;
+  if (!pthread_equal(pthread_self(), main_thread)) wrong_thread = 1;
+  __atomic_add_fetch(&conversions, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < count; i++) {
+    long long v = -get64((const unsigned char *)filebuf + 8 * i);
+    if (v == fail_read_at) return MPI_ERR_CONVERSION;
+    ((int *)userbuf)[position + i] = (int)v;
+  }
+  return MPI_SUCCESS;
 }
 static int ext_fn(MPI_Datatype t, MPI_Aint *extent, void *extra) {
   (void)extra;
-  int size;
-  MPI_Type_size(t, &size);
-  *extent = size;
+  if (t != MPI_INT) return MPI_ERR_TYPE;
+  *extent = 8;
   return MPI_SUCCESS;
 }
 
 static void test_user_datarep(void) {
   main_thread = pthread_self();
   static int registered;
-  if (!registered) TL_OK(lmpio_register_datarep("async-copy", conv_rd, conv_fn, ext_fn, NULL));
+  if (!registered) TL_OK(lmpio_register_datarep("async-neg64", conv_rd, conv_wr, ext_fn, NULL));
   registered = 1;
   char *path = tl_path("async-user");
   lmpio_file fh = open_new(path);
-  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-copy", MPI_INFO_NULL));
-  int a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-neg64", MPI_INFO_NULL));
+  enum { N = 64 };
+  int a[N], b[N];
+  fill(a, N, tl_rank + 1);
+  MPI_Offset at = (MPI_Offset)tl_rank * N;
   MPI_Request req;
-  TL_OK(lmpio_file_iwrite_at(fh, tl_rank * 8, a, 8, MPI_INT, &req));
-  int flag = 0;
   MPI_Status st;
+  int flag = 0;
+
+  /* iwrite_at: converted in the call, written after it returned. */
+  gate_close(fh->fd);
+  conversions = 0;
+  TL_OK(lmpio_file_iwrite_at(fh, at, a, N, MPI_INT, &req));
+  TL_CHECK(conversions > 0);
+  memset(a, 0, sizeof a); /* the converted copy is what is written */
+  gate_await_writer();
   TL_OK(MPI_Test(&req, &flag, &st));
-  TL_CHECK(flag);
-  TL_OK(lmpio_file_iread_at_all(fh, tl_rank * 8, b, 8, MPI_INT, &req));
-  TL_EQ(wait_count(&req, MPI_INT), 8);
-  TL_CHECK(same(a, b, 8));
+  TL_CHECK(!flag);
+  gate_open();
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  fill(a, N, tl_rank + 1);
+  /* The file holds the representation's bytes: rank's ints negated, 8 bytes each. */
+  unsigned char raw[8 * N];
+  TL_EQ(pread(fh->fd, raw, sizeof raw, (off_t)(at * 8)), (long)sizeof raw);
+  TL_EQ(get64(raw + 8), -(long long)a[1]);
+
+  /* iread_at: the worker reads bytes, MPI_Wait converts them here. */
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_at(fh, at, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  /* Short at end of file: whole items only. */
+  MPI_Barrier(MPI_COMM_WORLD); /* every rank's ints are there */
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_at(fh, (MPI_Offset)tl_size * N - 3, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), 3);
+
+  /* Collective: iwrite_all / iread_at_all, and the split forms. */
+  TL_OK(lmpio_file_seek(fh, at, MPI_SEEK_SET));
+  for (int i = 0; i < N; i++) a[i] += 7;
+  TL_OK(lmpio_file_iwrite_all(fh, a, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_iread_at_all(fh, at, b, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at_all_begin(fh, at, b, N, MPI_INT));
+  TL_OK(lmpio_file_read_at_all_end(fh, b, &st));
+  TL_EQ(count_of(&st, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+  /* Shared pointer: each rank's N ints somewhere, read back by the same rank. */
+  TL_OK(lmpio_file_seek_shared(fh, 2 * (MPI_Offset)tl_size * N, MPI_SEEK_SET));
+  TL_OK(lmpio_file_iwrite_shared(fh, a, N, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  TL_OK(lmpio_file_write_ordered_begin(fh, a, N, MPI_INT));
+  TL_OK(lmpio_file_write_ordered_end(fh, a, &st));
+  TL_OK(lmpio_file_seek_shared(fh, 3 * (MPI_Offset)tl_size * N, MPI_SEEK_SET));
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_ordered_begin(fh, b, N, MPI_INT));
+  TL_OK(lmpio_file_read_ordered_end(fh, b, &st));
+  TL_EQ(count_of(&st, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
   TL_CHECK(!wrong_thread);
+
+  /* A read whose conversion fails at completion: MPI_Wait's class and
+   * message; a write whose conversion fails: the initiating call's. */
+  fail_read_at = a[5];
+  TL_OK(lmpio_file_iread_at(fh, at, b, N, MPI_INT, &req));
+  TL_RC(MPI_Wait(&req, &st), MPI_ERR_CONVERSION);
+  TL_CHECK(strstr(lmpio_last_error_message(), "async-neg64") != NULL);
+  fail_read_at = -1;
+  int c[N];
+  fill(c, N, 99);
+  fail_write_at = c[3];
+  TL_RC(lmpio_file_iwrite_at(fh, at, c, N, MPI_INT, &req), MPI_ERR_CONVERSION);
+  TL_EQ(req, MPI_REQUEST_NULL);
+  /* The collective form: every rank's outcome at completion, nothing written. */
+  TL_OK(lmpio_file_iwrite_at_all(fh, at, tl_rank == 0 ? c : a, N, MPI_INT, &req));
+  TL_RC(MPI_Wait(&req, &st), MPI_ERR_CONVERSION);
+  fail_write_at = -1;
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at(fh, at, b, N, MPI_INT, &st));
+  TL_CHECK(same(a, b, N));
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -767,7 +859,7 @@ int main(int argc, char **argv) {
          test_independent_not_behind_collective);
   tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
   tl_run("external32 on every path", test_external32);
-  tl_run("user representation: completes at start, on the caller's thread", test_user_datarep);
+  tl_run("user representation: converted on the caller's thread, bytes moved in the background", test_user_datarep);
   lmpio__os = lmpio__os_real;
   return tl_finish();
 }
