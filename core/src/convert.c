@@ -94,7 +94,8 @@ static int move(const sink *k, int dir, lmpio__stream *s, MPI_Offset at, const c
   if (k->p) return lmpio__engine_run(k->p, k->pos + at, s, call);
   MPI_Offset n = s->total - s->done, room = k->len - at;
   if (n > room) n = room > 0 ? room : 0;
-  if (n > 0) lmpio__stream_copy(s, k->mem + at, n, dir);
+  if (s->contig && s->buf == k->mem + at) s->done += n; /* converted in place */
+  else if (n > 0) lmpio__stream_copy(s, k->mem + at, n, dir);
   return MPI_SUCCESS;
 }
 
@@ -208,13 +209,23 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
     if (rc != MPI_SUCCESS) break;
 
     MPI_Count nat = 0;
+    /* The chunk's file bytes: the staging buffer, or in place in a memory
+     * sink (as far as it reaches: a read finds end of file there). */
+    char *chunk = stage;
+    if (k->mem) {
+      if (dir == LMPIO__WRITE && moved + used > k->len) {
+        rc = lmpio__err(MPI_ERR_INTERN, call, "the conversion needs more than its %lld bytes", (long long)k->len);
+        break;
+      }
+      chunk = k->mem + moved;
+    }
     lmpio__stream s;
-    lmpio__stream_bytes(&s, stage, used);
+    lmpio__stream_bytes(&s, chunk, used);
     if (dir == LMPIO__WRITE) {
       if (rep->builtin) {
         for (int i = 0; i < np && rc == MPI_SUCCESS; i++) {
           MPI_Count bad = 0;
-          if (lmpio__external32_encode(pc[i].basic, (char *)buf + pc[i].mem, stage + pc[i].stage, pc[i].n, &bad) != MPI_SUCCESS)
+          if (lmpio__external32_encode(pc[i].basic, (char *)buf + pc[i].mem, chunk + pc[i].stage, pc[i].n, &bad) != MPI_SUCCESS)
             rc = lmpio__err(MPI_ERR_CONVERSION, call, "item %lld does not fit its %s size in the file",
                             (long long)(position + pc[i].stage / pc[i].fext + bad), rep->name);
           nat += pc[i].n * pc[i].nsize;
@@ -222,8 +233,8 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
       } else {
         /* A conversion function may leave bytes of its file buffer unset:
          * they reach the file as zeros, never as stale heap contents. */
-        memset(stage, 0, (size_t)used);
-        rc = user_convert(rep, dir, buf, utype, items, stage, position, call);
+        memset(chunk, 0, (size_t)used);
+        rc = user_convert(rep, dir, buf, utype, items, chunk, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
       }
       if (rc == MPI_SUCCESS) rc = move(k, dir, &s, moved, call);
@@ -248,13 +259,13 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
       if (rc == MPI_SUCCESS && rep->builtin) {
         for (int i = 0; i < np && rc == MPI_SUCCESS; i++) {
           MPI_Count bad = 0;
-          if (lmpio__external32_decode(pc[i].basic, stage + pc[i].stage, (char *)buf + pc[i].mem, pc[i].n, &bad) != MPI_SUCCESS)
+          if (lmpio__external32_decode(pc[i].basic, chunk + pc[i].stage, (char *)buf + pc[i].mem, pc[i].n, &bad) != MPI_SUCCESS)
             rc = lmpio__err(MPI_ERR_CONVERSION, call, "item %lld of the file does not fit its native type",
                             (long long)(position + bad));
           nat += pc[i].n * pc[i].nsize;
         }
       } else if (rc == MPI_SUCCESS && items > 0) {
-        rc = user_convert(rep, dir, buf, utype, items, stage, position, call);
+        rc = user_convert(rep, dir, buf, utype, items, chunk, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
       }
     }

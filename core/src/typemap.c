@@ -8,6 +8,8 @@
  * view (tiled over the file) and a memory type (tiled `count` times). */
 #include "internal.h"
 
+#include <limits.h>
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -709,6 +711,13 @@ static void fill(lmpio__cursor *c) {
         c->seg_left = r->count;
         f->run++;
         f->elem = 0;
+        /* A type that is one contiguous run of one predefined type filling
+         * its extent (MPI_DOUBLE, contiguous(n, MPI_INT)): its instances
+         * follow one another, so the segment runs on through every later
+         * tile (the caller bounds it by what it asks for). */
+        if (c->sp == 0 && f->node->nruns == 1 && r->disp == 0 && (MPI_Aint)(r->count * r->esize) == c->extent &&
+            r->esize > 0)
+          c->seg_left = (LLONG_MAX - c->seg_off) / (MPI_Count)r->esize;
       } else {
         c->seg_off = f->base + r->disp + (MPI_Aint)f->elem * r->stride;
         c->seg_left = 1;
