@@ -186,6 +186,7 @@ int lmpio_file_close(lmpio_file *fhp) {
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
   /* Outstanding nonblocking operations finish first (async.c). */
   lmpio__async_close(fh);
+  lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
     fh->split.job = NULL;

@@ -289,6 +289,8 @@ void lmpio__async_release(lmpio__job *job);
  * (which never waits for other ranks). */
 void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
+/* Frees the memory request.c keeps for staged transfers (at close). */
+void lmpio__stage_trim(void);
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio_file fh);
