@@ -125,7 +125,7 @@ check-asan:
 	$(MAKE) BUILD=$(ASAN_BUILD) WERROR=-Werror CFLAGS="$(ASAN_CFLAGS)" lib tests lua examples
 	printf '#!/bin/sh\nLD_PRELOAD="%s %s" exec $(LUA) "$$@"\n' "$$($(MPICC) -print-file-name=libasan.so)" \
 	  "$$($(MPICC) -print-file-name=libubsan.so)" > $(ASAN_BUILD)/lua-asan && chmod +x $(ASAN_BUILD)/lua-asan
-	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(CURDIR)/$(ASAN_BUILD)/lua-asan \
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(abspath $(ASAN_BUILD))/lua-asan \
 	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
 	  sh core/test/check.sh core lua examples
 
