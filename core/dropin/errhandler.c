@@ -15,7 +15,7 @@
  * drop-in takes one for every file that holds a handler and for every
  * handler MPI_File_get_errhandler returns, through the library's own
  * MPI_FILE_NULL (set, then get, takes one), and drops it with
- * MPI_Errhandler_free.
+ * MPI_Errhandler_free (MPICH: the same through a private communicator).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -55,26 +55,44 @@ static void look_up_real(void) {
 }
 
 #ifdef OPEN_MPI
-#define COUNTS_REFERENCES 1
-#else
-#define COUNTS_REFERENCES 0 /* MPICH: predefined handlers are not counted */
-#endif
-
 /* A reference to eh for the caller (*held is eh); MPI_ERR_ARG when the
- * library says eh is not a file error handler.  Lock held. */
+ * library says eh is not a file error handler.  Open MPI's own
+ * MPI_FILE_NULL is the scratch slot: set, then get, takes one.  Lock held. */
 static int hold(MPI_Errhandler eh, MPI_Errhandler *held) {
   look_up_real();
   *held = eh;
-  if (!COUNTS_REFERENCES || !real.set || !real.get) return MPI_SUCCESS;
+  if (!real.set || !real.get) return MPI_SUCCESS;
   int rc = real.set(MPI_FILE_NULL, eh);
   if (rc != MPI_SUCCESS) return MPI_ERR_ARG;
   rc = real.get(MPI_FILE_NULL, held);
   real.set(MPI_FILE_NULL, MPI_ERRORS_RETURN);
   return rc == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_ARG;
 }
+#else
+static int is_ours(MPI_Errhandler eh);
+/* MPICH: its MPI-IO (ROMIO) takes no reference to handlers; its
+ * communicators do, and do not look at the kind of handler.  The scratch
+ * slot is a private communicator; a handler neither predefined nor made by
+ * MPI_File_create_errhandler is not a file's (MPI_ERR_ARG).  Lock held. */
+static int hold(MPI_Errhandler eh, MPI_Errhandler *held) {
+  static MPI_Comm slot = MPI_COMM_NULL;
+  *held = eh;
+  int predefined = eh == MPI_ERRORS_RETURN || eh == MPI_ERRORS_ARE_FATAL;
+#ifdef MPI_ERRORS_ABORT
+  predefined = predefined || eh == MPI_ERRORS_ABORT;
+#endif
+  if (!predefined && !is_ours(eh))
+    return MPI_ERR_ARG;
+  if (slot == MPI_COMM_NULL && MPI_Comm_dup(MPI_COMM_SELF, &slot) != MPI_SUCCESS) return MPI_ERR_INTERN;
+  if (MPI_Comm_set_errhandler(slot, eh) != MPI_SUCCESS || MPI_Comm_get_errhandler(slot, held) != MPI_SUCCESS)
+    return MPI_ERR_ARG;
+  MPI_Comm_set_errhandler(slot, MPI_ERRORS_RETURN);
+  return MPI_SUCCESS;
+}
+#endif
 
 static void drop(MPI_Errhandler eh) {
-  if (COUNTS_REFERENCES && eh != MPI_ERRHANDLER_NULL && real.set) MPI_Errhandler_free(&eh);
+  if (eh != MPI_ERRHANDLER_NULL) MPI_Errhandler_free(&eh);
 }
 
 /* How the drop-in calls eh.  Lock held. */
@@ -90,6 +108,14 @@ static dropin_eh classify(MPI_Errhandler handle) {
       if (c->eh.handle == handle) return c->eh;
   return eh;
 }
+
+#ifndef OPEN_MPI
+static int is_ours(MPI_Errhandler eh) {
+  for (created *c = made; c; c = c->next)
+    if (c->eh.handle == eh) return 1;
+  return 0;
+}
+#endif
 
 /* Lock held. */
 static dropin_eh *null_handler(void) {

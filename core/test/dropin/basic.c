@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
   MPI_Request reqs[2];
   rc = MPI_File_iwrite_at_all(fh, 0, out, N, MPI_INT, &reqs[0]);
   rc2 = MPI_File_iread_at(fh, 0, in, N, MPI_INT, &reqs[1]);
-  int rc3 = MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+  MPI_Status sts[2];
+  int rc3 = MPI_Waitall(2, reqs, sts);
   check("iwrite_at_all, iread_at, MPI_Waitall", rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && rc3 == MPI_SUCCESS);
 
   /* Split collective. */
