@@ -43,7 +43,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
+.PHONY: check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -149,6 +149,12 @@ check-asan:
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 BUILD=$(ASAN_BUILD) LUA=$(CURDIR)/$(ASAN_BUILD)/lua-asan \
 	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
 	  sh core/test/check.sh core lua examples
+
+# MPICH's MPI-IO tests (test/mpi/io of pmodels/mpich; SUITE= the path of a
+# copy, never committed) on the MPI library's own MPI-IO and on lmpio
+# through liblmpio-mpi.so, judged as MPICH's runtests does: a table.
+check-dropin: lib
+	SUITE="$(SUITE)" sh core/test/dropin/peer_suite.sh
 
 # Static analysis of the core: cppcheck must stay quiet.
 lint:
