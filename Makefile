@@ -153,8 +153,9 @@ check-asan:
 # MPICH's MPI-IO tests (test/mpi/io of pmodels/mpich; SUITE= the path of a
 # copy, never committed) on the MPI library's own MPI-IO and on lmpio
 # through liblmpio-mpi.so, judged as MPICH's runtests does: a table.
+# MPI4PY= a copy of mpi4py's test/ adds its test_file.py and test_io.py.
 check-dropin: lib
-	SUITE="$(SUITE)" sh core/test/dropin/peer_suite.sh
+	SUITE="$(SUITE)" MPI4PY="$(MPI4PY)" sh core/test/dropin/peer_suite.sh
 
 # Static analysis of the core: cppcheck must stay quiet.
 lint:

@@ -6,6 +6,9 @@
 # lmpio through liblmpio-mpi.so.  Judged as MPICH's runtests judges: exit
 # status 0 and "No Errors" in the output.  Prints one table row per test.
 # SUITE is the test/mpi directory or a directory that holds test/mpi.
+# MPI4PY=<dir> (a copy of mpi4py's test/ directory, of the version of the
+# installed mpi4py) adds its test_file.py and test_io.py at 1, 2 and 4
+# ranks, judged by exit status 0 and unittest's "OK".
 set -u
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
@@ -81,4 +84,24 @@ grep -v '^#' "$suite/io/testlist.in" | while read -r name np rest; do
   set -- $res
   printf '| %-28s | %2s | %-12s | %-12s |\n' "$label" "$np" "$1" "$2"
 done
+if [ -n "${MPI4PY:-}" ]; then
+  for t in test_file test_io; do
+    for np in 1 2 4; do
+      res=""
+      for mode in own lmpio; do
+        dir=$out/run/$t-$np-$mode
+        rm -rf "$dir"; mkdir -p "$dir"
+        env=""; [ "$mode" = lmpio ] && env=$preload
+        # shellcheck disable=SC2086
+        (cd "$dir" && timeout -k 10 "$TIMEOUT" "$MPIRUN" $launch -n "$np" $env /usr/bin/python3 "$MPI4PY/$t.py" \
+          > "$out/run/$t-$np-$mode.log" 2>&1 < /dev/null)
+        rc=$?
+        if [ "$rc" -eq 0 ] && grep -q "^OK" "$out/run/$t-$np-$mode.log"; then res="$res PASS"; else res="$res FAIL($rc)"; fi
+        rm -rf "$dir"
+      done
+      set -- $res
+      printf '| %-28s | %2s | %-12s | %-12s |\n' "mpi4py $t.py" "$np" "$1" "$2"
+    done
+  done
+fi
 echo "(logs: $out/run/NAME-own.log, NAME-lmpio.log)"
