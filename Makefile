@@ -21,6 +21,9 @@ CORE_SRC := $(wildcard core/src/*.c)
 CORE_OBJ := $(patsubst core/src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 CORE_HDR := core/include/lmpio.h $(wildcard core/src/*.h)
 TESTS    := $(patsubst core/test/%.c,$(BUILD)/test/%,$(wildcard core/test/*_test.c))
+# Programs of plain MPI (nothing of lmpio) that the dropin suite runs with
+# liblmpio-mpi.so preloaded.
+DROPIN_TESTS := $(patsubst core/test/dropin/%.c,$(BUILD)/dropin/%,$(wildcard core/test/dropin/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 CEXAMPLES:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 LUA_SRC  := $(wildcard lua/*.c)
@@ -28,6 +31,10 @@ LUA_MOD  := $(if $(LUA_SRC),$(BUILD)/lua/lmpio.so)
 
 LIBA  := $(BUILD)/lib/liblmpio.a
 LIBSO := $(BUILD)/lib/liblmpio.so
+# The drop-in: MPI_File_* over lmpio, for LD_PRELOAD (core/dropin/).
+DROPIN_SRC := $(wildcard core/dropin/*.c)
+DROPIN_OBJ := $(patsubst core/dropin/%.c,$(BUILD)/obj-dropin/%.o,$(DROPIN_SRC))
+DROPIN_SO  := $(BUILD)/lib/liblmpio-mpi.so
 
 # Open MPI refuses to run as root unless told; only needed when we are root.
 ifeq ($(shell id -u),0)
@@ -36,11 +43,11 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
+.PHONY: check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
-lib: $(LIBA) $(LIBSO)
+lib: $(LIBA) $(LIBSO) $(DROPIN_SO)
 
 $(BUILD)/obj/%.o: core/src/%.c $(CORE_HDR)
 	@mkdir -p $(@D)
@@ -54,11 +61,25 @@ $(LIBSO): $(CORE_OBJ)
 	@mkdir -p $(@D)
 	$(MPICC) -shared -o $@ $^ -lm
 
+$(BUILD)/obj-dropin/%.o: core/dropin/%.c core/dropin/dropin.h $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(MPICC) $(ALLCFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+# The core goes inside, every symbol of it local: only the I/O chapter of
+# MPI is exported (core/dropin/exports.map).
+$(DROPIN_SO): $(DROPIN_OBJ) $(CORE_OBJ) core/dropin/exports.map
+	@mkdir -p $(@D)
+	$(MPICC) -shared -o $@ $(DROPIN_OBJ) $(CORE_OBJ) -Wl,--version-script=core/dropin/exports.map -lm -ldl -lpthread
+
 $(BUILD)/lmpio.pc: Makefile
 	@mkdir -p $(@D)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lmpio\nDescription: the MPI-IO file model as a library\nVersion: 0.1.0\nLibs: -L$${libdir} -llmpio\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
-tests: $(TESTS)
+tests: $(TESTS) $(DROPIN_TESTS)
+$(BUILD)/dropin/%: core/test/dropin/%.c core/test/dropin/check.h
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $< -o $@
+
 $(BUILD)/test/%: core/test/%.c core/test/testlib.h $(LIBA)
 	@mkdir -p $(@D)
 	$(MPICC) $(ALLCFLAGS) $< -o $@ $(LIBA) -lm
@@ -129,6 +150,13 @@ check-asan:
 	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
 	  sh core/test/check.sh core lua examples
 
+# MPICH's MPI-IO tests (test/mpi/io of pmodels/mpich; SUITE= the path of a
+# copy, never committed) on the MPI library's own MPI-IO and on lmpio
+# through liblmpio-mpi.so, judged as MPICH's runtests does: a table.
+# MPI4PY= a copy of mpi4py's test/ adds its test_file.py and test_io.py.
+check-dropin: lib
+	SUITE="$(SUITE)" MPI4PY="$(MPI4PY)" sh core/test/dropin/peer_suite.sh
+
 # Static analysis of the core: cppcheck must stay quiet.
 lint:
 	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
@@ -147,6 +175,7 @@ install: lib $(BUILD)/lmpio.pc
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(DROPIN_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/include/lmpio.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lmpio.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 

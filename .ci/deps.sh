@@ -15,6 +15,9 @@ command -v gcc >/dev/null 2>&1 || need="$need gcc"
 command -v ldoc >/dev/null 2>&1 || need="$need lua-ldoc"
 command -v lua5.1 >/dev/null 2>&1 || need="$need lua5.1"
 [ -f /usr/share/lua/5.1/markdown.lua ] || need="$need lua-markdown"
+# The dropin suite: a Fortran program and an mpi4py script on lmpio.
+command -v gfortran >/dev/null 2>&1 || need="$need gfortran"
+[ -d /usr/lib/python3/dist-packages/mpi4py ] || need="$need python3-mpi4py"
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -2,13 +2,13 @@
 # Runs every suite and prints, as its last line, "N passed, N failed" summed
 # over all of them.  C tests print "ok NAME" / "not ok NAME" per case (rank 0,
 # after agreement over all ranks); a program that crashes, exits non-zero or
-# times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc]...
+# times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc|dropin]...
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
-suites=${*:-core lua examples doc}
+suites=${*:-core lua examples doc dropin}
 passed=0
 failed=0
 log=$(mktemp)
@@ -105,6 +105,9 @@ for suite in $suites; do
     case $BUILD in /*) b=$BUILD ;; *) b=$PWD/$BUILD ;; esac
     run "reference documentation (spec/doc_check.lua)" env LUA_CPATH_5_4="$b/lua/?.so;;" \
       "$LUA" spec/doc_check.lua "$BUILD" ;;
+  dropin)
+    # Unmodified MPI programs on lmpio through liblmpio-mpi.so.
+    . core/test/dropin/run.sh ;;
   esac
 done
 echo "$passed passed, $failed failed"

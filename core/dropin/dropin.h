@@ -1,0 +1,67 @@
+/*
+ * The drop-in library (liblmpio-mpi.so): MPI_File_* and PMPI_File_* over
+ * lmpio's public API, so that an unmodified MPI program runs its MPI-IO on
+ * lmpio when the library is preloaded.  Internal header of core/dropin/:
+ *   handles.c     MPI_File handles: lmpio handles wrapped, MPI_FILE_NULL,
+ *                 the Fortran integers of c2f/f2c
+ *   errhandler.c  file error handlers: create/set/get/call, and the one
+ *                 place that turns an error class into the handler's action
+ *   wrappers.c    every call of the I/O chapter, one line each
+ * Only MPI_File_*, PMPI_File_*, MPI_Register_datarep(_c) and their PMPI_
+ * twins leave the library (exports.map); everything else is hidden.
+ */
+#ifndef LMPIO_DROPIN_H
+#define LMPIO_DROPIN_H
+
+#include <mpi.h>
+#include "lmpio.h"
+
+/* What a file's error handler is: the MPI handle the program sees, and how
+ * the drop-in calls it (kind). */
+enum dropin_eh_kind {
+  DROPIN_EH_RETURN,  /* MPI_ERRORS_RETURN */
+  DROPIN_EH_FATAL,   /* MPI_ERRORS_ARE_FATAL (and MPI_ERRORS_ABORT) */
+  DROPIN_EH_C,       /* made by MPI_File_create_errhandler: fn called */
+  DROPIN_EH_FORTRAN, /* made by mpi_file_create_errhandler: fn called */
+  DROPIN_EH_FOREIGN  /* made by the MPI library some other way: it calls it */
+};
+typedef struct dropin_eh {
+  MPI_Errhandler handle;
+  enum dropin_eh_kind kind;
+  void (*fn)(void); /* DROPIN_EH_C / DROPIN_EH_FORTRAN */
+} dropin_eh;
+
+typedef struct dropin_file {
+  unsigned magic;
+  lmpio_file fh;
+  MPI_Fint fint; /* its Fortran integer (MPI_File_c2f) */
+  dropin_eh eh;  /* holds a reference to eh.handle */
+} dropin_file;
+
+/* handles.c */
+/* The drop-in file behind an MPI_File, or NULL for MPI_FILE_NULL and for
+ * anything that is not a handle the drop-in handed out. */
+dropin_file *dropin__file_get(MPI_File file);
+/* A new handle for an open lmpio file (errhandler copied from
+ * MPI_FILE_NULL's); NULL when out of memory. */
+dropin_file *dropin__file_new(lmpio_file fh);
+void dropin__file_free(dropin_file *f);
+MPI_File dropin__file_handle(dropin_file *f);
+MPI_Fint dropin__file_c2f(MPI_File file);
+MPI_File dropin__file_f2c(MPI_Fint i);
+
+/* errhandler.c */
+/* MPI_FILE_NULL's error handler (the default of files opened later);
+ * f == NULL stands for MPI_FILE_NULL. */
+dropin_eh *dropin__eh_of(dropin_file *f);
+/* Sets *dst to eh, taking a reference to eh's handle and dropping dst's. */
+int dropin__eh_assign(dropin_eh *dst, MPI_Errhandler eh);
+void dropin__eh_release(dropin_eh *eh);
+/* The end of every call: rc as it came from lmpio; when it is an error,
+ * the error handler of f (NULL: MPI_FILE_NULL) acts on it first. */
+int dropin__return(dropin_file *f, int rc, const char *call);
+/* An error the drop-in found itself (a bad handle, an argument): recorded
+ * as the detailed message of the call, then as dropin__return. */
+int dropin__error(dropin_file *f, int cls, const char *call, const char *message);
+
+#endif

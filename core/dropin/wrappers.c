@@ -1,0 +1,215 @@
+/*
+ * Every call of the MPI standard's I/O chapter, as MPI_File_* and
+ * PMPI_File_* (the MPI_ name an alias of the PMPI_ one, so a profiling
+ * tool that wraps MPI_File_x and calls PMPI_File_x still reaches lmpio),
+ * over lmpio's public API, which mirrors it one to one.  A call checks its
+ * handle, calls lmpio, and hands an error to the file's error handler
+ * (errhandler.c).  The error handler calls are in errhandler.c.
+ */
+#include <stdlib.h>
+#include "dropin.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* A handle that is not an open file of the drop-in's: MPI_ERR_FILE, on
+ * MPI_FILE_NULL's error handler. */
+static int bad_file(MPI_File fh, const char *call) {
+  return dropin__error(NULL, MPI_ERR_FILE, call,
+                       fh == MPI_FILE_NULL ? "file handle is MPI_FILE_NULL"
+                                           : "invalid file handle (not one that MPI_File_open returned)");
+}
+
+/* MPI_File_<name>(fh, params...) over lmpio_file_<name>(fh, args...). */
+#define ON_FILE(name, params, args)                                                   \
+  EXPORT int PMPI_File_##name params {                                               \
+    dropin_file *f = dropin__file_get(fh);                                           \
+    if (!f) return bad_file(fh, "MPI_File_" #name);                                  \
+    return dropin__return(f, lmpio_file_##name args, "MPI_File_" #name);             \
+  }                                                                                  \
+  EXPORT int MPI_File_##name params __attribute__((alias("PMPI_File_" #name)));
+
+/* File manipulation */
+
+EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
+  const char *call = "MPI_File_open";
+  if (!fh) return dropin__error(NULL, MPI_ERR_ARG, call, "fh is NULL");
+  *fh = MPI_FILE_NULL;
+  /* The handle first: its allocation failing on one rank fails the open
+   * on every rank (lmpio agrees on it) instead of leaving the others open. */
+  dropin_file *f = dropin__file_new(LMPIO_FILE_NULL);
+  if (!f) lmpio_fail_next_collective(MPI_ERR_NO_MEM, "out of memory for the file handle");
+  int rc = lmpio_file_open(comm, filename, amode, info, f ? &f->fh : &(lmpio_file){LMPIO_FILE_NULL});
+  if (rc != MPI_SUCCESS) {
+    dropin__file_free(f);
+    return dropin__return(NULL, rc, call);
+  }
+  *fh = (MPI_File)f;
+  return MPI_SUCCESS;
+}
+EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+  __attribute__((alias("PMPI_File_open")));
+
+EXPORT int PMPI_File_close(MPI_File *fh) {
+  const char *call = "MPI_File_close";
+  if (!fh) return dropin__error(NULL, MPI_ERR_ARG, call, "fh is NULL");
+  dropin_file *f = dropin__file_get(*fh);
+  if (!f) return bad_file(*fh, call);
+  int rc = lmpio_file_close(&f->fh);
+  if (rc != MPI_SUCCESS) dropin__return(f, rc, call);
+  if (f->fh == LMPIO_FILE_NULL) { /* closed, even when it failed */
+    dropin__file_free(f);
+    *fh = MPI_FILE_NULL;
+  }
+  return rc;
+}
+EXPORT int MPI_File_close(MPI_File *fh) __attribute__((alias("PMPI_File_close")));
+
+EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
+  return dropin__return(NULL, lmpio_file_delete(filename, info), "MPI_File_delete");
+}
+EXPORT int MPI_File_delete(const char *filename, MPI_Info info) __attribute__((alias("PMPI_File_delete")));
+
+ON_FILE(set_size, (MPI_File fh, MPI_Offset size), (f->fh, size))
+ON_FILE(preallocate, (MPI_File fh, MPI_Offset size), (f->fh, size))
+ON_FILE(get_size, (MPI_File fh, MPI_Offset *size), (f->fh, size))
+ON_FILE(get_group, (MPI_File fh, MPI_Group *group), (f->fh, group))
+ON_FILE(get_amode, (MPI_File fh, int *amode), (f->fh, amode))
+ON_FILE(set_info, (MPI_File fh, MPI_Info info), (f->fh, info))
+/* lmpio's info carries the key lmpio_version beside the hints. */
+ON_FILE(get_info, (MPI_File fh, MPI_Info *info_used), (f->fh, info_used))
+
+/* File views */
+ON_FILE(set_view,
+        (MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep,
+         MPI_Info info),
+        (f->fh, disp, etype, filetype, datarep, info))
+ON_FILE(get_view, (MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep),
+        (f->fh, disp, etype, filetype, datarep))
+
+/* Data access: the blocking calls with a status, the nonblocking ones
+ * with a request, for one count type (int; MPI_Count for the _c calls). */
+#define ACCESS_CALLS(COUNT, C)                                                                          \
+  ON_FILE(read_at##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count, MPI_Datatype datatype,    \
+                       MPI_Status *status), (f->fh, offset, buf, count, datatype, status))               \
+  ON_FILE(read_at_all##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                       \
+                           MPI_Datatype datatype, MPI_Status *status),                                    \
+          (f->fh, offset, buf, count, datatype, status))                                                  \
+  ON_FILE(write_at##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                    \
+                        MPI_Datatype datatype, MPI_Status *status),                                       \
+          (f->fh, offset, buf, count, datatype, status))                                                  \
+  ON_FILE(write_at_all##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                \
+                            MPI_Datatype datatype, MPI_Status *status),                                   \
+          (f->fh, offset, buf, count, datatype, status))                                                  \
+  ON_FILE(iread_at##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count, MPI_Datatype datatype,   \
+                        MPI_Request *request), (f->fh, offset, buf, count, datatype, request))           \
+  ON_FILE(iwrite_at##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                   \
+                         MPI_Datatype datatype, MPI_Request *request),                                    \
+          (f->fh, offset, buf, count, datatype, request))                                                 \
+  ON_FILE(iread_at_all##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                      \
+                            MPI_Datatype datatype, MPI_Request *request),                                 \
+          (f->fh, offset, buf, count, datatype, request))                                                 \
+  ON_FILE(iwrite_at_all##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,               \
+                             MPI_Datatype datatype, MPI_Request *request),                                \
+          (f->fh, offset, buf, count, datatype, request))                                                 \
+  ON_FILE(read##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status),     \
+          (f->fh, buf, count, datatype, status))                                                          \
+  ON_FILE(read_all##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status), \
+          (f->fh, buf, count, datatype, status))                                                          \
+  ON_FILE(write##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,                   \
+                     MPI_Status *status), (f->fh, buf, count, datatype, status))                         \
+  ON_FILE(write_all##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,               \
+                         MPI_Status *status), (f->fh, buf, count, datatype, status))                     \
+  ON_FILE(iread##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request),  \
+          (f->fh, buf, count, datatype, request))                                                         \
+  ON_FILE(iwrite##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,                  \
+                      MPI_Request *request), (f->fh, buf, count, datatype, request))                     \
+  ON_FILE(iread_all##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                     \
+                         MPI_Request *request), (f->fh, buf, count, datatype, request))                  \
+  ON_FILE(iwrite_all##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,              \
+                          MPI_Request *request), (f->fh, buf, count, datatype, request))                 \
+  ON_FILE(read_shared##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                   \
+                           MPI_Status *status), (f->fh, buf, count, datatype, status))                   \
+  ON_FILE(write_shared##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,            \
+                            MPI_Status *status), (f->fh, buf, count, datatype, status))                  \
+  ON_FILE(iread_shared##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                  \
+                            MPI_Request *request), (f->fh, buf, count, datatype, request))               \
+  ON_FILE(iwrite_shared##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,           \
+                             MPI_Request *request), (f->fh, buf, count, datatype, request))              \
+  ON_FILE(read_ordered##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                  \
+                            MPI_Status *status), (f->fh, buf, count, datatype, status))                  \
+  ON_FILE(write_ordered##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,           \
+                             MPI_Status *status), (f->fh, buf, count, datatype, status))                 \
+  ON_FILE(read_at_all_begin##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                 \
+                                 MPI_Datatype datatype), (f->fh, offset, buf, count, datatype))          \
+  ON_FILE(write_at_all_begin##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,          \
+                                  MPI_Datatype datatype), (f->fh, offset, buf, count, datatype))         \
+  ON_FILE(read_all_begin##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype),               \
+          (f->fh, buf, count, datatype))                                                                  \
+  ON_FILE(write_all_begin##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype),        \
+          (f->fh, buf, count, datatype))                                                                  \
+  ON_FILE(read_ordered_begin##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype),           \
+          (f->fh, buf, count, datatype))                                                                  \
+  ON_FILE(write_ordered_begin##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype),    \
+          (f->fh, buf, count, datatype))
+
+ACCESS_CALLS(int, )
+
+ON_FILE(seek, (MPI_File fh, MPI_Offset offset, int whence), (f->fh, offset, whence))
+ON_FILE(get_position, (MPI_File fh, MPI_Offset *offset), (f->fh, offset))
+ON_FILE(get_byte_offset, (MPI_File fh, MPI_Offset offset, MPI_Offset *disp), (f->fh, offset, disp))
+ON_FILE(seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (f->fh, offset, whence))
+ON_FILE(get_position_shared, (MPI_File fh, MPI_Offset *offset), (f->fh, offset))
+
+ON_FILE(read_at_all_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
+ON_FILE(write_at_all_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
+ON_FILE(read_all_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
+ON_FILE(write_all_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
+ON_FILE(read_ordered_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
+ON_FILE(write_ordered_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
+
+/* Consistency and semantics */
+ON_FILE(set_atomicity, (MPI_File fh, int flag), (f->fh, flag))
+ON_FILE(get_atomicity, (MPI_File fh, int *flag), (f->fh, flag))
+ON_FILE(sync, (MPI_File fh), (f->fh))
+
+/* Data representations */
+ON_FILE(get_type_extent, (MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent), (f->fh, datatype, extent))
+
+EXPORT int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn,
+                                 MPI_Datarep_conversion_function *write_conversion_fn,
+                                 MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) {
+  return dropin__return(NULL,
+                        lmpio_register_datarep(datarep, read_conversion_fn, write_conversion_fn,
+                                               dtype_file_extent_fn, extra_state),
+                        "MPI_Register_datarep");
+}
+EXPORT int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn,
+                                MPI_Datarep_conversion_function *write_conversion_fn,
+                                MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+  __attribute__((alias("PMPI_Register_datarep")));
+
+/* Large counts: where the MPI library's header declares the MPI-4.0 _c
+ * calls (MPICH 4; Open MPI 4.1 does not), they are lmpio's too. */
+#if MPI_VERSION >= 4
+ACCESS_CALLS(MPI_Count, _c)
+ON_FILE(get_type_extent_c, (MPI_File fh, MPI_Datatype datatype, MPI_Count *extent), (f->fh, datatype, extent))
+
+EXPORT int PMPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn,
+                                   MPI_Datarep_conversion_function_c *write_conversion_fn,
+                                   MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) {
+  return dropin__return(NULL,
+                        lmpio_register_datarep_c(datarep, read_conversion_fn, write_conversion_fn,
+                                                 dtype_file_extent_fn, extra_state),
+                        "MPI_Register_datarep_c");
+}
+EXPORT int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn,
+                                  MPI_Datarep_conversion_function_c *write_conversion_fn,
+                                  MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+  __attribute__((alias("PMPI_Register_datarep_c")));
+#endif
+
+/* Handles between C and Fortran */
+EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) { return dropin__file_c2f(file); }
+EXPORT MPI_Fint MPI_File_c2f(MPI_File file) __attribute__((alias("PMPI_File_c2f")));
+EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return dropin__file_f2c(file); }
+EXPORT MPI_File MPI_File_f2c(MPI_Fint file) __attribute__((alias("PMPI_File_f2c")));
