@@ -194,7 +194,7 @@ static void test_pointers_at_initiation(void) {
   TL_OK(lmpio_file_iread_all(fh, b + N / 2, N / 2, MPI_INT, &reqs[1]));
   TL_OK(lmpio_file_get_position(fh, &pos));
   TL_EQ(pos, N);
-  TL_OK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+  TL_OK(MPI_Waitall(2, reqs, sts));
   TL_CHECK(same(a, b, N));
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
@@ -628,7 +628,8 @@ static void test_lanes_exclude_each_other(void) {
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     TL_OK(lmpio_file_iwrite_at_all(fh, 0, a, tl_rank == 0 && tl_size > 1 ? N : 2 * N, MPI_INT, &r[0]));
     if (tl_rank == 0 && tl_size > 1) TL_OK(lmpio_file_iwrite_at(fh, N, a + N, N, MPI_INT, &r[1]));
-    TL_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    MPI_Status sts[2];
+    TL_OK(MPI_Waitall(2, r, sts));
     TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
     TL_OK(lmpio_file_read_at(fh, 0, b, 2 * N * tl_size, MPI_INT, MPI_STATUS_IGNORE));
     TL_OK(lmpio_file_close(&fh));
