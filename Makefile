@@ -161,6 +161,8 @@ check-dropin: lib
 lint:
 	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
 	  --suppress=missingIncludeSystem -Icore/include -Icore/src core/src
+	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
+	  --suppress=missingIncludeSystem -Icore/include -Icore/src -Icore/dropin core/dropin
 
 demo: deps
 	$(MAKE) all

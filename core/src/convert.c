@@ -90,16 +90,16 @@ typedef struct {
 
 /* Moves the stream's bytes to or from the sink, at file byte `at` of the
  * conversion. */
-static int move(const sink *k, int dir, lmpio__stream *s, MPI_Offset at, const char *call) {
-  if (k->p) return lmpio__engine_run(k->p, k->pos + at, s, call);
-  MPI_Offset n = s->total - s->done, room = k->len - at;
+static int move(const sink *to, int dir, lmpio__stream *s, MPI_Offset at, const char *call) {
+  if (to->p) return lmpio__engine_run(to->p, to->pos + at, s, call);
+  MPI_Offset n = s->total - s->done, room = to->len - at;
   if (n > room) n = room > 0 ? room : 0;
-  if (s->contig && s->buf == k->mem + at) s->done += n; /* converted in place */
-  else if (n > 0) lmpio__stream_copy(s, k->mem + at, n, dir);
+  if (s->contig && s->buf == to->mem + at) s->done += n; /* converted in place */
+  else if (n > 0) lmpio__stream_copy(s, to->mem + at, n, dir);
   return MPI_SUCCESS;
 }
 
-static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *k, void *buf, MPI_Count count,
+static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *to, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call);
 
 int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
@@ -115,7 +115,7 @@ int lmpio__convert_memory(const lmpio__datarep *rep, int dir, MPI_Offset cap, ch
   return convert(rep, dir, cap, &k, buf, count, type, bytes, file_bytes, call);
 }
 
-static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *k, void *buf, MPI_Count count,
+static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sink *to, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes, const char *call) {
   *bytes = 0;
   *file_bytes = 0;
@@ -125,7 +125,7 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
   if (!has_user_fn(rep, dir)) { /* MPI_CONVERSION_FN_NULL: the data moves in native form */
     lmpio__stream s;
     rc = lmpio__stream_init(&s, buf, m, count);
-    if (rc == MPI_SUCCESS) rc = move(k, dir, &s, 0, call);
+    if (rc == MPI_SUCCESS) rc = move(to, dir, &s, 0, call);
     else rc = lmpio__err(rc, call, "out of memory");
     *bytes = *file_bytes = s.done;
     lmpio__stream_free(&s);
@@ -212,12 +212,12 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
     /* The chunk's file bytes: the staging buffer, or in place in a memory
      * sink (as far as it reaches: a read finds end of file there). */
     char *chunk = stage;
-    if (k->mem) {
-      if (dir == LMPIO__WRITE && moved + used > k->len) {
-        rc = lmpio__err(MPI_ERR_INTERN, call, "the conversion needs more than its %lld bytes", (long long)k->len);
+    if (to->mem) {
+      if (dir == LMPIO__WRITE && moved + used > to->len) {
+        rc = lmpio__err(MPI_ERR_INTERN, call, "the conversion needs more than its %lld bytes", (long long)to->len);
         break;
       }
-      chunk = k->mem + moved;
+      chunk = to->mem + moved;
     }
     lmpio__stream s;
     lmpio__stream_bytes(&s, chunk, used);
@@ -237,9 +237,9 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
         rc = user_convert(rep, dir, buf, utype, items, chunk, position, call);
         for (int i = 0; i < np; i++) nat += pc[i].n * pc[i].nsize;
       }
-      if (rc == MPI_SUCCESS) rc = move(k, dir, &s, moved, call);
+      if (rc == MPI_SUCCESS) rc = move(to, dir, &s, moved, call);
     } else {
-      rc = move(k, dir, &s, moved, call);
+      rc = move(to, dir, &s, moved, call);
       MPI_Offset got = s.done;
       if (rc == MPI_SUCCESS && got < used) { /* end of file: convert the whole items that arrived */
         eof = 1;
