@@ -497,14 +497,14 @@ local function svg(path, cov, owners, nranks, nbytes, width, title)
       local row = lo // width
       local last = math.min(hi, row * width + width - 1)
       local x, y = left + (lo - row * width) * cw, top + row * (ch + 6)
-      add('<rect class="%s"%s x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#333333"%s><title>%s bytes %d-%d</title></rect>',
+      add('<rect class="%s"%s x="%d" y="%d" width="%d" height="%d" fill="%s" %s><title>%s bytes %d-%d</title></rect>',
           class, r and string.format(' data-rank="%d"', r) or "", x, y, (last - lo + 1) * cw, ch, fill,
-          extra or "", r and "rank " .. r .. ":" or "more than one rank:", iv[1], iv[2])
+          extra, r and "rank " .. r .. ":" or "more than one rank:", iv[1], iv[2])
       lo = last + 1
     end
   end
   for r = 0, nranks - 1 do
-    for _, iv in ipairs(cov[r]) do boxes("block", r, iv, colour(r), ' fill-opacity="0.85"') end
+    for _, iv in ipairs(cov[r]) do boxes("block", r, iv, colour(r), 'stroke="#333333" fill-opacity="0.85"') end
   end
   -- bytes of more than one rank: outlined in red on top
   local run
@@ -512,7 +512,7 @@ local function svg(path, cov, owners, nranks, nbytes, width, title)
     if b < nbytes and owners[b] == -2 then
       if run then run[2] = b else run = { b, b } end
     elseif run then
-      boxes("overlap", nil, run, "none", ' stroke-width="3" style="stroke:#d00000"')
+      boxes("overlap", nil, run, "none", 'stroke="#d00000" stroke-width="3"')
       run = nil
     end
   end

@@ -129,6 +129,11 @@ lmpio map --ranks 4 --filetype "$qs" --bytes 40 --width 20 --svg "$dir/map.svg"
 check "map --svg writes an SVG" sh -c 'head -n 1 "$0" | grep -q "^<svg " && tail -n 1 "$0" | grep -q "^</svg>"' "$dir/map.svg"
 check "map --svg: one box per block (4 ranks x 4 periods)" same "$(grep -c 'class="block"' "$dir/map.svg")" 16
 check "map --svg: rank 3's boxes" same "$(grep 'class="block"' "$dir/map.svg" | grep -c 'data-rank="3"')" 4
+lmpio map --ranks 2 --filetype 'resized(BYTE, 0, 1)' --disp 'rank * 16' --bytes 32 --width 32 --svg "$dir/map2.svg"
+check "map --svg: items that continue one another are one block" \
+  same "$(grep 'class="block"' "$dir/map2.svg" | sed 's/.*<title>\(.*\)<\/title>.*/\1/' | tr '\n' ';')" \
+  "rank 0: bytes 0-31;rank 1: bytes 16-31;"
+check "map --svg: bytes of two ranks are outlined" same "$(grep -c 'class="overlap"' "$dir/map2.svg")" 1
 check "map --svg: a legend entry per rank" same "$(grep -c '>rank [0-3]</text>' "$dir/map.svg")" 4
 
 # ---- errors: one line on stderr, a failure status, no traceback ---------------
