@@ -180,6 +180,8 @@ install: lib $(BUILD)/lmpio.pc
 	install -m 755 $(DROPIN_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/include/lmpio.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lmpio.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 lua/lmpio-command.lua $(DESTDIR)$(PREFIX)/bin/lmpio
 
 clean:
 	rm -rf $(BUILD)

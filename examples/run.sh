@@ -24,3 +24,17 @@ if [ -f "$BUILD/lua/lmpio.so" ]; then
     "$BUILD" "$MPIRUN" "$LUA" "$ckp"
   rm -f "$ckp"
 fi
+# The lmpio command: dump an external32 file that a script wrote.
+if [ -f "$BUILD/lua/lmpio.so" ]; then
+  e32="${TMPDIR:-/tmp}/lmpio-example-$$-e32.dat"
+  run "lmpio dump of an external32 file" sh -c '
+    export LUA_CPATH_5_4="$0/lua/?.so;;"
+    "$1" -e "local l = require \"lmpio\"
+      local fh <close> = l.open(l.self, \"$2\", \"w\")
+      fh:set_view(0, l.DOUBLE, l.DOUBLE, \"external32\")
+      fh:write_at(0, l.array(l.DOUBLE, { 0.5, 1.5, 2.5, 3.5, 4.5, 5.5 }))" &&
+    out=$(timeout -k 5 120 "$1" lua/lmpio-command.lua dump "$2" --etype DOUBLE --datarep external32 --columns 3) &&
+    echo "$out" && [ "$out" = "$(printf "0.5 1.5 2.5\n3.5 4.5 5.5")" ] && echo "ok lmpio dump"' \
+    "$BUILD" "$LUA" "$e32"
+  rm -f "$e32"
+fi

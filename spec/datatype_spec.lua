@@ -133,6 +133,33 @@ describe("datatypes", function()
     assert.has_error(function() lmpio.INT:free() end)
   end)
 
+  it("blocks: the bytes of a typemap as (offset, length) runs", function()
+    local function blocks(t, n)
+      local r = {}
+      for off, len in t:blocks(n) do r[#r + 1] = { off, len } end
+      return r
+    end
+    assert.same({ { 0, 8 }, { 16, 8 }, { 32, 8 } }, blocks(T.vector(3, 2, 4, lmpio.INT)))
+    -- the last block of item 1 continues into the first of item 2
+    assert.same({ { 0, 8 }, { 16, 8 }, { 32, 16 }, { 56, 8 }, { 72, 8 } },
+                blocks(T.vector(3, 2, 4, lmpio.INT), 2))
+    -- items of different types join; the padding of a struct splits
+    assert.same({ { 0, 12 }, { 16, 12 } }, blocks(T.struct({ 1, 1 }, { 0, 8 }, { lmpio.DOUBLE, lmpio.INT }), 2))
+    assert.same({ { 0, 48 } }, blocks(T.contiguous(4, lmpio.INT), 3))
+    -- typemap order, not file order; negative displacements stay negative
+    assert.same({ { 20, 4 }, { 0, 8 } }, blocks(T.indexed({ 1, 2 }, { 5, 0 }, lmpio.INT)))
+    assert.same({ { -8, 4 } }, blocks(T.hindexed({ 1 }, { -8 }, lmpio.INT)))
+    assert.same({}, blocks(lmpio.DOUBLE, 0))
+    assert.same({ { 0, 80 } }, blocks(T.resized(lmpio.DOUBLE, 0, 8), 10))
+    -- resized with holes: one block per item
+    assert.same({ { 0, 8 }, { 16, 8 } }, blocks(T.resized(lmpio.DOUBLE, 0, 16), 2))
+    -- leaving early closes the walk
+    for off in T.vector(1000, 1, 2, lmpio.INT):blocks(1000) do
+      if off > 0 then break end
+    end
+    assert.has_error(function() lmpio.INT:blocks(-1) end)
+  end)
+
   it("rejects bad arguments with clear errors", function()
     assert.has_error(function() T.contiguous(-1, lmpio.INT) end)
     assert.has_error(function() T.contiguous(1, "INT") end)

@@ -1,0 +1,632 @@
+#!/usr/bin/env lua5.4
+-- lmpio: look at and convert binary files through MPI-IO views.
+--
+--   lmpio dump FILE [options]        values of a view, as text
+--   lmpio convert IN OUT [options]   rewrite IN in another representation
+--                                    (in parallel under mpirun)
+--   lmpio map [options]              which rank owns which bytes of a view
+--
+-- `lmpio COMMAND --help` says more.  Datatypes are given as small
+-- expressions over the constructors of lmpio.type and the predefined types:
+-- `vector(4, 1, 8, DOUBLE)`, `subarray({8, 8}, {4, 4}, {0, 4}, DOUBLE)`.
+-- Errors print one line on standard error and exit with status 1.
+
+local usage = {}
+
+usage.main = [[
+usage: lmpio COMMAND [ARGS] [OPTIONS]
+
+Looks at and converts binary files through MPI-IO views.
+
+commands:
+  dump FILE        print the values of a view of FILE as text
+  convert IN OUT   rewrite IN in another data representation (in parallel
+                   under mpirun: each rank converts its block of elements)
+  map              draw which rank owns which bytes of a view
+
+`lmpio COMMAND --help` describes a command's options.  Datatypes are
+expressions over the constructors of lmpio.type and the predefined types,
+e.g. `vector(4, 1, 8, DOUBLE)`, `subarray({8,8}, {4,4}, {0,4}, DOUBLE)`,
+`contiguous(3, INT)`, `resized(INT, 0, 16)`.
+]]
+
+usage.dump = [[
+usage: lmpio dump FILE [OPTIONS]
+
+Prints the values that a view of FILE shows, one per line.
+
+view:
+  --disp N              displacement in bytes (default 0)
+  --etype T             elementary type (default BYTE)
+  --filetype EXPR       filetype (default: the etype), e.g. 'vector(4, 1, 8, DOUBLE)'
+  --datarep REP         native (default), external32, internal or a registered name
+  --datarep-file F.lua  a Lua file that registers representations
+                        (lmpio.register_datarep); run before the view is set
+values:
+  --type T              predefined memory type of the values (default: the etype)
+  --offset N            first etype of the view to print (default 0)
+  --count N             number of etypes (default: to the end of the file)
+  --format FMT          string.format format of each number (e.g. '%.17g',
+                        '%08x'); default: integers in decimal, floating-point
+                        numbers in the fewest digits that read back exactly
+  --columns N           values per line (default 1), separated by spaces
+
+Under mpirun, rank 0 prints and the other ranks do nothing.
+]]
+
+usage.convert = [[
+usage: lmpio convert IN OUT [OPTIONS]
+
+Rewrites IN, a sequence of elements in one data representation, as OUT in
+another.  Under `mpirun -n K` each rank converts its block of the elements;
+OUT is the same whatever K.
+
+  --type T              the element type, a datatype expression: DOUBLE,
+                        'contiguous(3, INT)', 'struct({1,1}, {0,8}, {DOUBLE, INT})'
+  --etype T             the same as --type
+  --from REP            representation of IN: native (default), external32,
+                        internal or a registered name
+  --to REP              representation of OUT (default native)
+  --disp N              a header of N bytes, copied as it is (default 0)
+  --datarep-file F.lua  a Lua file that registers representations
+                        (lmpio.register_datarep); run on every rank first
+
+The size of IN after the header must be a whole number of elements.
+]]
+
+usage.map = [[
+usage: lmpio map [OPTIONS]
+
+Draws which rank owns which bytes of a file when every rank sets a view:
+one character per byte, the owning rank's digit (0-9, then a-z, A-Z),
+'.' for no rank, '!' for more than one.  No MPI job is needed: one process
+computes every rank's view from the datatypes' typemaps (native extents).
+
+  --ranks N             number of ranks (default 4)
+  --disp EXPR           displacement in bytes (default 0)
+  --etype T             elementary type (default BYTE)
+  --filetype EXPR       filetype (default: the etype)
+                        The expressions may use `rank` and `size`, e.g.
+                        --disp 'rank*4' --filetype 'resized(INT, 0, size*4)'
+  --bytes N             file bytes to draw (default: two filetype extents
+                        past the largest displacement, at most 4096)
+  --width N             bytes per row (default 64)
+  --svg FILE            write an SVG picture (one box per block of a rank,
+                        and a legend) instead of drawing in the terminal
+]]
+
+-- ---- errors -----------------------------------------------------------------
+
+-- An error the user caused: reported as one line, without a traceback.
+local Fail = {}
+Fail.__index = Fail
+Fail.__tostring = function(e) return e.msg end
+
+local function fail(fmt, ...)
+  error(setmetatable({ msg = string.format(fmt, ...) }, Fail), 0)
+end
+
+-- ---- options ----------------------------------------------------------------
+
+-- Splits argv into positional arguments and options, checked against spec
+-- (option name -> true when it takes a value, false for a flag).
+local function parse(argv, first, spec, command)
+  local pos, opts = {}, {}
+  local i = first
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--" then
+      table.move(argv, i + 1, #argv, #pos + 1, pos)
+      break
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([^=]+)=(.*)$")
+      name = name or a:sub(3)
+      local takes = spec[name]
+      if takes == nil then
+        fail("%s: unknown option '--%s' (see 'lmpio %s --help')", command, name, command)
+      end
+      if takes and not value then
+        i = i + 1
+        value = argv[i]
+        if value == nil then fail("%s: option '--%s' needs a value", command, name) end
+      elseif not takes and value then
+        fail("%s: option '--%s' takes no value", command, name)
+      end
+      opts[name] = takes and value or true
+    elseif a == "-h" then
+      opts.help = true
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return pos, opts
+end
+
+local function check_positional(pos, n, command, what)
+  if #pos ~= n then
+    fail("%s: expected %s, got %d argument%s (see 'lmpio %s --help')", command, what, #pos,
+         #pos == 1 and "" or "s", command)
+  end
+end
+
+-- ---- the module and datatype expressions -------------------------------------
+
+local lmpio -- loaded on first use: --help needs no MPI
+
+local function module()
+  if not lmpio then
+    local ok, m = pcall(require, "lmpio")
+    if not ok then fail("cannot load the lmpio module: %s", tostring(m)) end
+    lmpio = m
+  end
+  return lmpio
+end
+
+local function is_datatype(v)
+  return type(v) == "userdata" and getmetatable(v) == getmetatable(lmpio.INT)
+end
+
+-- The environment of an expression: the constructors of lmpio.type and the
+-- predefined types by name, plus the given extra names (rank, size).
+local function sandbox(extra)
+  local env = {}
+  for name, f in pairs(lmpio.type) do env[name] = f end
+  for name, v in pairs(lmpio) do
+    if is_datatype(v) then env[name] = v end
+  end
+  env.ORDER_C, env.ORDER_FORTRAN = lmpio.ORDER_C, lmpio.ORDER_FORTRAN
+  for k, v in pairs(extra or {}) do env[k] = v end
+  return env
+end
+
+-- Evaluates the expression of option `what` in env.
+local function evaluate(what, expr, env)
+  local chunk, err = load("return " .. expr, "=" .. what, "t", env)
+  if not chunk then
+    fail("%s: cannot read the expression '%s': %s", what, expr, (err:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "")))
+  end
+  local ok, v = pcall(chunk)
+  if not ok then
+    local msg = type(v) == "string" and v:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "") or tostring(v)
+    fail("%s: '%s': %s", what, expr, msg)
+  end
+  return v
+end
+
+local function datatype(what, expr, env)
+  local v = evaluate(what, expr, env)
+  if not is_datatype(v) then
+    fail("%s: '%s' is %s, not a datatype (types: DOUBLE, INT, BYTE, ...; constructors: vector, subarray, ...)",
+         what, expr, v == nil and "nothing known" or "a " .. type(v))
+  end
+  return v
+end
+
+local function integer(what, expr, env, min)
+  local v = evaluate(what, expr, env or {})
+  if math.type(v) ~= "integer" and not (math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53) then
+    fail("%s: '%s' is not an integer", what, expr)
+  end
+  v = math.tointeger(v)
+  if min and v < min then fail("%s: %d is less than %d", what, v, min) end
+  return v
+end
+
+-- The text of an error: an lmpio error object's message (without the
+-- script position its tostring starts with), or the error's string.
+local function error_text(e)
+  if lmpio and lmpio.iserror(e) and e.message then return e.message end
+  if type(e) == "table" or type(e) == "userdata" then
+    local ok, s = pcall(tostring, e)
+    if ok then return s end
+  end
+  return tostring(e)
+end
+
+local function run_datarep_file(path)
+  if not path then return end
+  local chunk, err = loadfile(path, "t")
+  if not chunk then fail("--datarep-file: %s", err) end
+  local ok, e = pcall(chunk, lmpio)
+  if not ok then fail("--datarep-file %s: %s", path, error_text(e)) end
+end
+
+-- Opens path on comm, naming the file in the error.
+local function open(comm, path, mode)
+  local ok, fh = pcall(lmpio.open, comm, path, mode)
+  if not ok then
+    local msg = error_text(fh)
+    if msg:find(path, 1, true) then fail("%s", msg) end
+    fail("%s: %s", path, msg)
+  end
+  return fh
+end
+
+local function set_view(fh, path, disp, etype, filetype, rep)
+  local ok, e = pcall(fh.set_view, fh, disp, etype, filetype, rep)
+  if not ok then fail("%s: cannot set the view: %s", path, error_text(e)) end
+end
+
+-- ---- dump -------------------------------------------------------------------
+
+-- The fewest digits of v that read back as the same value (as a float of
+-- the given bytes: 4 or 8).
+local function shortest(v, bytes)
+  if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
+  local lo, hi = bytes == 4 and 6 or 15, bytes == 4 and 9 or 17
+  for digits = lo, hi do
+    local s = string.format("%." .. digits .. "g", v)
+    local back = tonumber(s)
+    if bytes == 4 then
+      if string.pack("f", back) == string.pack("f", v) then return s end
+    elseif back == v then
+      return s
+    end
+  end
+  return string.format("%.17g", v)
+end
+
+local function formatter(fmt, mtype)
+  local name = mtype:name()
+  local float_bytes = (name == "FLOAT" or name == "REAL" or name == "REAL4") and 4
+    or (name == "DOUBLE" or name == "REAL8" or name == "DOUBLE_PRECISION" or name == "LONG_DOUBLE") and 8
+  if fmt then
+    local ok, err = pcall(string.format, fmt, float_bytes and 1.5 or 1)
+    if not ok then fail("--format: '%s': %s", fmt, (err:gsub("^bad argument #%d+ to 'format' ", ""))) end
+    return function(v)
+      if type(v) == "boolean" then return tostring(v) end
+      local ok2, s = pcall(string.format, fmt, v)
+      if not ok2 then fail("--format: '%s' cannot format %s", fmt, tostring(v)) end
+      return s
+    end
+  end
+  return function(v)
+    if math.type(v) == "float" then return shortest(v, float_bytes or 8) end
+    return tostring(v)
+  end
+end
+
+local function dump(argv)
+  local pos, o = parse(argv, 2, {
+    disp = true, etype = true, filetype = true, datarep = true, ["datarep-file"] = true,
+    type = true, offset = true, count = true, format = true, columns = true, help = false,
+  }, "dump")
+  if o.help then return io.stdout:write(usage.dump) end
+  check_positional(pos, 1, "dump", "one FILE")
+  local path = pos[1]
+  module()
+  if lmpio.world:rank() ~= 0 then return end
+  local env = sandbox()
+  local disp = integer("--disp", o.disp or "0", env, 0)
+  local etype = datatype("--etype", o.etype or "BYTE", env)
+  local filetype = o.filetype and datatype("--filetype", o.filetype, env) or etype
+  local mtype = o.type and datatype("--type", o.type, env) or etype
+  local offset = integer("--offset", o.offset or "0", env, 0)
+  local count = o.count and integer("--count", o.count, env, 0)
+  local columns = integer("--columns", o.columns or "1", env, 1)
+  if not mtype:is_predefined() then
+    fail("%s is derived: give its predefined item type with --type (e.g. --type DOUBLE)",
+         o.type and "--type " .. o.type or "the etype " .. (o.etype or "BYTE"))
+  end
+  local esize, msize = etype:size(), mtype:size()
+  if esize == 0 then fail("--etype: %s has no data", o.etype or "BYTE") end
+  if esize % msize ~= 0 then
+    fail("the etype (%d bytes) is not a whole number of --type %s (%d bytes)", esize, mtype:name(), msize)
+  end
+  local per = esize // msize -- values per etype
+  local format = formatter(o.format, mtype)
+  run_datarep_file(o["datarep-file"])
+
+  local fh <close> = open(lmpio.self, path, "r")
+  set_view(fh, path, disp, etype, filetype, o.datarep or "native")
+  local chunk = math.max(1, 65536 // per) -- etypes per read
+  local out = io.stdout
+  out:setvbuf("full")
+  local column, line = 0, {}
+  local at, left = offset, count or math.huge
+  while left > 0 do
+    local want = math.min(chunk, left)
+    local ok, a, n = pcall(fh.read_at, fh, at, want * per, mtype)
+    if not ok then fail("%s: %s", path, error_text(a)) end
+    for i = 1, n do
+      column = column + 1
+      line[column] = format(a[i])
+      if column == columns then
+        out:write(table.concat(line, " ", 1, column), "\n")
+        column = 0
+      end
+    end
+    if n < want * per then break end
+    at, left = at + want, left - want
+  end
+  if column > 0 then out:write(table.concat(line, " ", 1, column), "\n") end
+  out:flush()
+end
+
+-- ---- convert ----------------------------------------------------------------
+
+local function convert(argv)
+  local pos, o = parse(argv, 2, {
+    type = true, etype = true, from = true, to = true, disp = true, ["datarep-file"] = true, help = false,
+  }, "convert")
+  if o.help then return io.stdout:write(usage.convert) end
+  check_positional(pos, 2, "convert", "IN and OUT")
+  local inpath, outpath = pos[1], pos[2]
+  if inpath == outpath then fail("convert: IN and OUT are the same file (%s)", inpath) end
+  if o.type and o.etype and o.type ~= o.etype then fail("convert: --type and --etype differ") end
+  local texpr = o.type or o.etype
+  if not texpr then fail("convert: say the element type with --type (e.g. --type DOUBLE)") end
+  module()
+  local world = lmpio.world
+  local rank, size = world:rank(), world:size()
+  local env = sandbox()
+  local t = datatype(o.type and "--type" or "--etype", texpr, env)
+  local disp = integer("--disp", o.disp or "0", env, 0)
+  if t:size() == 0 then fail("--type: %s has no data", texpr) end
+  run_datarep_file(o["datarep-file"])
+  local from, to = o.from or "native", o.to or "native"
+
+  local fin <close> = open(world, inpath, "r")
+  local total = fin:get_size()
+  if total < disp then fail("%s: %d bytes, shorter than the header (--disp %d)", inpath, total, disp) end
+  local header = disp > 0 and fin:read_at_all(0, rank == 0 and disp or 0, lmpio.BYTE)
+  set_view(fin, inpath, disp, t, t, from)
+  local ext = fin:get_type_extent(t)
+  if (total - disp) % ext ~= 0 then
+    fail("%s: %d bytes after the header are not a whole number of elements of %d bytes in %s",
+         inpath, total - disp, ext, from)
+  end
+  local fout <close> = open(world, outpath, "w")
+  if header then fout:write_at_all(0, header) end -- as it is
+  set_view(fout, outpath, disp, t, t, to)
+  local n = (total - disp) // ext
+  local first, mine = lmpio.block(n, size, rank)
+  local mext = t:extent()
+  local chunk = math.max(1, (1 << 22) // math.max(mext, ext)) -- elements per step
+  local buf = lmpio.buffer(math.min(chunk, math.max(mine, 1)) * mext)
+  chunk = math.min(chunk, math.max(mine, 1))
+  local steps = world:allreduce((mine + chunk - 1) // chunk, "max")
+  for step = 0, steps - 1 do
+    local at = step * chunk
+    local m = math.max(0, math.min(chunk, mine - at))
+    local ok, e = pcall(fin.read_at_all, fin, first + at, buf, m, t)
+    if not ok then fail("%s: %s", inpath, error_text(e)) end
+    ok, e = pcall(fout.write_at_all, fout, first + at, buf, m, t)
+    if not ok then fail("%s: %s", outpath, error_text(e)) end
+  end
+  fout:close()
+  fin:close()
+end
+
+-- ---- map --------------------------------------------------------------------
+
+local DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+local MAX_BLOCKS = 1000000 -- blocks of one filetype item that map walks
+local MAX_BYTES = 1 << 24 -- bytes that map draws
+
+-- Merges sorted-or-not intervals {first, last} (inclusive) in place.
+local function merge(list)
+  table.sort(list, function(a, b) return a[1] < b[1] end)
+  local out = {}
+  for _, iv in ipairs(list) do
+    local top = out[#out]
+    if top and iv[1] <= top[2] + 1 then
+      if iv[2] > top[2] then top[2] = iv[2] end
+    else
+      out[#out + 1] = { iv[1], iv[2] }
+    end
+  end
+  return out
+end
+
+-- The views of every rank: disp, filetype, and the blocks of one filetype
+-- item (offset, length).
+local function views(o, nranks)
+  local list = {}
+  for r = 0, nranks - 1 do
+    local env = sandbox({ rank = r, size = nranks })
+    local disp = integer("--disp", o.disp or "0", env, 0)
+    local etype = datatype("--etype", o.etype or "BYTE", env)
+    local filetype = o.filetype and datatype("--filetype", o.filetype, env) or etype
+    local ext = filetype:extent()
+    if ext <= 0 then fail("--filetype: rank %d's filetype has extent %d (it must be positive)", r, ext) end
+    if etype:size() == 0 or filetype:size() % etype:size() ~= 0 then
+      fail("rank %d: the filetype (%d bytes of data) is not made of etypes (%d bytes)", r, filetype:size(), etype:size())
+    end
+    local blocks = {}
+    for off, len in filetype:blocks() do
+      if #blocks == MAX_BLOCKS then
+        fail("--filetype: more than %d blocks in one item: too many to draw", MAX_BLOCKS)
+      end
+      blocks[#blocks + 1] = { off, len }
+    end
+    list[r] = { disp = disp, ext = ext, blocks = blocks, lb = select(2, filetype:true_extent()),
+                ub = filetype:true_lb() + filetype:true_extent() }
+  end
+  return list
+end
+
+-- Rank r's bytes in [0, nbytes): merged intervals {first, last}.
+local function coverage(v, nbytes)
+  local ivs = {}
+  -- items whose data can reach [0, nbytes): base + ub > 0 and base + lb < nbytes
+  local i = 0
+  if v.disp + v.ub <= 0 then i = (-(v.disp + v.ub)) // v.ext + 1 end
+  while v.disp + i * v.ext + v.lb < nbytes do
+    local base = v.disp + i * v.ext
+    for _, b in ipairs(v.blocks) do
+      local lo, hi = base + b[1], base + b[1] + b[2] - 1
+      if lo < 0 then lo = 0 end
+      if hi > nbytes - 1 then hi = nbytes - 1 end
+      if lo <= hi then ivs[#ivs + 1] = { lo, hi } end
+    end
+    i = i + 1
+  end
+  return merge(ivs)
+end
+
+local function xml(s) return (s:gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })) end
+
+local function svg(path, cov, owners, nranks, nbytes, width, title)
+  local cw, ch, left, top = 12, 24, 72, 40
+  local rows = (nbytes + width - 1) // width
+  local legend_y = top + rows * (ch + 6) + 16
+  local per_row = math.max(1, (width * cw) // 90)
+  local legend_rows = (nranks + 1 + per_row - 1) // per_row
+  local W = left + width * cw + 16
+  local H = legend_y + legend_rows * 22 + 10
+  local out = {}
+  local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  W = math.max(W, left + #title * 8)
+  local function colour(r) return string.format("hsl(%d,65%%,55%%)", r * 360 // nranks) end
+  add('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="monospace" font-size="12">', W, H, W, H)
+  add('<title>%s</title>', xml(title))
+  add('<text x="%d" y="20">%s</text>', left, xml(title))
+  -- the row grid: unowned bytes are the background
+  for row = 0, rows - 1 do
+    local y = top + row * (ch + 6)
+    local n = math.min(width, nbytes - row * width)
+    add('<text x="%d" y="%d" text-anchor="end">%d</text>', left - 6, y + 16, row * width)
+    add('<rect class="row" x="%d" y="%d" width="%d" height="%d" fill="#eeeeee" stroke="#999999"/>', left, y, n * cw, ch)
+  end
+  -- one box per block of a rank (split where a row ends)
+  local function boxes(class, r, iv, fill, extra)
+    local lo, hi = iv[1], iv[2]
+    while lo <= hi do
+      local row = lo // width
+      local last = math.min(hi, row * width + width - 1)
+      local x, y = left + (lo - row * width) * cw, top + row * (ch + 6)
+      add('<rect class="%s"%s x="%d" y="%d" width="%d" height="%d" fill="%s" %s><title>%s bytes %d-%d</title></rect>',
+          class, r and string.format(' data-rank="%d"', r) or "", x, y, (last - lo + 1) * cw, ch, fill,
+          extra, r and "rank " .. r .. ":" or "more than one rank:", iv[1], iv[2])
+      lo = last + 1
+    end
+  end
+  for r = 0, nranks - 1 do
+    for _, iv in ipairs(cov[r]) do boxes("block", r, iv, colour(r), 'stroke="#333333" fill-opacity="0.85"') end
+  end
+  -- bytes of more than one rank: outlined in red on top
+  local run
+  for b = 0, nbytes do
+    if b < nbytes and owners[b] == -2 then
+      if run then run[2] = b else run = { b, b } end
+    elseif run then
+      boxes("overlap", nil, run, "none", 'stroke="#d00000" stroke-width="3"')
+      run = nil
+    end
+  end
+  -- legend
+  for k = 0, nranks do
+    local x = left + (k % per_row) * 90
+    local y = legend_y + (k // per_row) * 22
+    if k < nranks then
+      add('<rect class="legend" x="%d" y="%d" width="14" height="14" fill="%s" stroke="#333333"/>', x, y, colour(k))
+      add('<text x="%d" y="%d">rank %d</text>', x + 20, y + 12, k)
+    else
+      add('<rect class="legend" x="%d" y="%d" width="14" height="14" fill="none" stroke="#d00000" stroke-width="3"/>', x, y)
+      add('<text x="%d" y="%d">overlap</text>', x + 20, y + 12)
+    end
+  end
+  add('</svg>')
+  local f, err = io.open(path, "w")
+  if not f then fail("--svg: %s", err) end
+  f:write(table.concat(out, "\n"), "\n")
+  f:close()
+end
+
+local function map(argv)
+  local pos, o = parse(argv, 2, {
+    ranks = true, disp = true, etype = true, filetype = true, bytes = true, width = true, svg = true, help = false,
+  }, "map")
+  if o.help then return io.stdout:write(usage.map) end
+  check_positional(pos, 0, "map", "no argument")
+  local nranks = integer("--ranks", o.ranks or "4", nil, 1)
+  local width = integer("--width", o.width or "64", nil, 1)
+  if nranks > #DIGITS and not o.svg then
+    fail("map: more than %d ranks cannot be drawn with one character each: use --svg FILE", #DIGITS)
+  end
+  module()
+  if lmpio.world:rank() ~= 0 then return end
+  local vs = views(o, nranks)
+  local nbytes
+  if o.bytes then
+    nbytes = integer("--bytes", o.bytes, nil, 1)
+    if nbytes > MAX_BYTES then fail("--bytes: at most %d bytes can be drawn", MAX_BYTES) end
+  else
+    nbytes = 0
+    for r = 0, nranks - 1 do nbytes = math.max(nbytes, vs[r].disp + 2 * vs[r].ext) end
+    nbytes = math.max(1, math.min(4096, nbytes))
+  end
+  local cov, owners = {}, {}
+  for r = 0, nranks - 1 do
+    cov[r] = coverage(vs[r], nbytes)
+    for _, iv in ipairs(cov[r]) do
+      for b = iv[1], iv[2] do owners[b] = owners[b] and -2 or r end
+    end
+  end
+  if o.svg then
+    local title = string.format("%d ranks: disp %s, etype %s, filetype %s; bytes 0-%d", nranks, o.disp or "0",
+                                o.etype or "BYTE", o.filetype or o.etype or "BYTE", nbytes - 1)
+    return svg(o.svg, cov, owners, nranks, nbytes, width, title)
+  end
+  local out = io.stdout
+  local digits = #tostring(nbytes - 1)
+  local row = {}
+  for start = 0, nbytes - 1, width do
+    local n = math.min(width, nbytes - start)
+    for k = 1, n do
+      local w = owners[start + k - 1]
+      row[k] = w == nil and "." or w == -2 and "!" or DIGITS:sub(w + 1, w + 1)
+    end
+    out:write(string.format("%" .. digits .. "d  ", start), table.concat(row, "", 1, n), "\n")
+  end
+end
+
+-- ---- main -------------------------------------------------------------------
+
+local commands = { dump = dump, convert = convert, map = map }
+
+local function main(argv)
+  local name = argv[1]
+  if name == nil then
+    io.stderr:write(usage.main)
+    os.exit(1)
+  end
+  if name == "--help" or name == "-h" or name == "help" then
+    if argv[2] and usage[argv[2]] and commands[argv[2]] then return io.stdout:write(usage[argv[2]]) end
+    return io.stdout:write(usage.main)
+  end
+  local command = commands[name]
+  if not command then fail("unknown command '%s' (commands: dump, convert, map; see 'lmpio --help')", name) end
+  return command(argv)
+end
+
+local ok, err = xpcall(main, function(e)
+  if getmetatable(e) == Fail then return e end
+  -- anything else is a bug of this script or an error of the module: say
+  -- what it was, with where it came from, but still in a few lines
+  return setmetatable({ msg = error_text(e), bug = debug.traceback("", 2) }, Fail)
+end, arg)
+if not ok then
+  local rank, size = 0, 1
+  if lmpio then rank, size = lmpio.world:rank(), lmpio.world:size() end
+  if rank == 0 or size == 1 then
+    io.stderr:write("lmpio: ", err.msg, "\n")
+    if err.bug and os.getenv("LMPIO_DEBUG") then io.stderr:write(err.bug, "\n") end
+  end
+  io.stdout:flush()
+  io.stderr:flush()
+  if size > 1 then
+    -- Errors of collective calls (and of the arguments, which every rank
+    -- reads alike) happen on every rank: rank 0 reports and ends the job.
+    -- Another rank failing alone waits for rank 0 to do so, then reports.
+    if rank ~= 0 then
+      local t = lmpio.wtime()
+      while lmpio.wtime() - t < 2 do end
+      io.stderr:write("lmpio: rank ", rank, ": ", err.msg, "\n")
+    end
+    lmpio.abort(1)
+  end
+  os.exit(1)
+end

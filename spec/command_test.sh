@@ -1,0 +1,170 @@
+#!/bin/sh
+# The lmpio command (lua/lmpio-command.lua): dump, convert, map, --help and
+# its errors.  Run from the top of the tree with the module built:
+#   BUILD=build sh spec/command_test.sh
+# Prints one "ok NAME" / "not ok NAME" per check (spec/run.sh runs it).
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+MPIRUN=${MPIRUN:-mpirun}
+LUA=${LUA:-lua5.4}
+T=${LMPIO_SPEC_TIMEOUT:-120}
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
+CMD=$PWD/lua/lmpio-command.lua
+dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-command.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+# Open MPI's launcher on more ranks than cores, when it is Open MPI.
+if "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; then over=--oversubscribe; else over=; fi
+
+failures=0
+check() { # check NAME CONDITION-COMMAND...
+  name=$1; shift
+  if "$@"; then echo "ok $name"; else echo "not ok $name"; failures=$((failures + 1)); fi
+}
+lmpio() { timeout -k 5 "$T" "$LUA" "$CMD" "$@"; }
+lmpio_n() { n=$1; shift; timeout -k 5 "$T" "$MPIRUN" $over -n "$n" "$LUA" "$CMD" "$@"; }
+lua() { timeout -k 5 "$T" "$LUA" -e "$1"; }
+same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" | sed 's/^/# /'; return 1; }; }
+
+# ---- --help -------------------------------------------------------------------
+out=$(lmpio --help) && check "--help prints the usage" same "$(echo "$out" | head -n 1)" "usage: lmpio COMMAND [ARGS] [OPTIONS]"
+for c in dump convert map; do
+  out=$(lmpio $c --help) && check "$c --help" same "$(echo "$out" | head -n 1 | cut -d' ' -f1-3)" "usage: lmpio $c"
+done
+lmpio >/dev/null 2>"$dir/err"
+check "no command: usage on stderr, failure status" sh -c '[ "$0" -ne 0 ] && grep -q "^usage: lmpio" "$1"' $? "$dir/err"
+
+# ---- dump ---------------------------------------------------------------------
+# An external32 file written by the module: big-endian doubles.
+lua "local l = require 'lmpio'
+  local fh = l.open(l.self, '$dir/e32.dat', 'w')
+  fh:set_view(0, l.DOUBLE, l.DOUBLE, 'external32')
+  fh:write_at(0, l.array(l.DOUBLE, { 1.5, -2.25, 3, 0.1, 1 / 3, 1e300 }))
+  fh:close()"
+out=$(lmpio dump "$dir/e32.dat" --etype DOUBLE --datarep external32)
+check "dump of an external32 file" same "$out" "$(printf '1.5\n-2.25\n3\n0.1\n0.3333333333333333\n1e+300')"
+check "the file is big-endian (the bytes of 1.5)" \
+  same "$(od -An -tx1 -N8 "$dir/e32.dat" | tr -d ' ')" "3ff8000000000000"
+out=$(lmpio dump "$dir/e32.dat" --etype DOUBLE --datarep external32 --offset 1 --count 2 --format '%.3f')
+check "dump --offset --count --format" same "$out" "$(printf -- '-2.250\n3.000')"
+out=$(lmpio dump "$dir/e32.dat" --etype DOUBLE --columns 4 --count 5 --datarep=external32)
+check "dump --columns" same "$out" "$(printf '1.5 -2.25 3 0.1\n0.3333333333333333')"
+out=$(lmpio dump "$dir/e32.dat" --etype DOUBLE --count 1)
+check "dump in native reads other values" [ "$out" != "1.5" ]
+
+# Ints 0..63 in native: a vector view and a subarray view.
+lua "local l = require 'lmpio'
+  local a = l.array(l.INT, 64)
+  for i = 1, 64 do a[i] = i - 1 end
+  local fh = l.open(l.self, '$dir/ints.dat', 'w')
+  fh:write_at(0, a)
+  fh:close()"
+out=$(lmpio dump "$dir/ints.dat" --etype INT --filetype 'vector(2, 1, 4, INT)' --count 7 --columns 4)
+check "dump with a vector filetype" same "$out" "$(printf '0 4 5 9\n10 14 15')"
+out=$(lmpio dump "$dir/ints.dat" --etype INT --filetype 'subarray({8, 8}, {4, 4}, {0, 4}, INT)' --count 16 --columns 4)
+check "dump with a subarray filetype" same "$out" "$(printf '4 5 6 7\n12 13 14 15\n20 21 22 23\n28 29 30 31')"
+out=$(lmpio dump "$dir/ints.dat" --disp 240 --etype INT | tr '\n' ' ')
+check "dump --disp, to the end of the file" same "$out" "60 61 62 63 "
+out=$(lmpio dump "$dir/ints.dat" --etype 'contiguous(2, INT)' --type SHORT --count 1 --columns 4 --format '%x')
+check "dump --type: the memory type of the values" same "$out" "0 0 1 0"
+
+# ---- convert ------------------------------------------------------------------
+# 1001 doubles (an uneven share on 4 ranks) after a 16-byte header.
+lua "local l = require 'lmpio'
+  local a = l.array(l.DOUBLE, 1001)
+  for i = 1, 1001 do a[i] = i * 1.25 - 300 end
+  local fh = l.open(l.self, '$dir/nat.dat', 'w')
+  fh:write_at(0, 'HEADER-16-BYTES!')
+  fh:write_at(16, a)
+  fh:close()"
+lmpio convert "$dir/nat.dat" "$dir/x1.dat" --type DOUBLE --disp 16 --to external32 &&
+  lmpio convert "$dir/x1.dat" "$dir/b1.dat" --type DOUBLE --disp 16 --from external32
+check "convert native -> external32 -> native at 1 rank: the same bytes" cmp -s "$dir/nat.dat" "$dir/b1.dat"
+check "convert copies the header and changes the data" \
+  sh -c '[ "$(head -c 16 "$0")" = "HEADER-16-BYTES!" ] && ! cmp -s "$0" "$1"' "$dir/x1.dat" "$dir/nat.dat"
+out=$(lmpio dump "$dir/x1.dat" --disp 16 --etype DOUBLE --datarep external32 --offset 1000)
+check "the converted file reads back through an external32 view" same "$out" "951.25"
+lmpio_n 4 convert "$dir/nat.dat" "$dir/x4.dat" --type DOUBLE --disp 16 --to external32 &&
+  lmpio_n 4 convert "$dir/x4.dat" "$dir/b4.dat" --type DOUBLE --disp 16 --from external32
+check "convert at 4 ranks: the same bytes as at 1 rank" cmp -s "$dir/x1.dat" "$dir/x4.dat"
+check "convert native -> external32 -> native at 4 ranks: the same bytes" cmp -s "$dir/nat.dat" "$dir/b4.dat"
+lmpio_n 3 convert "$dir/nat.dat" "$dir/x3.dat" --type 'contiguous(7, DOUBLE)' --disp 16 --to external32
+check "convert at 3 ranks with elements of 7 doubles" cmp -s "$dir/x1.dat" "$dir/x3.dat"
+
+# A representation registered by a Lua file: every item byte-reversed.
+cat > "$dir/swap.lua" <<'EOF'
+local lmpio = ...
+lmpio.register_datarep("swap", {
+  extent = function(t) return t:size() end,
+  write = function(userbuf, datatype, count, filebuf, position)
+    local n = datatype:size()
+    lmpio.byteswap(filebuf, 0, userbuf, position * n, count, n)
+  end,
+  read = function(userbuf, datatype, count, filebuf, position)
+    local n = datatype:size()
+    lmpio.byteswap(userbuf, position * n, filebuf, 0, count, n)
+  end,
+})
+EOF
+lmpio_n 2 convert "$dir/nat.dat" "$dir/s2.dat" --type DOUBLE --disp 16 --to swap --datarep-file "$dir/swap.lua"
+check "convert with --datarep-file: swap equals external32 for doubles" cmp -s "$dir/x1.dat" "$dir/s2.dat"
+lmpio convert "$dir/s2.dat" "$dir/bs.dat" --type DOUBLE --disp 16 --from swap --datarep-file "$dir/swap.lua"
+check "convert back from the registered representation" cmp -s "$dir/nat.dat" "$dir/bs.dat"
+out=$(lmpio dump "$dir/s2.dat" --disp 16 --etype DOUBLE --datarep swap --datarep-file "$dir/swap.lua" --count 2 | tr '\n' ' ')
+check "dump through a registered representation" same "$out" "-298.75 -297.5 "
+
+# ---- map ----------------------------------------------------------------------
+# The quickstart's views: rank r owns r+1 bytes of every 10, after those of
+# the ranks before it.
+qs='resized(hindexed({rank + 1}, {rank * (rank + 1) // 2}, BYTE), 0, 10)'
+out=$(lmpio map --ranks 4 --filetype "$qs" --bytes 40 --width 20)
+check "map of the quickstart's views" same "$out" "$(printf ' 0  01122233330112223333\n20  01122233330112223333')"
+out=$(lmpio map --ranks 2 --etype INT --filetype 'resized(INT, 0, 12)' --disp 'rank * 4' --bytes 24)
+check "map: bytes of nobody" same "$out" " 0  00001111....00001111...."
+out=$(lmpio map --ranks 2 --etype INT --filetype 'vector(2, 1, size, INT)' --disp 'rank*4' --bytes 24 --width 12)
+check "map: bytes of more than one rank" same "$out" "$(printf ' 0  000011110000\n12  !!!!11110000')"
+lmpio map --ranks 4 --filetype "$qs" --bytes 40 --width 20 --svg "$dir/map.svg"
+check "map --svg writes an SVG" sh -c 'head -n 1 "$0" | grep -q "^<svg " && tail -n 1 "$0" | grep -q "^</svg>"' "$dir/map.svg"
+check "map --svg: one box per block (4 ranks x 4 periods)" same "$(grep -c 'class="block"' "$dir/map.svg")" 16
+check "map --svg: rank 3's boxes" same "$(grep 'class="block"' "$dir/map.svg" | grep -c 'data-rank="3"')" 4
+lmpio map --ranks 2 --filetype 'resized(BYTE, 0, 1)' --disp 'rank * 16' --bytes 32 --width 32 --svg "$dir/map2.svg"
+check "map --svg: items that continue one another are one block" \
+  same "$(grep 'class="block"' "$dir/map2.svg" | sed 's/.*<title>\(.*\)<\/title>.*/\1/' | tr '\n' ';')" \
+  "rank 0: bytes 0-31;rank 1: bytes 16-31;"
+check "map --svg: bytes of two ranks are outlined" same "$(grep -c 'class="overlap"' "$dir/map2.svg")" 1
+check "map --svg: a legend entry per rank" same "$(grep -c '>rank [0-3]</text>' "$dir/map.svg")" 4
+
+# ---- errors: one line on stderr, a failure status, no traceback ---------------
+fails() { # fails NAME PATTERN COMMAND...: exits non-zero, says PATTERN, no traceback
+  name=$1 pattern=$2; shift 2
+  "$@" >"$dir/out" 2>"$dir/err"
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q "^lmpio: .*$pattern" "$dir/err" && ! grep -q 'traceback' "$dir/err" &&
+     ! grep -q '\.lua:[0-9]' "$dir/err" && [ ! -s "$dir/out" ]; then
+    echo "ok error: $name"
+  else
+    echo "not ok error: $name (status $rc)"
+    sed 's/^/# /' "$dir/err"
+    failures=$((failures + 1))
+  fi
+}
+fails "missing file" "No such file" lmpio dump "$dir/nothing.dat"
+fails "bad expression" "cannot read the expression" lmpio dump "$dir/ints.dat" --filetype 'vector(4, 1'
+fails "unknown type" "DUBLE" lmpio dump "$dir/ints.dat" --etype DUBLE
+fails "constructor error" "must not be negative" lmpio dump "$dir/ints.dat" --filetype 'vector(-1, 1, 1, INT)'
+fails "no sandbox escape" "os" lmpio dump "$dir/ints.dat" --filetype 'os.exit(0)'
+fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
+fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
+fails "unknown command" "unknown command" lmpio frob
+fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
+fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
+fails "convert: not whole elements" "not a whole number" lmpio convert "$dir/nat.dat" "$dir/o.dat" --type "contiguous(3, DOUBLE)"
+fails "bad datarep file" "datarep-file" lmpio dump "$dir/ints.dat" --datarep-file "$dir/nothing.lua"
+fails "map: zero extent" "extent" lmpio map --filetype 'resized(INT, 0, 0)'
+lmpio_n 2 convert "$dir/nothing.dat" "$dir/o.dat" --type DOUBLE >/dev/null 2>"$dir/err"
+check "error at 2 ranks: a failure status and the message" \
+  sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*No such file" "$1"' $? "$dir/err"
+
+[ "$failures" -eq 0 ]
