@@ -177,7 +177,8 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
 /* Whether fh's operations can run in the background: threads, and no user
  * conversion functions (they run on the caller's thread). */
 static int can_run_later(lmpio_file fh) {
-  return lmpio__async_available() && (!fh->view.rep || fh->view.rep->builtin);
+  /* Streams (stream.c) complete at initiation: their bytes go through rank 0 in program order. */
+  return lmpio__async_available() && !fh->pipe && (!fh->view.rep || fh->view.rep->builtin);
 }
 
 /* The record of a transfer starting at etype offset etpos (checked by the
