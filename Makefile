@@ -149,6 +149,7 @@ install: lib $(BUILD)/lmpio.pc
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/include/lmpio.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lmpio.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -d $(DESTDIR)$(PREFIX)/bin && install -m 755 lua/lmpio-cmd.lua $(DESTDIR)$(PREFIX)/bin/lmpio
 
 clean:
 	rm -rf $(BUILD)

@@ -30,3 +30,9 @@ mkfifo "$tmp/fifo"
 (seq 1 50000 > "$tmp/fifo" &)
 got=$(mpi -n 4 "$LUA" examples/fifo_consumer.lua "$tmp/fifo" 2>/dev/null)
 check "fifo_consumer.lua: every line once" "$got" "lines 50000 sum 1250025000"
+
+# `lmpio dump` of an external32 file (big-endian int32s another program wrote).
+OUT="$tmp/e32.dat" "$LUA" -e 'local f = io.open(os.getenv("OUT"), "wb"); for i = 1, 1000 do f:write(string.pack(">i4", i * i - 500)) end; f:close()'
+want=$("$LUA" -e 'for i = 1, 1000 do print(("%d\t%d"):format(i - 1, i * i - 500)) end' | sha256sum)
+got=$(mpi -n 4 "$LUA" lua/lmpio-cmd.lua dump "$tmp/e32.dat" --etype INT --datarep external32 | sha256sum)
+check "lmpio dump of an external32 file at 4 ranks" "$got" "$want"

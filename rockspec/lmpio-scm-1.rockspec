@@ -36,5 +36,9 @@ build = {
       lib = {
          lmpio = "build/rock/lua/lmpio.so",
       },
+      -- the `lmpio` command (dump, convert, map)
+      bin = {
+         lmpio = "lua/lmpio-cmd.lua",
+      },
    },
 }

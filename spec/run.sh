@@ -16,3 +16,5 @@ while read -r cfg; do
   run "busted specs [$cfg]" sh spec/mpi_busted.sh $cfg </dev/null
 done < "$log.luacfg"
 rm -f "$log.luacfg"
+# The `lmpio` command (lua/lmpio-cmd.lua): dump, convert, map (spec/cmd.sh).
+run "lmpio command (spec/cmd.sh)" sh spec/cmd.sh "$BUILD" "$MPIRUN" "$LUA"
