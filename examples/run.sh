@@ -5,6 +5,8 @@
 if [ -f "$BUILD/lua/lmpio.so" ]; then
   for e in examples/*.lua; do
     [ -f "$e" ] || continue
+    # the examples that live in pipes run in pipes, below
+    case $(basename "$e") in filter.lua | fifo_consumer.lua) continue ;; esac
     run "$(basename "$e") example" sh -c '
       LUA_CPATH_5_4="$0/lua/?.so;;" timeout -k 5 120 "$1" --oversubscribe -n 4 "$2" "$3" "$4"' \
       "$BUILD" "$MPIRUN" "$LUA" "$e" "${TMPDIR:-/tmp}/lmpio-example-$$-$(basename "$e" .lua).dat"
@@ -37,4 +39,9 @@ if [ -f "$BUILD/lua/lmpio.so" ]; then
     echo "$out" && [ "$out" = "$(printf "0.5 1.5 2.5\n3.5 4.5 5.5")" ] && echo "ok lmpio dump"' \
     "$BUILD" "$LUA" "$e32"
   rm -f "$e32"
+fi
+# The pipe examples (filter.lua, fifo_consumer.lua) in pipelines: output
+# byte-identical to the serial run at 1, 2, 4 and 8 ranks, a FIFO consumer.
+if [ -f "$BUILD/lua/lmpio.so" ]; then
+  run "pipelines (examples/pipelines.sh)" sh examples/pipelines.sh "$BUILD" "$MPIRUN" "$LUA"
 fi

@@ -241,6 +241,14 @@ static int open_checked(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   const char *path = checkpath(L, 2);
   int amode = checkamode(L, 3);
+  int std = strcmp(path, "-") == 0;
+  if (std) { /* "-": rank 0's standard output (writing) or input (reading), a stream */
+    if (amode & MPI_MODE_RDWR) luaL_argerror(L, 3, "\"-\" (a standard stream) is either read or written, not both");
+    path = (amode & MPI_MODE_RDONLY) ? "/dev/stdin" : "/dev/stdout";
+    amode = (amode & ~(MPI_MODE_CREATE | MPI_MODE_APPEND | MPI_MODE_EXCL)) | MPI_MODE_SEQUENTIAL;
+    lua_pushstring(L, path);
+    lua_replace(L, 2);
+  }
   /* Every Lua object first, then the info (freed on every path below). */
   lfile *f = lua_newuserdatauv(L, sizeof *f, NUV);
   memset(f, 0, sizeof *f);
@@ -268,7 +276,7 @@ static int open_checked(lua_State *L) {
   /* "w" and "w+" truncate, as io.open does: once, collectively, when every
    * rank asked for it (ranks that disagree get MPI_ERR_NOT_SAME, and the
    * file is closed again). */
-  int trunc[2] = {truncating_mode(L, 3), 0};
+  int trunc[2] = {truncating_mode(L, 3) && !std, 0};
   trunc[1] = -trunc[0];
   int agreed[2] = {0, 0};
   if (f->nranks > 1) MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm);
@@ -305,6 +313,15 @@ Opens a file on every rank of a communicator (`MPI_File_open`); collective.
   `{cb_buffer_size = "1048576"}` (numbers and booleans are turned into
   strings)
 @treturn file the open file
+
+The path `"-"` is rank 0's standard output when the mode writes (`"w"`,
+`"a"`) and its standard input when it reads (`"r"`), as Unix tools do;
+it is opened as a stream (`sequential`: @{file:write_ordered},
+@{file:write_shared}, @{file:read_ordered}, @{file:read_shared},
+@{file:records_ordered}), whose bytes all go through rank 0 in order.
+Other pipes, FIFOs and terminals are opened with the `sequential` word
+(`"wronly sequential"`, `"rdonly sequential"`).  Rank 0's `io.stdout` is
+flushed before the file writes, so what `print` wrote comes first.
 @raise an @{error} object, the same on every rank: `MPI_ERR_NO_SUCH_FILE`,
   `MPI_ERR_ACCESS`, `MPI_ERR_FILE_EXISTS` (with `excl`), `MPI_ERR_AMODE`
   (an invalid combination of modes), `MPI_ERR_NOT_SAME` (ranks gave
@@ -337,6 +354,56 @@ static int l_open(lua_State *L) {
   if (lmpio_file_open(comm, "?", MPI_MODE_RDONLY, MPI_INFO_NULL, &dummy) == MPI_SUCCESS)
     lmpio_file_close(&dummy); /* cannot happen: the open fails on every rank */
   return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
+}
+
+/***
+Opens rank 0's standard output as a stream (a shortcut for
+`lmpio.open(comm, "-", "w")`); collective.  What the ranks write with
+@{file:write_ordered} comes out in rank order, as one process would have
+written it; @{file:write_shared} writes whole records in some order.
+A reader that has gone (`| head`) makes the writes fail with
+`MPI_ERR_IO` on every rank.
+@function lmpio.stdout
+@tparam[opt=lmpio.world] comm comm the ranks that write
+@treturn file the open stream
+@raise an @{error} object, the same on every rank, when the open fails
+@usage
+local out <close> = lmpio.stdout()
+out:write_ordered(("line from rank %d\n"):format(lmpio.world:rank()))
+*/
+static int l_stdout(lua_State *L) {
+  lua_settop(L, 1);
+  if (lua_isnil(L, 1)) lua_pop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_pushstring(L, "-");
+  lua_pushstring(L, "w");
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/***
+Opens rank 0's standard input as a stream (a shortcut for
+`lmpio.open(comm, "-", "r")`); collective.  @{file:read_ordered} hands
+each rank the next bytes in rank order (a short count at the end of
+input); @{file:records_ordered} hands out whole lines.
+@function lmpio.stdin
+@tparam[opt=lmpio.world] comm comm the ranks that read
+@treturn file the open stream
+@raise an @{error} object, the same on every rank, when the open fails
+@usage
+local input <close> = lmpio.stdin()
+for lines in input:records_ordered() do io.write(lines:upper()) end
+*/
+static int l_stdin(lua_State *L) {
+  lua_settop(L, 1);
+  if (lua_isnil(L, 1)) lua_pop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_pushstring(L, "-");
+  lua_pushstring(L, "r");
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
 }
 
 static int dropfile(lua_State *L, lfile *f) {
@@ -1083,6 +1150,113 @@ moves past all of them.
 */
 static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
 
+/* ---- records ------------------------------------------------------------------ */
+
+/* One collective step of a records iterator: pushes the string (or nil at
+ * the end) and returns 1.  Upvalues of the iterator: 1 the file, 2 the
+ * separator (integer), 3 max, 4 the first batch (read by records_ordered
+ * itself) or false, 5 done. */
+static int records_step(lua_State *L, lfile *f, int sep, lua_Integer max) {
+  char *rec = NULL;
+  MPI_Count len = 0;
+  int more = 0, rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_read_records_ordered(f->fh, sep, (MPI_Count)max, &rec, &len, &more));
+  if (rc != MPI_SUCCESS) {
+    free(rec);
+    return lmpio_lua_raise(L, rc, NULL);
+  }
+  if (more) lua_pushlstring(L, rec ? rec : "", (size_t)len); /* (memory error: rec leaks; rare) */
+  else lua_pushnil(L);
+  free(rec);
+  return 1;
+}
+
+static int records_iter(lua_State *L) {
+  if (lua_toboolean(L, lua_upvalueindex(5))) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (lua_type(L, lua_upvalueindex(4)) == LUA_TSTRING) {
+    lua_pushvalue(L, lua_upvalueindex(4));
+    lua_pushboolean(L, 0);
+    lua_replace(L, lua_upvalueindex(4));
+    return 1;
+  }
+  lfile *f = luaL_checkudata(L, lua_upvalueindex(1), LMPIO_LUA_FILE);
+  if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
+  records_step(L, f, (int)lua_tointeger(L, lua_upvalueindex(2)), lua_tointeger(L, lua_upvalueindex(3)));
+  if (lua_isnil(L, -1)) {
+    lua_pushboolean(L, 1);
+    lua_replace(L, lua_upvalueindex(5));
+  }
+  return 1;
+}
+
+/***
+Iterates over whole records in rank order; collective (every call of the
+iterator too).  Each step reads about `max` bytes per rank at the shared
+file pointer (as @{file:read_ordered}), then the ranks pass each other the
+pieces of records that straddle them, so that every rank gets a string of
+whole records (each ending with `sep`; the last record of the input may
+lack it), the ranks' strings following each other in rank order, nothing
+split across ranks and nothing lost.  A rank's string may be empty (`""`)
+in a step where others got records (a record longer than `max` spans the
+steps of several ranks); the loop ends on every rank in the same step, at
+the end of the input.  Works on regular files and streams (pipes,
+@{lmpio.stdin}); the view must count bytes (the default view).  In C:
+`lmpio_file_read_records_ordered`.
+@function file:records_ordered
+@tparam[opt] table options `max` (integer, default 1 MiB: bytes each rank
+  reads per step), `sep` (a one-character string, default `"\n"`; the
+  same on every rank)
+@treturn function the iterator: each call returns the next string, then nil
+@raise an @{error} object, the same on every rank, when a read fails or an
+  option is wrong on any rank (`MPI_ERR_ARG`, `MPI_ERR_NOT_SAME` when
+  ranks pass different separators)
+@usage
+local input <close> = lmpio.stdin()
+local out <close> = lmpio.stdout()
+for lines in input:records_ordered{max = 1 << 20} do
+  out:write_ordered((lines:gsub("[^\n]*\n", function(l) return l:upper() end)))
+end
+*/
+static int f_records_ordered(lua_State *L) {
+  lfile *f = luaL_checkudata(L, 1, LMPIO_LUA_FILE);
+  if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
+  lua_Integer max = 1 << 20;
+  int sep = '\n';
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (lua_getfield(L, 2, "max") != LUA_TNIL) {
+      int isnum;
+      max = lua_tointegerx(L, -1, &isnum);
+      if (!isnum || max < 1 || max > INT_MAX / 2) luaL_argerror(L, 2, "max must be an integer from 1 to 1073741823");
+    }
+    if (lua_getfield(L, 2, "sep") != LUA_TNIL) {
+      size_t n;
+      const char *s = lua_tolstring(L, -1, &n);
+      if (!s || lua_type(L, -1) != LUA_TSTRING || n != 1) luaL_argerror(L, 2, "sep must be a string of one character");
+      sep = (unsigned char)s[0];
+    }
+    lua_pop(L, 2);
+  }
+  lua_settop(L, 1);
+  /* The first step now: a collective call, so argument errors agree. */
+  records_step(L, f, sep, max);          /* 2: the first batch, or nil */
+  int done = lua_isnil(L, 2);
+  if (done) {
+    lua_pushboolean(L, 0);
+    lua_replace(L, 2);
+  }
+  lua_pushvalue(L, 1);                   /* upvalues: file, sep, max, first batch, done */
+  lua_pushinteger(L, sep);
+  lua_pushinteger(L, max);
+  lua_pushvalue(L, 2);
+  lua_pushboolean(L, done);
+  lua_pushcclosure(L, records_iter, 5);
+  return 1;
+}
+
 /* ---- nonblocking data access: each returns an lmpio.request ------------------ */
 
 typedef int (*iat_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
@@ -1537,6 +1711,13 @@ static void fail_atomicity(lfile *f) { lmpio_file_set_atomicity(f->fh, 0); }
 static void fail_sync(lfile *f) { lmpio_file_sync(f->fh); }
 static void fail_seek_shared(lfile *f) { lmpio_file_seek_shared(f->fh, 0, MPI_SEEK_SET); }
 static void fail_close(lfile *f) { lmpio_file_close(&f->fh); }
+static void fail_records(lfile *f) {
+  char *rec = NULL;
+  MPI_Count len;
+  int more;
+  lmpio_file_read_records_ordered(f->fh, '\n', 1, &rec, &len, &more);
+  free(rec);
+}
 
 typedef struct {
   const char *name;
@@ -1579,6 +1760,7 @@ static const collective_method collective_methods[] = {
   {"read_at_all", f_read_at_all, fail_io}, {"write_at_all", f_write_at_all, fail_io},
   {"read_all", f_read_all, fail_io}, {"write_all", f_write_all, fail_io},
   {"read_ordered", f_read_ordered, fail_ordered}, {"write_ordered", f_write_ordered, fail_ordered},
+  {"records_ordered", f_records_ordered, fail_records},
   {"read_ordered_begin", f_read_ordered_begin, fail_ordered},
   {"write_ordered_begin", f_write_ordered_begin, fail_ordered},
   {"read_at_all_begin", f_read_at_all_begin, fail_io}, {"write_at_all_begin", f_write_at_all_begin, fail_io},
@@ -1618,6 +1800,7 @@ int lmpio_lua_file_open(lua_State *L) {
       {"read", f_read}, {"read_all", f_read_all}, {"write", f_write}, {"write_all", f_write_all},
       {"read_shared", f_read_shared}, {"write_shared", f_write_shared},
       {"read_ordered", f_read_ordered}, {"write_ordered", f_write_ordered},
+      {"records_ordered", f_records_ordered},
       {"read_ordered_begin", f_read_ordered_begin}, {"read_ordered_end", f_read_ordered_end},
       {"write_ordered_begin", f_write_ordered_begin}, {"write_ordered_end", f_write_ordered_end},
       {"read_at_all_begin", f_read_at_all_begin}, {"read_at_all_end", f_read_at_all_end},
@@ -1652,6 +1835,12 @@ int lmpio_lua_file_open(lua_State *L) {
   lua_setfield(L, -2, "open");
   lua_pushcfunction(L, l_delete);
   lua_setfield(L, -2, "delete");
+  lua_getfield(L, -1, "open");
+  lua_pushcclosure(L, l_stdout, 1);
+  lua_setfield(L, -2, "stdout");
+  lua_getfield(L, -1, "open");
+  lua_pushcclosure(L, l_stdin, 1);
+  lua_setfield(L, -2, "stdin");
   for (size_t i = 0; i < NMODES; i++) {
     char name[40];
     snprintf(name, sizeof name, "MODE_%s", modes[i].name);

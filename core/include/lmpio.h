@@ -269,6 +269,21 @@ LMPIO_API MPI_Count lmpio_items_next(lmpio_items items, MPI_Count max, MPI_Aint 
 LMPIO_API MPI_Count lmpio_items_skip(lmpio_items items, MPI_Count n);
 LMPIO_API void lmpio_items_close(lmpio_items items);
 
+/* Records in rank order (an lmpio extension, for text and other records
+ * ending with a one-byte separator; collective).  Each rank reads about max
+ * bytes with read_ordered through the shared pointer, then the ranks move
+ * the pieces of records that straddle them so that every rank holds whole
+ * records only, in rank order, none split across ranks, none lost; a record
+ * not yet ended is kept for the next call (end of input ends the last one).
+ * *records receives a buffer (free it with free(); NULL when *len is 0) of
+ * *len bytes: this rank's records, each ending with sep (the last of the
+ * input perhaps without).  *more is 0 on every rank at once when the input
+ * is exhausted, 1 otherwise (then *len may be 0 on some rank).  Works on
+ * regular files and streams whose view counts bytes (an etype of one byte);
+ * every rank must pass the same sep. */
+LMPIO_API int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char **records,
+                                              MPI_Count *len, int *more);
+
 #ifdef __cplusplus
 }
 #endif

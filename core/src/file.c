@@ -71,6 +71,8 @@ static int open_fd(const char *path, int amode, int create, int *readable, int *
 
 static void free_handle(lmpio_file fh) {
   if (!fh) return;
+  lmpio__pipe_free(fh);
+  lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
   lmpio__view_free(&fh->view);
   free(fh->path);
@@ -109,8 +111,23 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
 
   const char *path = strip_prefix(filename);
   int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
-  /* Rank 0 creates the file; the others open it once it exists. */
-  if (create) {
+  /* Rank 0 looks whether the path is a stream (a pipe, a FIFO, a terminal,
+   * "/dev/stdout"): then only rank 0 opens it (stream.c). */
+  int kind[2] = {0, 0}; /* the kind, errno */
+  if (rank == 0 && lmpio__pipe_kind(path, &kind[0]) < 0) kind[1] = errno;
+  MPI_Bcast(kind, 2, MPI_INT, 0, comm);
+  int stream = kind[0] == 2 || (kind[0] == 1 && (amode & MPI_MODE_SEQUENTIAL));
+  if (kind[1] != 0) {
+    errno = kind[1];
+  } else if (stream && !(amode & MPI_MODE_SEQUENTIAL)) {
+    errno = ESPIPE; /* said below */
+  } else if (stream) {
+    if (rank == 0) fd = lmpio__pipe_open(path, amode);
+    int e = rank == 0 && fd < 0 ? errno : 0;
+    MPI_Bcast(&e, 1, MPI_INT, 0, comm);
+    errno = e;
+    if (e == 0 && rank != 0) fd = -2; /* no descriptor, and no failure */
+  } else if (create) {
     int e = 0;
     if (rank == 0) {
       fd = open_fd(path, amode, 1, &readable, &created);
@@ -123,7 +140,12 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   } else {
     fd = open_fd(path, amode, 0, &readable, &created);
   }
-  rc = fd < 0 ? lmpio__os_error(errno, call, "cannot open", path) : MPI_SUCCESS;
+  if (stream && !(amode & MPI_MODE_SEQUENTIAL) && kind[1] == 0)
+    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                    "\"%s\" is a pipe, a FIFO, a socket or a standard stream (no file offsets): open it with MPI_MODE_SEQUENTIAL",
+                    path);
+  else rc = fd < 0 && fd != -2 ? lmpio__os_error(errno, call, "cannot open", path) : MPI_SUCCESS;
+  if (fd == -2) fd = -1;
 
   lmpio_file fh = NULL;
   if (rc == MPI_SUCCESS) {
@@ -144,13 +166,15 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->hints = hints;
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", 1, call);
   }
-  if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND)) {
+  if (rc == MPI_SUCCESS && stream) rc = lmpio__pipe_init(fh, call);
+  if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND) && !stream) {
     /* The default view counts bytes: the pointers start at the end. */
     if (lmpio__os_size(fd, &fh->fp) < 0) rc = lmpio__os_error(errno, call, "cannot stat", path);
   }
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(comm, lmpio__pipe_comm(fh, call), 0, call);
   if (rc == MPI_SUCCESS) { /* the same answer on every rank: both calls are collective */
     MPI_Comm node;
     int n = 0;
@@ -193,9 +217,14 @@ int lmpio_file_close(lmpio_file *fhp) {
   }
   /* A failure a binding asked for fails the close everywhere, and every
    * rank keeps its handle. */
+  lmpio__pipe_enter(fh, call);
   int rc = lmpio__agree(fh->comm, lmpio__pending(MPI_SUCCESS, call), 0, call);
   if (rc != MPI_SUCCESS) return rc;
-  if (lmpio__os_close(fh->fd) < 0) rc = lmpio__os_error(errno, call, "cannot close", fh->path);
+  /* A stream's failed write that no collective call reported yet (one of
+   * write_shared's, served by rank 0) is reported now, on every rank. */
+  rc = lmpio__pipe_unreported(fh);
+  if (fh->fd >= 0 && lmpio__os_close(fh->fd) < 0 && rc == MPI_SUCCESS)
+    rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
   rc = lmpio__agree(fh->comm, rc, 0, call);
   if (fh->amode & MPI_MODE_DELETE_ON_CLOSE) {
@@ -225,6 +254,7 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
 /* set_size and preallocate: arguments agreed, rank 0 acts, outcome agreed. */
 static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *call) {
   lmpio__async_wait(fh); /* outstanding nonblocking operations first */
+  lmpio__pipe_enter(fh, call);
   int rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && size < 0) rc = lmpio__err(MPI_ERR_ARG, call, "negative size %lld", (long long)size);
   else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_RDONLY))
@@ -262,6 +292,10 @@ int lmpio_file_get_size(lmpio_file fh, MPI_Offset *size) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   if (!size) return lmpio__err(MPI_ERR_ARG, call, "size is NULL");
+  if (fh->pipe)
+    return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                      "file \"%s\" is a stream (a pipe, FIFO, socket, terminal or standard stream): it has no size",
+                      fh->path);
   if (lmpio__os_size(fh->fd, size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
   return MPI_SUCCESS;
 }
@@ -287,6 +321,7 @@ int lmpio_file_get_amode(lmpio_file fh, int *amode) {
 /* New hints, agreed: a bad value on one rank fails the call on every rank,
  * and the hints every rank must pass alike are checked. */
 static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
+  lmpio__pipe_enter(fh, call);
   lmpio__hints h = fh->hints;
   rc = lmpio__pending(rc, call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
@@ -326,6 +361,7 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   lmpio__async_wait(fh); /* outstanding nonblocking operations keep the mode they started with */
+  lmpio__pipe_enter(fh, call);
   rc = lmpio__pending(MPI_SUCCESS, call);
   rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS && flag != 0}, 1, "atomicity flags", NULL, 0, call);
   if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
@@ -346,8 +382,9 @@ int lmpio_file_sync(lmpio_file fh) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   lmpio__async_wait(fh); /* what outstanding writes wrote is synced too */
+  lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
-  if (rc == MPI_SUCCESS && lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
+  if (rc == MPI_SUCCESS && !fh->pipe && lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
@@ -358,6 +395,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   const char *call = "lmpio_file_set_view";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   lmpio__async_wait(fh); /* outstanding operations use the view they started with */
+  lmpio__pipe_enter(fh, call);
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
   int rc = lmpio__pending(MPI_SUCCESS, call);
@@ -384,6 +422,14 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   lmpio__hints h = fh->hints;
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, !(fh->amode & MPI_MODE_RDONLY), call);
+  /* A stream's bytes are the view's data as they are in memory. */
+  if (rc == MPI_SUCCESS && fh->pipe && nv.rep)
+    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                    "file \"%s\" is a stream: its data representation can only be \"native\", not \"%s\"", fh->path,
+                    nv.datarep);
+  else if (rc == MPI_SUCCESS && fh->pipe && !nv.contiguous && !nv.empty)
+    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                    "file \"%s\" is a stream: a filetype with holes has no meaning there", fh->path);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
   /* The data representation, the etype extent and the hints that must
    * match agree on every rank; the same reduction tells every rank whether

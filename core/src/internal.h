@@ -228,6 +228,8 @@ typedef struct {
 
 typedef struct lmpio__shared lmpio__shared; /* shared.c */
 typedef struct lmpio__worker lmpio__worker; /* async.c */
+typedef struct lmpio__pipe lmpio__pipe;     /* stream.c */
+typedef struct lmpio__records lmpio__records; /* records.c */
 
 struct lmpio_file_s {
   MPI_Comm comm;
@@ -246,6 +248,8 @@ struct lmpio_file_s {
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__worker *async[2];  /* run the handle's nonblocking operations, one per lane (async.c), or NULL */
+  lmpio__pipe *pipe;        /* a stream (stream.c): only rank 0 has a descriptor; else NULL */
+  lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -375,6 +379,36 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
  * transfer's outcome still needs an agreement. */
 int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
+
+/* ---- stream: non-seekable files through rank 0 (stream.c) -------------- */
+
+/* Whether path names a stream (a FIFO, socket or character device, or
+ * "/dev/stdout" / "/dev/stdin": rank 0's standard output / input); -1 with
+ * errno when it cannot be examined.  *kind: 0 not a stream, 1 a character
+ * device, 2 a FIFO, socket or standard stream. */
+int lmpio__pipe_kind(const char *path, int *kind);
+/* Rank 0 opens the stream for amode (read-only or write-only). */
+int lmpio__pipe_open(const char *path, int amode);
+/* The stream state of a handle opened as one (every rank), and its
+ * communicator (collective). */
+int lmpio__pipe_init(lmpio_file fh, const char *call);
+int lmpio__pipe_comm(lmpio_file fh, const char *call);
+void lmpio__pipe_free(lmpio_file fh);
+/* Every collective call on a stream handle calls this first (nothing for
+ * other handles): requests of write_shared and read_shared made before are
+ * served, and nobody waits for a rank 0 that waits for it. */
+void lmpio__pipe_enter(lmpio_file fh, const char *call);
+/* The failure of a write that no collective reported yet (rank 0; 0: none);
+ * then counts as reported. */
+int lmpio__pipe_unreported(lmpio_file fh);
+/* write_shared / read_shared and the ordered collectives on a stream. */
+int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                       MPI_Count *bytes, const char *call);
+int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                        MPI_Count *bytes, int pre_rc, const char *call);
+
+/* Frees read_records_ordered's state (records.c). */
+void lmpio__records_free(lmpio_file fh);
 
 /* ---- collective: the *_all calls (collective.c) ------------------------- */
 

@@ -6,12 +6,15 @@
 #include <sys/mman.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
 static int real_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 static int real_fcntl_lock(int fd, int cmd, struct flock *fl) { return fcntl(fd, cmd, fl); }
+static int real_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
 static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags) {
   return sync_file_range(fd, offset, nbytes, flags);
 }
@@ -19,12 +22,12 @@ static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range};
+    real_sync_file_range, read, write, stat, real_dup};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range};
+    real_sync_file_range, read, write, stat, real_dup};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;
@@ -178,6 +181,79 @@ int lmpio__os_lock(int fd, int write, MPI_Offset off, MPI_Offset len) {
 int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len) {
   if (len <= 0 || !range_ok(len, off)) return 0;
   return setlk(fd, F_UNLCK, off, len);
+}
+
+int lmpio__os_stat(const char *path, struct stat *st) {
+  int r;
+  do r = lmpio__os.stat(path, st);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int lmpio__os_dup(int fd) {
+  int r;
+  do r = lmpio__os.dup(fd);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int lmpio__os_is_stream(mode_t mode) { return S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode); }
+
+long long lmpio__os_read_all(int fd, void *buf, MPI_Offset len) {
+  MPI_Offset done = 0;
+  while (done < len) {
+    size_t want = (size_t)(len - done);
+    if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
+    ssize_t n = lmpio__os.read(fd, (char *)buf + done, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break; /* end of input */
+    done += n;
+  }
+  return (long long)done;
+}
+
+long long lmpio__os_write_all(int fd, const void *buf, MPI_Offset len) {
+  /* A write to a pipe nobody reads raises SIGPIPE, whose default action
+   * kills the process: block it in this thread for the write; if the write
+   * raised one (and none was pending before), take it off the thread's
+   * pending set before unblocking, so it is never delivered. */
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigemptyset(&pending);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
+  MPI_Offset done = 0;
+  int e = 0;
+  while (done < len) {
+    size_t want = (size_t)(len - done);
+    if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
+    ssize_t n = lmpio__os.write(fd, (const char *)buf + done, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      e = errno;
+      break;
+    }
+    if (n == 0) {
+      e = EIO;
+      break;
+    }
+    done += n;
+  }
+  if (e == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e) {
+    errno = e;
+    return -1;
+  }
+  return (long long)done;
 }
 
 int lmpio__os_in_memory(int fd) {

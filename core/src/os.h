@@ -35,6 +35,11 @@ typedef struct {
   struct dirent *(*readdir)(DIR *dir);
   int (*closedir)(DIR *dir);
   int (*sync_file_range)(int fd, off_t offset, off_t nbytes, unsigned int flags);
+  /* streams (non-seekable files: pipes, FIFOs, terminals) */
+  ssize_t (*read)(int fd, void *buf, size_t count);
+  ssize_t (*write)(int fd, const void *buf, size_t count);
+  int (*stat)(const char *path, struct stat *st);
+  int (*dup)(int fd);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;
@@ -64,6 +69,21 @@ long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offs
 /* Byte-range locks (open-file-description locks where the kernel has them). */
 int lmpio__os_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
 int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len);
+/* Streams.  stat of a path; a close-on-exec duplicate of a descriptor (the
+ * process's standard output or input). */
+int lmpio__os_stat(const char *path, struct stat *st);
+int lmpio__os_dup(int fd);
+/* Whether a file of this mode is a stream: a FIFO, a socket or a character
+ * device (no file offsets). */
+int lmpio__os_is_stream(mode_t mode);
+/* Reads up to len bytes from a stream, stopping only at end of input or when
+ * len bytes came: returns the bytes read (short only at end of input). */
+long long lmpio__os_read_all(int fd, void *buf, MPI_Offset len);
+/* Writes len bytes to a stream.  A reader that has gone fails with EPIPE
+ * (SIGPIPE is blocked in the calling thread around the write, and the one it
+ * raised is consumed), never killing the process. */
+long long lmpio__os_write_all(int fd, const void *buf, MPI_Offset len);
+
 /* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
  * there, so moving small blocks one by one pays off sooner. */
 int lmpio__os_in_memory(int fd);

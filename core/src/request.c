@@ -269,8 +269,8 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
 /* Whether fh's operations can run in the background: threads.  (A user
  * representation's conversions run on the caller's thread: stage_user.) */
 static int can_run_later(lmpio_file fh) {
-  (void)fh;
-  return lmpio__async_available();
+  /* Streams (stream.c) complete at initiation: their bytes go through rank 0 in program order. */
+  return lmpio__async_available() && !fh->pipe;
 }
 
 /* The record of a transfer starting at etype offset etpos (checked by the

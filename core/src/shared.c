@@ -207,7 +207,8 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   sh->fd = -1;
   fh->shared = sh;
   shstate *st = st_of(fh);
-  st->mode = fh->size == 1 ? MODE_LOCAL : (in[2] == -in[3] && !in[4]) ? MODE_MMAP : MODE_LOCK;
+  /* A stream has no helper: its bytes go through rank 0 (stream.c). */
+  st->mode = fh->size == 1 || fh->pipe ? MODE_LOCAL : (in[2] == -in[3] && !in[4]) ? MODE_MMAP : MODE_LOCK;
   st->base = in[1];
   st->view_ok = 1; /* everyone starts with the default view */
   if (st->mode != MODE_LOCAL) rc = helper_create(fh, st, (unsigned long long)in[0], call);
@@ -378,6 +379,11 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
                          MPI_Status *status, const char *call) {
   MPI_Offset at, n;
   MPI_Count bytes = 0;
+  if (fh != LMPIO_FILE_NULL && fh->pipe) {
+    int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
+    lmpio__set_status(status, bytes);
+    return rc;
+  }
   int rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
   if (rc == MPI_SUCCESS && n > 0) {
     MPI_Offset moved;
@@ -401,6 +407,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   const char *call = "lmpio_file_seek_shared";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   shstate *st = st_of(fh);
+  lmpio__pipe_enter(fh, call);
   int rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && whence != MPI_SEEK_SET && whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
     rc = lmpio__err(MPI_ERR_ARG, call, "whence %d is not MPI_SEEK_SET, MPI_SEEK_CUR or MPI_SEEK_END", whence);
@@ -515,6 +522,7 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
+  if (fh->pipe) return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
   MPI_Offset at, n, moved;
   int agreed;
   int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);

@@ -64,7 +64,7 @@ for suite in $suites; do
       configs > "$log.cfg"
       # The shared pointer and ordered collectives also at an odd rank count
       # and at 8 ranks (the issue asks for 1 to 8).
-      if [ "$(basename "$t")" = shared_test ] && is_openmpi; then
+      if { [ "$(basename "$t")" = shared_test ] || [ "$(basename "$t")" = stream_test ]; } && is_openmpi; then
         echo "--oversubscribe -n 3 --mca io romio321" >> "$log.cfg"
         echo "--oversubscribe -n 8 --mca io romio321" >> "$log.cfg"
       fi
