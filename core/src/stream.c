@@ -20,8 +20,15 @@
  *    before the collective are done first, and no rank waits in read_shared
  *    for a rank 0 that waits for it in the collective.
  *
- * Rank 0 serves requests in any of its calls on the handle (and in every
- * collective): a rank's read_shared waits until rank 0 makes one.  The
+ * With MPI_THREAD_MULTIPLE (lmpio__async_available) rank 0 runs a server
+ * thread for the handle that receives every header as it arrives and
+ * serves it at once, so a rank's read_shared never waits for rank 0 to
+ * call into the file (rank 0 may be in a barrier, or done with the file
+ * until close); a mutex (p->mu) keeps the descriptor and the scratch
+ * memory to one thread at a time, and rank 0's own calls wait on p->cv for
+ * the SYNC round.  Without threads rank 0 serves requests in any of its
+ * calls on the handle (and in every collective): a rank's read_shared then
+ * waits until rank 0 makes one.  The
  * ordered collectives gather each rank's byte count in the SYNC round, then
  * rank 0 writes (or reads for) the ranks one after the other, in rank order,
  * and the outcome is agreed.  Writing to a pipe whose reader has gone is
@@ -35,6 +42,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +50,7 @@
 
 #define CHUNK ((MPI_Count)1 << 20)
 enum { TAG_HDR = 1, TAG_DATA = 2, TAG_REPLY = 3, TAG_RERR = 4 };
-enum { K_WRITE = 1, K_READ = 2, K_SYNC = 3 };
+enum { K_WRITE = 1, K_READ = 2, K_SYNC = 3, K_STOP = 4 };
 
 struct lmpio__pipe {
   MPI_Comm comm;          /* the protocol's own communicator */
@@ -55,6 +63,11 @@ struct lmpio__pipe {
   long long *sync_n;      /* per rank: what it sent with it (bytes, -1: failed checks) */
   int nsynced;
   char *chunk;            /* CHUNK bytes of scratch */
+  int threaded;           /* the server thread runs (and owns every header) */
+  pthread_t server;
+  pthread_mutex_t mu;     /* with the thread: the descriptor, chunk, err, synced */
+  pthread_cond_t cv;      /* a SYNC arrived */
+  lmpio_file fh;          /* the handle, for the thread */
   /* other ranks: sends in flight and their buffers */
   MPI_Request *reqs;
   void **bufs;
@@ -94,6 +107,9 @@ int lmpio__pipe_init(lmpio_file fh, const char *call) {
   lmpio__pipe *p = calloc(1, sizeof *p);
   if (!p) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   p->comm = MPI_COMM_NULL;
+  p->fh = fh;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
   fh->pipe = p;
   if (fh->rank == 0) {
     p->is_stdout = strcmp(fh->path, "/dev/stdout") == 0;
@@ -106,9 +122,15 @@ int lmpio__pipe_init(lmpio_file fh, const char *call) {
 }
 
 /* Collective (open, after the agreement on the descriptors). */
+static void *server_main(void *arg);
+
 int lmpio__pipe_comm(lmpio_file fh, const char *call) {
-  if (MPI_Comm_dup(fh->comm, &fh->pipe->comm) != MPI_SUCCESS)
+  lmpio__pipe *p = fh->pipe;
+  if (MPI_Comm_dup(fh->comm, &p->comm) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  /* (No thread: rank 0 serves inside its own calls, as documented.) */
+  if (fh->rank == 0 && fh->size > 1 && lmpio__async_available() && pthread_create(&p->server, NULL, server_main, p) == 0)
+    p->threaded = 1;
   return MPI_SUCCESS;
 }
 
@@ -131,6 +153,12 @@ static void reap(lmpio__pipe *p, int all) {
 void lmpio__pipe_free(lmpio_file fh) {
   lmpio__pipe *p = fh->pipe;
   if (!p) return;
+  if (p->threaded) { /* a header from rank 0 itself ends the thread */
+    long long h[2] = {K_STOP, 0};
+    MPI_Send(h, (int)sizeof h, MPI_BYTE, 0, TAG_HDR, p->comm);
+    pthread_join(p->server, NULL);
+    p->threaded = 0;
+  }
   reap(p, 1);
   free(p->reqs);
   free(p->bufs);
@@ -138,6 +166,8 @@ void lmpio__pipe_free(lmpio_file fh) {
   free(p->sync_n);
   free(p->chunk);
   if (p->comm != MPI_COMM_NULL) MPI_Comm_free(&p->comm);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
   free(p);
   fh->pipe = NULL;
 }
@@ -282,6 +312,13 @@ static int serve_one(lmpio_file fh, int src, const long long *h, const char *cal
  * failure of a read is that reader's (it got TAG_RERR). */
 static void serve(lmpio_file fh, int wait, const char *call) {
   lmpio__pipe *p = fh->pipe;
+  if (p->threaded) { /* the thread serves; a SYNC round waits for it */
+    if (!wait) return;
+    pthread_mutex_lock(&p->mu);
+    while (p->nsynced < fh->size - 1) pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    return;
+  }
   while (!wait || p->nsynced < fh->size - 1) {
     MPI_Status st;
     if (!wait) {
@@ -293,6 +330,31 @@ static void serve(lmpio_file fh, int wait, const char *call) {
     MPI_Recv(h, (int)sizeof h, MPI_BYTE, MPI_ANY_SOURCE, TAG_HDR, p->comm, &st);
     serve_one(fh, st.MPI_SOURCE, h, call);
   }
+}
+
+/* Rank 0's server thread: every header, served as it arrives (under the
+ * mutex, which rank 0's own transfers take too). */
+static void *server_main(void *arg) {
+  lmpio__pipe *p = arg;
+  for (;;) {
+    long long h[2];
+    MPI_Status st;
+    if (MPI_Recv(h, (int)sizeof h, MPI_BYTE, MPI_ANY_SOURCE, TAG_HDR, p->comm, &st) != MPI_SUCCESS) break;
+    if (h[0] == K_STOP && st.MPI_SOURCE == 0) break;
+    pthread_mutex_lock(&p->mu);
+    serve_one(p->fh, st.MPI_SOURCE, h, "lmpio_file_read_shared/write_shared (served by rank 0)");
+    if (h[0] == K_SYNC) pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  return NULL;
+}
+
+/* Rank 0's own transfers on the descriptor, beside the server thread. */
+static void lock(lmpio__pipe *p) {
+  if (p->threaded) pthread_mutex_lock(&p->mu);
+}
+static void unlock(lmpio__pipe *p) {
+  if (p->threaded) pthread_mutex_unlock(&p->mu);
 }
 
 /* ---- entries ---------------------------------------------------------------- */
@@ -316,10 +378,12 @@ static int enter(lmpio_file fh, long long n, const char *call) {
     reap(p, 1); /* rank 0 receives them all in this round */
     return rc;
   }
-  p->sync_n[0] = n;
   serve(fh, 1, call);
+  lock(p);
+  p->sync_n[0] = n;
   memset(p->synced, 0, sizeof *p->synced * (size_t)fh->size);
   p->nsynced = 0;
+  unlock(p);
   return MPI_SUCCESS;
 }
 
@@ -329,9 +393,15 @@ void lmpio__pipe_enter(lmpio_file fh, const char *call) {
 
 int lmpio__pipe_unreported(lmpio_file fh) {
   lmpio__pipe *p = fh->pipe;
-  if (!p || fh->rank != 0 || !p->err || p->reported) return 0;
-  p->reported = 1;
-  return lmpio__err(p->err, "lmpio_file_close", "%s", p->errmsg);
+  if (!p || fh->rank != 0) return 0;
+  lock(p);
+  int rc = MPI_SUCCESS;
+  if (p->err && !p->reported) {
+    p->reported = 1;
+    rc = lmpio__err(p->err, "lmpio_file_close", "%s", p->errmsg);
+  }
+  unlock(p);
+  return rc;
 }
 
 /* Data bytes (native view) of count items: the checks of shared access. */
@@ -420,10 +490,14 @@ int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype t
   if (rc == MPI_SUCCESS && n > 0) {
     if (dir == LMPIO__WRITE) {
       if (fh->rank != 0) rc = send_header(fh->pipe, K_WRITE, n, call);
+      if (fh->rank == 0) lock(fh->pipe);
       if (rc == MPI_SUCCESS) rc = emit(fh, &s, 1, call);
+      if (fh->rank == 0) unlock(fh->pipe);
       if (rc == MPI_SUCCESS) *bytes = n;
     } else if (fh->rank == 0) {
+      lock(fh->pipe);
       rc = take(fh, &s, bytes, call);
+      unlock(fh->pipe);
     } else {
       rc = send_header(fh->pipe, K_READ, n, call);
       if (rc == MPI_SUCCESS) rc = recv_reply(fh, &s, n, bytes, call);
@@ -454,6 +528,9 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
     return fh->size > 1 ? lmpio__agree(fh->comm, rc, 0, call) : rc;
   }
   if (fh->rank == 0) {
+    /* The whole ordered transfer under the mutex: a request another rank
+     * makes after this collective waits until it is written. */
+    lock(p);
     if (dir == LMPIO__WRITE) {
       rc = emit(fh, &s, 0, call);
       if (rc == MPI_SUCCESS) *bytes = n;
@@ -472,6 +549,7 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
         }
       }
     }
+    unlock(p);
   } else if (n > 0) {
     if (dir == LMPIO__WRITE) {
       rc = emit(fh, &s, 0, call);

@@ -3,6 +3,7 @@
  * other end; the file is opened by the name "/proc/self/fd/N" (or the
  * FIFO's path), which only rank 0 opens. */
 #include "testlib.h"
+#include "internal.h" /* lmpio__async_available */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -563,8 +564,55 @@ static void test_empty_input(void) {
   pipe_join(&q);
 }
 
+/* Ranks other than 0 read_shared to the end while rank 0 never calls into
+ * the file before a barrier: rank 0's server thread (MPI_THREAD_MULTIPLE)
+ * answers them.  Without the thread this hangs (rank 0 serves only inside
+ * its own calls on the file): skipped then (LMPIO_ASYNC=0 run). */
+static void test_read_shared_rank0_elsewhere(void) {
+  if (!lmpio__async_available()) {
+    if (tl_rank == 0) printf("# skipped: no server thread without MPI_THREAD_MULTIPLE\n");
+    return;
+  }
+  char name[64];
+  piped q;
+  pipe_open_end(&q, 0, name);
+  enum { TOTAL = 30011 };
+  q.p.len = TOTAL;
+  q.p.buf = malloc(TOTAL);
+  for (int i = 0; i < TOTAL; i++) q.p.buf[i] = (char)(i % 251);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(&q, 0);
+  long long mine = 0;
+  if (tl_rank != 0 || tl_size == 1) {
+    char got[113];
+    for (;;) {
+      MPI_Status st;
+      TL_OK(lmpio_file_read_shared(fh, got, 113, MPI_CHAR, &st));
+      int c = 0;
+      MPI_Get_count(&st, MPI_CHAR, &c);
+      mine += c;
+      if (c < 113) break;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD); /* rank 0 waits here, outside lmpio, from the start */
+  long long all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  TL_EQ(all, TOTAL);
+  TL_OK(lmpio_file_close(&fh));
+  pipe_join(&q);
+  free(q.p.buf);
+}
+
 int main(int argc, char **argv) {
-  tl_init(&argc, &argv);
+  /* Threads when the MPI library has them (rank 0 then serves read_shared
+   * and write_shared on a thread); check.sh also runs it with
+   * LMPIO_ASYNC=0, the path without. */
+  int provided;
+  (void)tl_init;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &tl_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &tl_size);
   tl_run("write_ordered to a pipe: byte-identical to one process writing in rank order", test_write_ordered_pipe);
   tl_run("a FIFO: write_ordered, then read_ordered in rank order with a short count at the end", test_fifo_write_and_read);
   tl_run("write_shared records land whole through a slow reader (and iwrite_shared)", test_write_shared_records_whole);
@@ -575,5 +623,6 @@ int main(int argc, char **argv) {
   tl_run("calls that have no meaning on a stream fail clearly", test_errors);
   tl_run("read_records_ordered: whole records in rank order from a pipe and a file", test_records_pipe_and_file);
   tl_run("empty input: a short read and no records on every rank", test_empty_input);
+  tl_run("read_shared answered while rank 0 waits elsewhere (its server thread)", test_read_shared_rank0_elsewhere);
   return tl_finish();
 }
