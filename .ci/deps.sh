@@ -18,6 +18,8 @@ command -v lua5.1 >/dev/null 2>&1 || need="$need lua5.1"
 # The dropin suite: a Fortran program and an mpi4py script on lmpio.
 command -v gfortran >/dev/null 2>&1 || need="$need gfortran"
 [ -d /usr/lib/python3/dist-packages/mpi4py ] || need="$need python3-mpi4py"
+# and a PnetCDF program (Debian's PnetCDF is built against Open MPI).
+[ -f /usr/include/pnetcdf.h ] || need="$need libpnetcdf-dev"
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

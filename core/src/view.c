@@ -112,8 +112,12 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype overlaps itself (a data byte is used twice), which is only allowed on files opened MPI_MODE_RDONLY");
   else if (has && ft->extent <= 0)
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype has a nonpositive extent");
-  else if (has && writable && ft->data_ub - ft->data_lb > ft->extent)
-    rc = lmpio__err(MPI_ERR_TYPE, call, "filetype data spans more than its extent, so its tiles would overlap (only allowed on files opened MPI_MODE_RDONLY)");
+  /* Data may span more than the extent (explicit bounds inside a struct are
+   * sticky: PnetCDF's filetypes put header bytes below the lower bound of a
+   * resized record type), even on a file open for writing: the standard
+   * forbids overlap in the filetype, not between its tiles, and ROMIO and
+   * OMPIO accept it.  A write reaching tiles that share bytes writes them
+   * in data order. */
   else if (has && econtig && ft->monotone && !runs_are_whole_etypes(ft, ft->data_lb, eext) &&
            !segments_are_whole_etypes(ft, eext))
     rc = lmpio__err(MPI_ERR_TYPE, call, "filetype is not made of whole etypes (a hole or block is not a multiple of the %lld-byte etype; an etype of MPI_BYTE allows any layout)",

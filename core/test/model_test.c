@@ -232,6 +232,61 @@ static void test_overlap_read_only(void) {
   tl_unlink(path);
 }
 
+/* Item 15, continued: a filetype whose data lies partly below its lower
+ * bound (an explicit lower bound is sticky in a struct) does not overlap
+ * itself, though its data spans more than its extent.  PnetCDF makes such
+ * filetypes (its header bytes, then a resized record variable) for files
+ * open for writing; ROMIO and OMPIO accept them.  Here: bytes 0-7 and a
+ * resized pair of ints at 16 whose bounds, 16 and 24, are the filetype's,
+ * so tile 1 starts at byte 8 (data 8-15 and 24-31). */
+static void test_data_below_lower_bound(void) {
+  char *path = fresh("belowlb");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  MPI_Datatype pair, rec, ft;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_create_resized(pair, 0, 8, &rec);
+  int bl[2] = {8, 1};
+  MPI_Aint dp[2] = {0, 16};
+  MPI_Datatype ty[2] = {MPI_BYTE, rec};
+  MPI_Type_create_struct(2, bl, dp, ty, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Aint lb = 0, ext = 0;
+  MPI_Type_get_extent(ft, &lb, &ext);
+  TL_EQ(lb, 16);
+  TL_EQ(ext, 8);
+  MPI_Offset disp = 64 * (MPI_Offset)tl_rank;
+  TL_OK(lmpio_file_set_view(fh, disp, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  unsigned char buf[48], got[40];
+  for (int i = 0; i < 48; i++) buf[i] = (unsigned char)(tl_rank * 48 + i + 1);
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at_all(fh, 0, buf, 16, MPI_BYTE, &st)); /* tile 0 */
+  memset(got, 0, sizeof got);
+  TL_OK(lmpio_file_read_at_all(fh, 0, got, 16, MPI_BYTE, &st));
+  TL_CHECK(memcmp(got, buf, 16) == 0);
+  for (int coll = 0; coll < 2; coll++) {
+    /* Tiles 0, 1 and 2; tile 2 (bytes 16-23, 32-39) shares 16-23 with
+     * tile 0: the later data wins, as with ROMIO and OMPIO. */
+    TL_OK(lmpio_file_set_view(fh, disp, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+    if (coll) TL_OK(lmpio_file_write_at_all(fh, 0, buf, 48, MPI_BYTE, &st));
+    else TL_OK(lmpio_file_write_at(fh, 0, buf, 48, MPI_BYTE, &st));
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    memset(got, 0, sizeof got);
+    TL_OK(lmpio_file_read_at_all(fh, disp, got, 40, MPI_BYTE, &st));
+    TL_CHECK(memcmp(got, buf, 8) == 0);
+    TL_CHECK(memcmp(got + 8, buf + 16, 8) == 0);
+    TL_CHECK(memcmp(got + 16, buf + 32, 8) == 0);
+    TL_CHECK(memcmp(got + 24, buf + 24, 8) == 0);
+    TL_CHECK(memcmp(got + 32, buf + 40, 8) == 0);
+    for (int i = 0; i < 48; i++) buf[i] = (unsigned char)(buf[i] + 100);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&pair);
+  MPI_Type_free(&rec);
+  MPI_Type_free(&ft);
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("item 2: offsets never wrap", test_offsets_never_wrap);
@@ -240,5 +295,6 @@ int main(int argc, char **argv) {
   tl_run("item 7: datarep names fit get_view's buffer", test_datarep_name_length);
   tl_run("item 14: a filetype of size zero is an empty view", test_empty_filetype);
   tl_run("item 15: overlapping filetypes on read-only files", test_overlap_read_only);
+  tl_run("item 15: a filetype with data below its lower bound on a writable file", test_data_below_lower_bound);
   return tl_finish();
 }

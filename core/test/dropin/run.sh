@@ -1,8 +1,9 @@
 # The dropin suite, sourced by core/test/check.sh (which gives run, configs,
 # is_openmpi, $BUILD, $MPIRUN): programs written against plain MPI -- C
 # (built by make from core/test/dropin/*.c, nothing of lmpio in them),
-# Fortran and Python (mpi4py) -- run with liblmpio-mpi.so preloaded, at 1,
-# 2 and 4 ranks; each checks that lmpio served it.
+# Fortran, Python (mpi4py) and, where installed, PnetCDF -- run with
+# liblmpio-mpi.so preloaded, at 1, 2 and 4 ranks; each checks that lmpio
+# served it.
 dropin_lib=$BUILD/lib/liblmpio-mpi.so
 dropin_tmp=$(mktemp -d)
 dropin_dir=core/test/dropin
@@ -19,9 +20,18 @@ mkdir -p "$BUILD/dropin-f"
 run "dropin: Fortran program builds ($MPIFC)" sh -c '"$0" -O2 -J "$1" "$2" -o "$1/fortran" && echo "ok build fortran"' \
   "$MPIFC" "$BUILD/dropin-f" "$dropin_dir/fortran.f90"
 
+# PnetCDF, where its header is installed for this MPI (Debian's
+# libpnetcdf-dev is built against Open MPI).
+rm -f "$BUILD/dropin-pnc/netcdf"
+if is_openmpi && printf '#include <pnetcdf.h>\n' | "${MPICC:-mpicc}" -x c -E - >/dev/null 2>&1; then
+  mkdir -p "$BUILD/dropin-pnc"
+  run "dropin: PnetCDF program builds" sh -c '"$0" -std=c11 -O2 "$2" -o "$1/netcdf" -lpnetcdf && echo "ok build pnetcdf"' \
+    "${MPICC:-mpicc}" "$BUILD/dropin-pnc" "$dropin_dir/pnetcdf/netcdf.c"
+fi
+
 configs | grep -v "btl self,tcp" > "$log.cfg"
 while read -r cfg; do
-  for t in "$BUILD"/dropin/* "$BUILD/dropin-f/fortran"; do
+  for t in "$BUILD"/dropin/* "$BUILD/dropin-f/fortran" "$BUILD/dropin-pnc/netcdf"; do
     [ -x "$t" ] || continue
     case $(basename "$t") in
     fatal)
