@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
 _Thread_local int lmpio_lua_entered;
@@ -248,6 +249,14 @@ static int open_checked(lua_State *L) {
     amode = (amode & ~(MPI_MODE_CREATE | MPI_MODE_APPEND | MPI_MODE_EXCL)) | MPI_MODE_SEQUENTIAL;
     lua_pushstring(L, path);
     lua_replace(L, 2);
+  } else if (!(amode & MPI_MODE_RDWR)) {
+    /* A FIFO or a socket read or written ("r", "w", "a") is a stream, as
+     * io.open would take it: opened sequential, never truncated. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+      amode = (amode & ~(MPI_MODE_CREATE | MPI_MODE_APPEND | MPI_MODE_EXCL)) | MPI_MODE_SEQUENTIAL;
+      std = 1;
+    }
   }
   /* Every Lua object first, then the info (freed on every path below). */
   lfile *f = lua_newuserdatauv(L, sizeof *f, NUV);
@@ -319,8 +328,10 @@ The path `"-"` is rank 0's standard output when the mode writes (`"w"`,
 it is opened as a stream (`sequential`: @{file:write_ordered},
 @{file:write_shared}, @{file:read_ordered}, @{file:read_shared},
 @{file:records_ordered}), whose bytes all go through rank 0 in order.
-Other pipes, FIFOs and terminals are opened with the `sequential` word
-(`"wronly sequential"`, `"rdonly sequential"`).  Rank 0's `io.stdout` is
+A FIFO or a socket opened `"r"`, `"w"` or `"a"` is a stream too (opened
+`sequential`, not truncated); terminals and other character devices are
+opened so with the `sequential` word (`"wronly sequential"`,
+`"rdonly sequential"`).  Rank 0's `io.stdout` is
 flushed before the file writes, so what `print` wrote comes first.
 @raise an @{error} object, the same on every rank: `MPI_ERR_NO_SUCH_FILE`,
   `MPI_ERR_ACCESS`, `MPI_ERR_FILE_EXISTS` (with `excl`), `MPI_ERR_AMODE`

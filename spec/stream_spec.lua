@@ -76,6 +76,27 @@ describe("streams", function()
     assert.equal(table.concat(want), table.concat(got))
   end)
 
+  it("a FIFO opened \"r\" or \"w\" is a stream, as io.open takes it", function()
+    local fifo = fifo_with("seq 1 500 > \"$1\"")
+    local fh <close> = lmpio.open(world, fifo, "r")
+    local got = {}
+    for lines in fh:records_ordered{max = 64} do got[#got + 1] = gather(lines) end
+    local want = {}
+    for i = 1, 500 do want[i] = i .. "\n" end
+    assert.equal(table.concat(want), table.concat(got))
+    fh:close()
+    local out = H.tmpname("out")
+    local fifo2 = fifo_with("cat \"$1\" > '" .. out .. "'")
+    local wh <close> = lmpio.open(world, fifo2, "w")
+    wh:write_ordered(("rank %d\n"):format(rank))
+    wh:close()
+    local expect = {}
+    for r = 0, size - 1 do expect[#expect + 1] = ("rank %d\n"):format(r) end
+    expect = table.concat(expect)
+    wait_size(out, #expect)
+    if rank == 0 then assert.equal(expect, read_all(out)) end
+  end)
+
   it("records_ordered on a regular file, with another separator and a last record without one", function()
     local path = H.tmpname()
     local recs = {}
