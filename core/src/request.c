@@ -41,12 +41,13 @@
  *
  * What still completes in the initiating call (the standard allows it): all
  * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
- * LMPIO_ASYNC=0 in the environment), and the ordered split collectives of
- * files opened MPI_MODE_SEQUENTIAL.  Those run the blocking path and hand
- * back a request that is already complete.  The other ordered split
- * collectives place the ranks in _begin (a prefix sum; the shared pointer
- * moves) and transfer at this rank's position in the background, agreed as
- * any collective.
+ * LMPIO_ASYNC=0 in the environment), and every operation on a stream (a
+ * pipe or FIFO, stream.c: its bytes go through rank 0 in program order).
+ * Those run the blocking path and hand back a request that is already
+ * complete.  The ordered split collectives place the ranks in _begin (a
+ * prefix sum; the shared pointer moves) and transfer at this rank's
+ * position in the background, agreed as any collective (on a regular file
+ * opened MPI_MODE_SEQUENTIAL too: the worker's transfer is at an offset).
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
@@ -351,11 +352,18 @@ static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   return MPI_SUCCESS;
 }
 
+/* How a transfer's position was given: use_fp is FP_EXPLICIT (offset),
+ * FP_INDIVIDUAL (the individual pointer) or FP_SHARED (offset, placed from
+ * the shared pointer by the initiating call: an ordered collective). */
+enum { FP_EXPLICIT = 0, FP_INDIVIDUAL = 1, FP_SHARED = -1 };
+
 /* The checks of the initiating call, and where the transfer starts (etypes);
  * *n: the etypes requested. */
 static int initiate_checks(lmpio_file fh, MPI_Offset offset, int use_fp, MPI_Count count, MPI_Datatype type,
                            int dir, MPI_Offset *etpos, MPI_Offset *n, const char *call) {
-  int rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
+  int pointer = use_fp == FP_INDIVIDUAL ? LMPIO__INDIVIDUAL : use_fp == FP_SHARED ? LMPIO__SHARED : LMPIO__EXPLICIT;
+  int rc = lmpio__check_access(fh, count, type, dir, pointer, call);
+  if (use_fp == FP_SHARED) use_fp = FP_EXPLICIT; /* from here on, an offset */
   if (rc == MPI_SUCCESS && !use_fp && offset < 0)
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
@@ -402,6 +410,9 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   int mrc = lmpio__async_comm(fh, &comm, call);
   if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, comm, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
                                           dir, &x, call);
+  /* An ordered collective's position came from the shared pointer: the
+   * worker transfers at an offset, which MPI_MODE_SEQUENTIAL would refuse. */
+  if (mrc == MPI_SUCCESS && use_fp == FP_SHARED) x->fh.amode &= ~MPI_MODE_SEQUENTIAL;
   /* A conversion that fails at initiation is this rank's argument error. */
   if (mrc == MPI_SUCCESS && rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
   if (mrc == MPI_SUCCESS) {
@@ -411,7 +422,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   }
   if (mrc != MPI_SUCCESS) return mrc;
   if (job) *job = &x->job;
-  if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
+  if (rc == MPI_SUCCESS && use_fp == FP_INDIVIDUAL) fh->fp += n;
   return MPI_SUCCESS;
 }
 
@@ -532,7 +543,7 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
     rc = fh->split.kind != LMPIO__SPLIT_NONE
              ? lmpio__err(MPI_ERR_OTHER, call, "a split collective is already active on file \"%s\"", fh->path)
              : MPI_SUCCESS;
-    if (can_run_later(fh) && !(fh->amode & MPI_MODE_SEQUENTIAL)) {
+    if (can_run_later(fh)) {
       /* The positions now (a collective step, as _begin may take), the
        * transfer at this rank's position in the background, its outcome
        * agreed by the worker like any collective's. */
@@ -541,7 +552,7 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
       rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, call);
       if (rc != MPI_SUCCESS && agreed) return rc;
       lmpio__job *job = NULL;
-      rc = collective_later(fh, at, 0, buf, count, type, dir, NULL, &job, rc, call);
+      rc = collective_later(fh, at, FP_SHARED, buf, count, type, dir, NULL, &job, rc, call);
       return rc == MPI_SUCCESS ? split_active(fh, kind, buf, job) : rc;
     }
     rc = lmpio__ordered(fh, buf, count, type, dir, &bytes, rc, call);

@@ -563,6 +563,36 @@ static void test_wait_for_outstanding(void) {
   tl_unlink(path);
 }
 
+/* On a regular file opened MPI_MODE_SEQUENTIAL the ordered split collective
+ * runs in the background too (it completed in _begin before). */
+static void test_ordered_split_sequential(void) {
+  char *path = tl_path("async-ordered-seq");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL,
+                        &fh));
+  int n = 50 + 7 * tl_rank;
+  int *a = malloc(sizeof(int) * (size_t)n), *b = malloc(sizeof(int) * (size_t)n);
+  fill(a, n, tl_rank + 3);
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_write_ordered_begin(fh, a, n, MPI_INT));
+  gate_await_writer(); /* _begin returned while the worker writes */
+  MPI_Barrier(MPI_COMM_WORLD);
+  gate_open();
+  MPI_Status st;
+  TL_OK(lmpio_file_write_ordered_end(fh, a, &st));
+  TL_EQ(count_of(&st, MPI_INT), n);
+  TL_OK(lmpio_file_close(&fh));
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+  MPI_Offset mine = 0;
+  for (int r = 0; r < tl_rank; r++) mine += (MPI_Offset)(50 + 7 * r) * (MPI_Offset)sizeof(int);
+  TL_OK(lmpio_file_read_at(fh, mine, b, n, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(a, b, n));
+  TL_OK(lmpio_file_close(&fh));
+  free(a);
+  free(b);
+  tl_unlink(path);
+}
+
 /* A blocking independent call never waits behind a collective that
  * another rank has not started: rank 0 starts iwrite_at_all, then writes
  * with write_at and enters a barrier; the other ranks start the same
@@ -854,6 +884,8 @@ int main(int argc, char **argv) {
   tl_run("many outstanding requests on three handles: any order, Waitall, Testany", test_many_outstanding);
   tl_run("collective and split collective in the background; orders across handles", test_collective);
   tl_run("ordered split collectives: _begin returns before the transfer", test_ordered_split);
+  tl_run("ordered split collectives on a file opened MPI_MODE_SEQUENTIAL: in the background too",
+         test_ordered_split_sequential);
   tl_run("background failures: class and message at completion, agreed", test_background_errors);
   tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
   tl_run("a blocking independent call does not wait behind another rank's collective",
