@@ -1327,8 +1327,8 @@ static int iwrite_ptr(lua_State *L, iwr_fn fn) {
 
 /***
 Starts @{file:read_at} as a nonblocking operation (`MPI_File_iread_at`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iread_at
 @tparam integer offset where to start, in etypes of the view from its
   displacement
@@ -1341,8 +1341,8 @@ unchanged until the request is waited for all the same.
 static int f_iread_at(lua_State *L) { return iread_at(L, lmpio_file_iread_at); }
 /***
 Starts @{file:read_at_all} as a nonblocking operation (`MPI_File_iread_at_all`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iread_at_all
 @tparam integer offset where to start, in etypes of the view from its
   displacement
@@ -1356,8 +1356,8 @@ unchanged until the request is waited for all the same.
 static int f_iread_at_all(lua_State *L) { return iread_at(L, lmpio_file_iread_at_all); }
 /***
 Starts @{file:write_at} as a nonblocking operation (`MPI_File_iwrite_at`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iwrite_at
 @tparam integer offset where to start, in etypes of the view from its
   displacement
@@ -1369,8 +1369,8 @@ static int f_iwrite_at(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at)
 /***
 Starts @{file:write_at_all} as a nonblocking operation
 (`MPI_File_iwrite_at_all`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iwrite_at_all
 @tparam integer offset where to start, in etypes of the view from its
   displacement
@@ -1382,8 +1382,8 @@ unchanged until the request is waited for all the same.
 static int f_iwrite_at_all(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at_all); }
 /***
 Starts @{file:read} as a nonblocking operation (`MPI_File_iread`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iread
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
@@ -1394,8 +1394,8 @@ unchanged until the request is waited for all the same.
 static int f_iread(lua_State *L) { return iread_ptr(L, lmpio_file_iread); }
 /***
 Starts @{file:read_all} as a nonblocking operation (`MPI_File_iread_all`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iread_all
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
@@ -1407,8 +1407,8 @@ unchanged until the request is waited for all the same.
 static int f_iread_all(lua_State *L) { return iread_ptr(L, lmpio_file_iread_all); }
 /***
 Starts @{file:write} as a nonblocking operation (`MPI_File_iwrite`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iwrite
 @param data what to write, then optional count and datatype (see @{file})
 @treturn request whose `wait` returns the number of items written
@@ -1417,8 +1417,8 @@ unchanged until the request is waited for all the same.
 static int f_iwrite(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite); }
 /***
 Starts @{file:write_all} as a nonblocking operation (`MPI_File_iwrite_all`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iwrite_all
 @param data what to write, then optional count and datatype (see @{file})
 @treturn request whose `wait` returns the number of items written
@@ -1428,8 +1428,8 @@ unchanged until the request is waited for all the same.
 static int f_iwrite_all(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_all); }
 /***
 Starts @{file:read_shared} as a nonblocking operation (`MPI_File_iread_shared`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iread_shared
 @param buf an array or buffer to read into, or a number of items for a new
   array; then optional count and datatype (see @{file})
@@ -1441,8 +1441,8 @@ static int f_iread_shared(lua_State *L) { return iread_ptr(L, lmpio_file_iread_s
 /***
 Starts @{file:write_shared} as a nonblocking operation
 (`MPI_File_iwrite_shared`).
-The operation completes before the method returns; keep the data
-unchanged until the request is waited for all the same.
+The transfer runs in the background; do not touch the data until the
+request completes (see @{request}).
 @function file:iwrite_shared
 @param data what to write, then optional count and datatype (see @{file})
 @treturn request whose `wait` returns the number of items written
