@@ -246,17 +246,24 @@ static void test_write_shared_records_whole(void) {
   free(rec);
 }
 
+/* A pipe whose writer (rank 0's thread) sends total bytes counting modulo
+ * 251, opened for reading as a stream. */
+static lmpio_file open_counting_input(piped *q, char *name, size_t total) {
+  pipe_open_end(q, 0, name);
+  q->p.len = total;
+  q->p.buf = malloc(total);
+  for (size_t i = 0; i < total; i++) q->p.buf[i] = (char)(i % 251);
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(q, 0);
+  return fh;
+}
+
 static void test_read_shared_eof(void) {
   char name[64];
   piped q;
-  pipe_open_end(&q, 0, name);
   enum { TOTAL = 20011 };
-  q.p.len = TOTAL;
-  q.p.buf = malloc(TOTAL);
-  for (int i = 0; i < TOTAL; i++) q.p.buf[i] = (char)(i % 251);
-  lmpio_file fh;
-  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
-  pipe_start(&q, 0);
+  lmpio_file fh = open_counting_input(&q, name, TOTAL);
   long long mine = 0;
   char got[97];
   for (;;) {
@@ -575,14 +582,8 @@ static void test_read_shared_rank0_elsewhere(void) {
   }
   char name[64];
   piped q;
-  pipe_open_end(&q, 0, name);
   enum { TOTAL = 30011 };
-  q.p.len = TOTAL;
-  q.p.buf = malloc(TOTAL);
-  for (int i = 0; i < TOTAL; i++) q.p.buf[i] = (char)(i % 251);
-  lmpio_file fh;
-  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
-  pipe_start(&q, 0);
+  lmpio_file fh = open_counting_input(&q, name, TOTAL);
   long long mine = 0;
   if (tl_rank != 0 || tl_size == 1) {
     char got[113];
