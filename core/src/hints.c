@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { SIZE, MODE, RANKS };
 
@@ -58,8 +59,9 @@ void lmpio__hints_default(lmpio__hints *h, int nranks) {
 
 static int parse_one(lmpio__hints *h, const hint_def *d, const char *val, int nranks, const char *call) {
   if (d->kind == MODE) {
+    /* Any case, as ROMIO and OMPIO take them ("ENABLE" is common). */
     for (int m = 0; m < 3; m++)
-      if (strcmp(val, modes[m]) == 0) {
+      if (strcasecmp(val, modes[m]) == 0) {
         *mode_field(h, d) = m;
         return MPI_SUCCESS;
       }
@@ -136,7 +138,7 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
   else if (d->kind == RANKS) snprintf(def, sizeof def, "ranks, at most %d", LMPIO__MAX_AGGREGATORS);
   else snprintf(def, sizeof def, "%lld", d->def);
   snprintf(buf, n, "| `%s` | %s | %s | %s | %s |", d->key, d->what, def,
-           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == RANKS ? "1 up; more than the default counts as the default" : "bytes, 1 to 2^50",
+           d->kind == MODE ? "`enable`, `disable`, `automatic`, in any case" : d->kind == RANKS ? "1 up; more than the default counts as the default" : "bytes, 1 to 2^50",
            d->agree ? "yes" : "no");
   return buf;
 }
