@@ -69,8 +69,20 @@ static int open_fd(const char *path, int amode, int create, int *readable, int *
   return fd;
 }
 
+/* The aggregators of two-phase calls for hints h on fh's nodes. */
+static int choose_aggregators(lmpio_file fh, const lmpio__hints *h, int *agg, int *n, const char *call) {
+  *n = lmpio__nodes_aggregators(&fh->nodes, h->cb_config_list, h->cb_nodes, agg, LMPIO__MAX_AGGREGATORS);
+  return *n < 0 ? lmpio__err(MPI_ERR_NO_MEM, call, "out of memory") : MPI_SUCCESS;
+}
+
+static void set_aggregators(lmpio_file fh, const int *agg, int n) {
+  memcpy(fh->aggr, agg, sizeof(int) * (size_t)n);
+  fh->naggr = n;
+}
+
 static void free_handle(lmpio_file fh) {
   if (!fh) return;
+  lmpio__nodes_free(&fh->nodes);
   lmpio__pipe_free(fh);
   lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
@@ -175,17 +187,17 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
   if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(comm, lmpio__pipe_comm(fh, call), 0, call);
-  if (rc == MPI_SUCCESS) { /* the same answer on every rank: both calls are collective */
-    MPI_Comm node;
-    int n = 0;
-    if (MPI_Comm_split_type(fh->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-      MPI_Comm_size(node, &n);
-      MPI_Comm_free(&node);
-    }
-    long long all = n == size;
-    long long notall = !all;
-    rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, &notall, 1, call);
-    fh->one_node = !notall;
+  /* The nodes, the aggregators, and the file system's block size (the
+   * largest any rank sees, so that every rank cuts the same file domains). */
+  if (rc == MPI_SUCCESS) rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
+  if (rc == MPI_SUCCESS) {
+    int agg[LMPIO__MAX_AGGREGATORS], n = 0;
+    long long block = fd >= 0 ? lmpio__os_block_size(fd) : 0;
+    rc = lmpio__agree_values(fh->comm, choose_aggregators(fh, &fh->hints, agg, &n, call), NULL, 0, NULL, &block, 1,
+                             call);
+    if (rc == MPI_SUCCESS) set_aggregators(fh, agg, n);
+    fh->fs_block = block > 0 && block <= 1 << 30 ? block : 4096;
+    fh->one_node = fh->nodes.nnodes == 1;
   }
   if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
   if (rc != MPI_SUCCESS) {
@@ -323,14 +335,19 @@ int lmpio_file_get_amode(lmpio_file fh, int *amode) {
 static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   lmpio__pipe_enter(fh, call);
   lmpio__hints h = fh->hints;
+  int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   rc = lmpio__pending(rc, call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);
   long long same[LMPIO__HINTS_SAME];
   lmpio__hints_same(&h, rc == MPI_SUCCESS, same);
   char labels[512] = "";
   lmpio__hints_same_labels(labels, sizeof labels);
   rc = lmpio__agree_values(fh->comm, rc, same, LMPIO__HINTS_SAME, labels, NULL, 0, call);
-  if (rc == MPI_SUCCESS) fh->hints = h;
+  if (rc == MPI_SUCCESS) {
+    fh->hints = h;
+    set_aggregators(fh, agg, n);
+  }
   return rc;
 }
 
@@ -341,6 +358,32 @@ int lmpio_file_set_info(lmpio_file fh, MPI_Info info) {
   return set_hints(fh, info, MPI_SUCCESS, call);
 }
 
+/* What the nodes decide: cb_nodes and cb_config_list in effect, the
+ * aggregators' ranks (lmpio_aggregators, "0,2"; cut after the last rank
+ * that fits, then "...") and the alignment of file domains
+ * (lmpio_fd_alignment, bytes). */
+static int nodes_to_info(lmpio_file fh, MPI_Info info) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  snprintf(v, sizeof v, "%d", fh->naggr);
+  if (MPI_Info_set(info, "cb_nodes", v) != MPI_SUCCESS) return MPI_ERR_INFO;
+  const char *list = lmpio__nodes_list(&fh->nodes, fh->hints.cb_config_list, fh->hints.cb_nodes);
+  if (MPI_Info_set(info, "cb_config_list", list) != MPI_SUCCESS) return MPI_ERR_INFO;
+  size_t used = 0;
+  for (int k = 0; k < fh->naggr; k++) {
+    char r[16];
+    int w = snprintf(r, sizeof r, "%s%d", k ? "," : "", fh->aggr[k]);
+    if (used + (size_t)w + (k + 1 < fh->naggr ? 4 : 0) > MPI_MAX_INFO_VAL) {
+      strcpy(v + used, ",...");
+      break;
+    }
+    memcpy(v + used, r, (size_t)w + 1);
+    used += (size_t)w;
+  }
+  if (MPI_Info_set(info, "lmpio_aggregators", v) != MPI_SUCCESS) return MPI_ERR_INFO;
+  snprintf(v, sizeof v, "%lld", (long long)lmpio__fd_alignment(fh));
+  return MPI_Info_set(info, "lmpio_fd_alignment", v) != MPI_SUCCESS ? MPI_ERR_INFO : MPI_SUCCESS;
+}
+
 int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   const char *call = "lmpio_file_get_info";
   int rc = check_fh(fh, call);
@@ -348,7 +391,8 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   if (!info_used) return lmpio__err(MPI_ERR_ARG, call, "info_used is NULL");
   MPI_Info info;
   if (MPI_Info_create(&info) != MPI_SUCCESS) return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_create failed");
-  if (lmpio__hints_to_info(&fh->hints, info) != MPI_SUCCESS || MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS) {
+  if (lmpio__hints_to_info(&fh->hints, info) != MPI_SUCCESS || nodes_to_info(fh, info) != MPI_SUCCESS ||
+      MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS) {
     MPI_Info_free(&info);
     return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_set failed");
   }
@@ -430,7 +474,9 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   else if (rc == MPI_SUCCESS && fh->pipe && !nv.contiguous && !nv.empty)
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
                     "file \"%s\" is a stream: a filetype with holes has no meaning there", fh->path);
+  int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);
   /* The data representation, the etype extent and the hints that must
    * match agree on every rank; the same reduction tells every rank whether
    * some view has holes. */
@@ -450,6 +496,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view = nv;
   fh->fp = 0;
   fh->hints = h;
+  set_aggregators(fh, agg, n);
   return lmpio__shared_reset(fh, call);
 }
 

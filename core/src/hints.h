@@ -18,7 +18,9 @@ typedef struct {
   int ds_read, ds_write;                            /* romio_ds_read / romio_ds_write */
   int cb_read, cb_write;                            /* romio_cb_read / romio_cb_write */
   MPI_Offset cb_buffer_size;                        /* two-phase window per aggregator */
-  MPI_Offset cb_nodes;                              /* aggregators, at most the ranks */
+  MPI_Offset cb_nodes;                              /* aggregators, at most the ranks; 0: not given */
+  char cb_config_list[MPI_MAX_INFO_VAL + 1];        /* aggregators per node; "": not given */
+  MPI_Offset striping_factor, striping_unit;        /* 0: not given */
 } lmpio__hints;
 
 void lmpio__hints_default(lmpio__hints *h, int nranks);
@@ -30,10 +32,12 @@ int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *c
  * into out[LMPIO__HINTS_SAME] (zeros when ok is 0, a rank that failed), and
  * their labels for lmpio__agree_values ("values of the hint cb_nodes|..."),
  * appended to what buf holds. */
-#define LMPIO__HINTS_SAME 4
+#define LMPIO__HINTS_SAME 7
 void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out);
 void lmpio__hints_same_labels(char *buf, size_t n);
-/* The values in effect, set into info. */
+/* The values in effect, set into info: those given or defaulted; not
+ * cb_nodes and cb_config_list, which depend on the nodes (file.c reports
+ * them), nor the striping hints when not given. */
 int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info);
 /* Row i of the README's table of hints ("| key | default | values |"), or
  * NULL past the last row. */

@@ -262,6 +262,12 @@ int lmpio__os_in_memory(int fd) {
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
 }
 
+MPI_Offset lmpio__os_block_size(int fd) {
+  struct statfs sf;
+  if (lmpio__os.fstatfs(fd, &sf) != 0 || sf.f_bsize <= 0) return 0;
+  return (MPI_Offset)sf.f_bsize;
+}
+
 int lmpio__os_class(int e) {
   switch (e) {
   case ENOENT: return MPI_ERR_NO_SUCH_FILE;

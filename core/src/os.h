@@ -87,6 +87,9 @@ long long lmpio__os_write_all(int fd, const void *buf, MPI_Offset len);
 /* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
  * there, so moving small blocks one by one pays off sooner. */
 int lmpio__os_in_memory(int fd);
+/* The block size fd's file system reports (statfs f_bsize), or 0 when it
+ * cannot be known. */
+MPI_Offset lmpio__os_block_size(int fd);
 
 /* The MPI error class of an errno value, and the detailed message of a
  * failed system call: records "<what> "<path>": <strerror>" for call and

@@ -30,6 +30,10 @@ static void test_invalid_values(void) {
   expect_bad("ind_rd_buffer_size", "-4096", "a size in bytes");
   expect_bad("lmpio_conversion_buffer_size", "0", "a size in bytes");
   expect_bad("cb_nodes", "99999999999999999999", "a number of processes");
+  expect_bad("cb_config_list", "node1:", "host:count entries");
+  expect_bad("cb_config_list", "*x:2", "host:count entries");
+  expect_bad("striping_factor", "0", "a number from 1");
+  expect_bad("striping_unit", "-1", "a size in bytes");
   /* set_info and set_view refuse them too, and keep what was in effect */
   char *path = tl_path("hints");
   lmpio_file fh;
@@ -141,6 +145,14 @@ static void test_must_agree(void) {
   MPI_Info_set(info, "romio_cb_write", tl_rank == 1 ? "enable" : "disable");
   TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
   TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint romio_cb_write") != NULL);
+  MPI_Info_delete(info, "romio_cb_write");
+  MPI_Info_set(info, "cb_config_list", tl_rank == 1 ? "*:2" : "*:1");
+  TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint cb_config_list") != NULL);
+  MPI_Info_delete(info, "cb_config_list");
+  MPI_Info_set(info, "striping_unit", tl_rank == 1 ? "65536" : "1048576");
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint striping_unit") != NULL);
   TL_OK(lmpio_file_close(&fh));
   MPI_Info_free(&info);
   tl_unlink(path);
