@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SIZE, MODE, RANKS };
+enum { SIZE, MODE, RANKS, DRIVER };
 
 typedef struct {
   const char *key;
   size_t field;      /* offset in lmpio__hints */
-  int kind;          /* SIZE: bytes > 0; MODE: disable/enable/automatic; RANKS: 1..ranks */
+  int kind;          /* SIZE: bytes > 0; MODE: disable/enable/automatic; RANKS: 1..ranks;
+                        DRIVER: automatic or a file-system driver's name */
   long long def;     /* default (RANKS: 0 means every rank) */
   int agree;         /* every rank must pass the same value */
   const char *what;  /* for the README */
@@ -30,6 +31,8 @@ static const hint_def table[] = {
     {"cb_nodes", F(cb_nodes), RANKS, 0, 1, "aggregators of two-phase calls"},
     {"lmpio_conversion_buffer_size", F(conv_buffer_size), SIZE, 4194304, 0,
      "staging buffer of data conversions"},
+    {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
+     "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
 };
 #undef F
 #define NHINTS (int)(sizeof table / sizeof table[0])
@@ -39,6 +42,11 @@ static const hint_def table[] = {
 #define SIZE_MAX_HINT (1LL << 50)
 
 static const char *modes[] = {"disable", "enable", "automatic"};
+/* lmpio_fs_driver's values: automatic, then the drivers by 1 + LMPIO__FS_*;
+ * the last, stream, is reported by get_info but never chosen by a hint (a
+ * file is a stream or it is not). */
+static const char *drivers[] = {"automatic", "local", "coherent", "caching", "stream"};
+#define NDRIVERS (int)(sizeof drivers / sizeof drivers[0] - 1)
 
 /* The largest value in effect of a RANKS hint. */
 static int max_ranks(int nranks) { return nranks < LMPIO__MAX_AGGREGATORS ? nranks : LMPIO__MAX_AGGREGATORS; }
@@ -51,12 +59,21 @@ static int *mode_field(lmpio__hints *h, const hint_def *d) { return (int *)(void
 void lmpio__hints_default(lmpio__hints *h, int nranks) {
   for (int i = 0; i < NHINTS; i++) {
     const hint_def *d = &table[i];
-    if (d->kind == MODE) *mode_field(h, d) = (int)d->def;
+    if (d->kind == MODE || d->kind == DRIVER) *mode_field(h, d) = (int)d->def;
     else *size_field(h, d) = d->kind == RANKS ? max_ranks(nranks) : d->def;
   }
 }
 
 static int parse_one(lmpio__hints *h, const hint_def *d, const char *val, int nranks, const char *call) {
+  if (d->kind == DRIVER) {
+    for (int m = 0; m < NDRIVERS; m++)
+      if (strcmp(val, drivers[m]) == 0) {
+        *mode_field(h, d) = m;
+        return MPI_SUCCESS;
+      }
+    return lmpio__err(MPI_ERR_INFO_VALUE, call,
+                      "hint %s=\"%s\": the value must be automatic, local, coherent or caching", d->key, val);
+  }
   if (d->kind == MODE) {
     for (int m = 0; m < 3; m++)
       if (strcmp(val, modes[m]) == 0) {
@@ -101,7 +118,7 @@ void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out) {
   int n = 0;
   for (int i = 0; i < NHINTS && n < LMPIO__HINTS_SAME; i++) {
     if (!table[i].agree) continue;
-    long long v = table[i].kind == MODE ? *mode_field((lmpio__hints *)h, &table[i])
+    long long v = table[i].kind == MODE || table[i].kind == DRIVER ? *mode_field((lmpio__hints *)h, &table[i])
                                         : *size_field((lmpio__hints *)h, &table[i]);
     out[n++] = ok ? v : 0;
   }
@@ -122,6 +139,7 @@ int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info) {
     char v[32];
     const hint_def *d = &table[i];
     if (d->kind == MODE) snprintf(v, sizeof v, "%s", modes[*mode_field((lmpio__hints *)h, d)]);
+    else if (d->kind == DRIVER) snprintf(v, sizeof v, "%s", drivers[*mode_field((lmpio__hints *)h, d)]);
     else snprintf(v, sizeof v, "%lld", (long long)*size_field((lmpio__hints *)h, d));
     if (MPI_Info_set(info, d->key, v) != MPI_SUCCESS) return MPI_ERR_INFO;
   }
@@ -133,10 +151,11 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
   const hint_def *d = &table[i];
   char def[32];
   if (d->kind == MODE) snprintf(def, sizeof def, "%s", modes[d->def]);
+  else if (d->kind == DRIVER) snprintf(def, sizeof def, "%s", drivers[d->def]);
   else if (d->kind == RANKS) snprintf(def, sizeof def, "ranks, at most %d", LMPIO__MAX_AGGREGATORS);
   else snprintf(def, sizeof def, "%lld", d->def);
   snprintf(buf, n, "| `%s` | %s | %s | %s | %s |", d->key, d->what, def,
-           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == RANKS ? "1 up; more than the default counts as the default" : "bytes, 1 to 2^50",
+           d->kind == MODE ? "`enable`, `disable`, `automatic`" : d->kind == DRIVER ? "`automatic`, `local`, `coherent`, `caching`" : d->kind == RANKS ? "1 up; more than the default counts as the default" : "bytes, 1 to 2^50",
            d->agree ? "yes" : "no");
   return buf;
 }

@@ -11,6 +11,8 @@
 
 /* Modes of the romio_ds_* and romio_cb_* hints. */
 enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
+/* Values of lmpio_fs_driver (read at open): automatic, or the driver. */
+enum { LMPIO__HINT_FS_AUTOMATIC };
 
 typedef struct {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
@@ -19,6 +21,7 @@ typedef struct {
   int cb_read, cb_write;                            /* romio_cb_read / romio_cb_write */
   MPI_Offset cb_buffer_size;                        /* two-phase window per aggregator */
   MPI_Offset cb_nodes;                              /* aggregators, at most the ranks */
+  int fs_driver;                                    /* lmpio_fs_driver: automatic, or 1 + LMPIO__FS_* */
 } lmpio__hints;
 
 void lmpio__hints_default(lmpio__hints *h, int nranks);
