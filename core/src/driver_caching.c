@@ -51,9 +51,12 @@ static int caching_unlock(int fd, int wrote, MPI_Offset off, MPI_Offset len) {
 static long long caching_pread(int fd, void *buf, MPI_Offset len, MPI_Offset off) {
   long long got = lmpio__os_pread_all(fd, buf, len, off);
   if (got < 0 || got == len) return got;
-  /* Short: end of file, or a cached size that is behind the server's. */
+  /* Short: end of file, or a cached size that is behind the server's.  A
+   * FUSE daemon may answer even a forced getattr from a cache of its own
+   * (GlusterFS's md-cache); an fsync's reply carries the server's
+   * attributes and refreshes such a cache on its way. */
   MPI_Offset size;
-  if (lmpio__os_size_fresh(fd, &size) < 0) return -1;
+  if (lmpio__os_fsync(fd) < 0 || lmpio__os_size_fresh(fd, &size) < 0) return -1;
   if (size <= off + got) return got;
   if (lmpio__os_drop_cache(fd, off + got, len - got) < 0) return -1;
   long long more = lmpio__os_pread_all(fd, (char *)buf + got, len - got, off + got);
