@@ -525,7 +525,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   c->valid = c->total;
   if (c->dir == LMPIO__READ && c->total > 0) {
     MPI_Offset size;
-    if (lmpio__os_size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
+    if (c->fh->drv->size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
     if (c->end > size) {
       MPI_Offset v = lmpio__view_data_before(&c->fh->view, size) - c->pos;
       c->valid = v < 0 ? 0 : v < c->total ? v : c->total;

@@ -11,6 +11,8 @@
 
 /* Modes of the romio_ds_* and romio_cb_* hints. */
 enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
+/* Values of lmpio_fs_driver (read at open): automatic, or the driver. */
+enum { LMPIO__HINT_FS_AUTOMATIC };
 
 typedef struct {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
@@ -21,6 +23,7 @@ typedef struct {
   MPI_Offset cb_nodes;                              /* aggregators, at most the ranks; 0: not given */
   char cb_config_list[MPI_MAX_INFO_VAL + 1];        /* aggregators per node; "": not given */
   MPI_Offset striping_factor, striping_unit;        /* 0: not given */
+  int fs_driver;                                    /* lmpio_fs_driver: automatic, or 1 + LMPIO__FS_* */
 } lmpio__hints;
 
 void lmpio__hints_default(lmpio__hints *h, int nranks);

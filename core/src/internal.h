@@ -226,6 +226,7 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 
+#include "driver.h"
 #include "plan.h"
 
 /* ---- convert: data representations on the data path (convert.c) ------- */
@@ -284,7 +285,9 @@ struct lmpio_file_s {
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__worker *async[2];  /* run the handle's nonblocking operations, one per lane (async.c), or NULL */
-  lmpio__pipe *pipe;        /* a stream (stream.c): only rank 0 has a descriptor; else NULL */
+  const lmpio__driver *drv; /* the file system's operations (driver.h), chosen at open */
+  char drv_why[256];        /* why that driver: for get_info */
+  lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
 };
 
