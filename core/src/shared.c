@@ -491,7 +491,7 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
   return MPI_SUCCESS;
 }
 
-int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
+int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc, int settle,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call) {
   shstate *st = st_of(fh);
   int rc = lmpio__pending(pre_rc, call);
@@ -514,6 +514,14 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   if (anyfail) return lmpio__agree(fh->comm, rc, 0, call); /* who failed and why */
   *agreed = 0;
   rc = collective_delta(fh, st, anydirty, call);
+  /* Every rank read the helper before any rank leaves and moves it with an
+   * independent call (a rank that read later would count that move as
+   * part of where the ordered access starts). */
+  if (settle && anydirty && st->mode != MODE_LOCAL) {
+    *agreed = 1;
+    rc = lmpio__agree(fh->comm, rc, 0, call);
+    if (rc != MPI_SUCCESS) return rc;
+  }
   *at = st->base + st->delta + before;
   st->base += total; /* the pointer moves once, by everything requested */
   return rc;
@@ -525,7 +533,7 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
   if (fh->pipe) return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
   MPI_Offset at, n, moved;
   int agreed;
-  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);
+  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, 0, &at, &n, &agreed, call);
   if (rc != MPI_SUCCESS && agreed) return rc;
   if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
   if (fh->size == 1) return rc;
