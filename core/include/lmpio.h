@@ -283,6 +283,13 @@ LMPIO_API void lmpio_items_close(lmpio_items items);
  * every rank must pass the same sep. */
 LMPIO_API int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char **records,
                                               MPI_Count *len, int *more);
+/* Ends a pass of read_records_ordered before the end of its input (a loop
+ * left early): the unfinished record it keeps for the next call is
+ * dropped, so the next call starts with the bytes at the shared pointer.
+ * Local (the record is kept by rank 0 only): may be called on any rank at
+ * any time.  Moving the shared pointer (seek_shared, set_view, any access
+ * through it other than read_records_ordered's own) drops it too. */
+LMPIO_API int lmpio_file_drop_records(lmpio_file fh);
 
 #ifdef __cplusplus
 }

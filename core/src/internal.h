@@ -359,6 +359,10 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
 void lmpio__shared_free(lmpio_file fh);
 /* Removes what a crashed job may have left of the pointer of file path. */
 void lmpio__shared_delete(const char *path);
+/* How many calls of this rank moved the pointer so far (or might have:
+ * seeks, views, shared and ordered accesses); read_records_ordered keeps
+ * its unfinished record only while this stays. */
+unsigned long long lmpio__shared_moves(lmpio_file fh);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);

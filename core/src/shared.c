@@ -73,12 +73,16 @@ typedef struct {
 } shstate;
 
 struct lmpio__shared {
+  unsigned long long moves; /* this rank's calls that moved the pointer (lmpio__shared_moves) */
   int fd;                 /* the helper (its name is gone), or -1 */
   char why[1024];         /* why there is no helper, when fd < 0 */
   shstate st;
 };
 
 static shstate *st_of(lmpio_file fh) { return &fh->shared->st; }
+
+unsigned long long lmpio__shared_moves(lmpio_file fh) { return fh->shared ? fh->shared->moves : 0; }
+static void moved(lmpio_file fh) { fh->shared->moves++; }
 
 /* A key that is the same on two ranks only when they run under the same
  * kernel (boot id, or host name where there is none) and see the same file. */
@@ -334,6 +338,7 @@ static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset v
   st->base = value;
   st->delta = 0;
   st->dirty = 0;
+  moved(fh);
   if (must_zero) rc = lmpio__agree(fh->comm, rc, 0, call);
   return rc;
 }
@@ -368,6 +373,7 @@ int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int
     MPI_Offset d = 0;
     rc = helper_rmw(fh, st, *n, NULL, &d, call);
     if (rc == MPI_SUCCESS) {
+      moved(fh);
       st->dirty = st->mode != MODE_LOCAL;
       *at = st->base + d;
     }
@@ -380,6 +386,7 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
   MPI_Offset at, n;
   MPI_Count bytes = 0;
   if (fh != LMPIO_FILE_NULL && fh->pipe) {
+    moved(fh);
     int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
     lmpio__set_status(status, bytes);
     return rc;
@@ -448,6 +455,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
     return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)target);
   if (whence == MPI_SEEK_CUR) { /* move base only: delta stays in the helper */
     st->base += offset;
+    moved(fh);
     return MPI_SUCCESS;
   }
   return collective_set(fh, st, anydirty, target, call);
@@ -502,6 +510,7 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
   MPI_Offset before = 0, total = *n;
+  moved(fh);
   if (fh->size == 1) {
     if (rc != MPI_SUCCESS) return rc;
     *at = st->base + st->delta;
@@ -530,7 +539,10 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
-  if (fh->pipe) return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  if (fh->pipe) {
+    moved(fh);
+    return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  }
   MPI_Offset at, n, moved;
   int agreed;
   int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, 0, &at, &n, &agreed, call);

@@ -548,6 +548,56 @@ static void test_records_pipe_and_file(void) {
   free(input);
 }
 
+/* A pass over the records left after one step (a break), then the shared
+ * pointer moved (seek_shared, a new view, read_ordered) or the pass
+ * dropped (lmpio_file_drop_records): the next pass starts with the bytes
+ * at the pointer, not with the unfinished record of the abandoned pass.  The
+ * abandoned record was glued in front of the next pass before. */
+static void test_records_abandoned(void) {
+  char *input = malloc(1 << 20);
+  size_t inlen = make_input(input);
+  char *path = tl_path("records-abandoned");
+  if (tl_rank == 0) {
+    FILE *f = fopen(path, "w");
+    fwrite(input, 1, inlen, f);
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+  for (int how = 0; how < 4; how++) {
+    char *rec = NULL;
+    MPI_Count len = 0;
+    int more = 0;
+    TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET)); /* (the last pass ended at end of input) */
+    /* 100 bytes a rank: the last line read is unfinished */
+    TL_OK(lmpio_file_read_records_ordered(fh, '\n', 100, &rec, &len, &more));
+    TL_EQ(more, 1);
+    free(rec);
+    if (how == 0) {
+      TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+      check_records(fh, input, inlen, 777);
+    } else if (how == 1) {
+      TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+      check_records(fh, input, inlen, 777);
+    } else if (how == 2) {
+      /* the pointer stays: the next pass starts inside a line */
+      TL_OK(lmpio_file_drop_records(fh));
+      size_t skip = 100 * (size_t)tl_size;
+      check_records(fh, input + skip, inlen - skip, 777);
+    } else {
+      /* another access through the shared pointer: the pass starts after it */
+      char b[10];
+      TL_OK(lmpio_file_read_ordered(fh, b, 10, MPI_CHAR, MPI_STATUS_IGNORE));
+      size_t skip = 110 * (size_t)tl_size;
+      check_records(fh, input + skip, inlen - skip, 777);
+    }
+  }
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+  free(input);
+}
+
 static void test_empty_input(void) {
   char name[64];
   piped q;
@@ -623,6 +673,7 @@ int main(int argc, char **argv) {
   tl_run("\"/dev/stdout\" is rank 0's standard output, after what it printed", test_stdout);
   tl_run("calls that have no meaning on a stream fail clearly", test_errors);
   tl_run("read_records_ordered: whole records in rank order from a pipe and a file", test_records_pipe_and_file);
+  tl_run("read_records_ordered after an abandoned pass: seek_shared, set_view, drop_records", test_records_abandoned);
   tl_run("empty input: a short read and no records on every rank", test_empty_input);
   tl_run("read_shared answered while rank 0 waits elsewhere (its server thread)", test_read_shared_rank0_elsewhere);
   return tl_finish();
