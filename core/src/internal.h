@@ -414,6 +414,12 @@ int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype t
 int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                         MPI_Count *bytes, int pre_rc, const char *call);
 
+/* Bytes of this rank's write_shared records sent to rank 0 and not yet
+ * received there (copies held in memory); a writer waits while they would
+ * exceed LMPIO__PIPE_INFLIGHT_MAX (rank 0 has a server thread). */
+#define LMPIO__PIPE_INFLIGHT_MAX ((MPI_Count)4 << 20)
+MPI_Count lmpio__pipe_inflight(lmpio_file fh);
+
 /* Frees read_records_ordered's state (records.c). */
 void lmpio__records_free(lmpio_file fh);
 

@@ -21,6 +21,9 @@ typedef struct {
   int delay_us;       /* reader: pause after every read (a slow reader) */
   size_t stop_after;  /* reader: close after this many bytes (0: never) */
   const char *fifo;   /* open this FIFO first (fd is then set by the thread) */
+  size_t block;       /* reader: keep nothing, count blocks of this size instead */
+  size_t blocks[256]; /* ... by their first byte */
+  size_t mixed;       /* ... and bytes that differ from their block's first */
   pthread_t th;
 } peer;
 
@@ -32,6 +35,20 @@ static void *reader(void *arg) {
     ssize_t n = read(p->fd, tmp, sizeof tmp);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    if (p->block) {
+      for (ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)tmp[i];
+        if ((p->len + (size_t)i) % p->block == 0) {
+          p->blocks[c]++;
+          p->cap = c; /* the block's first byte */
+        } else if (c != p->cap) {
+          p->mixed++;
+        }
+      }
+      p->len += (size_t)n;
+      if (p->delay_us) usleep((useconds_t)p->delay_us);
+      continue;
+    }
     if (p->len + (size_t)n > p->cap) {
       p->cap = 2 * (p->len + (size_t)n);
       p->buf = realloc(p->buf, p->cap);
@@ -243,6 +260,45 @@ static void test_write_shared_records_whole(void) {
     }
   }
   free(q.p.buf);
+  free(rec);
+}
+
+/* Ranks write_shared many 1 MiB records to a pipe whose reader is slow:
+ * the copies of the records in flight to rank 0 stay under a bound (the
+ * writer waits), instead of the whole backlog piling up in memory (300 MiB
+ * of 300 records before, the calls returning at once). */
+static void test_write_shared_backpressure(void) {
+  if (!lmpio__async_available()) {
+    if (tl_rank == 0) printf("# skipped: the bound needs rank 0's server thread (MPI_THREAD_MULTIPLE)\n");
+    return;
+  }
+  char name[64];
+  piped q;
+  pipe_open_end(&q, 1, name);
+  q.p.block = 1 << 20;
+  q.p.delay_us = 50; /* a slow reader: 4 KiB per read */
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(&q, 1);
+  enum { NREC = 24 };
+  char *rec = malloc(1 << 20);
+  MPI_Count peak = 0;
+  for (int k = 0; k < NREC; k++) {
+    memset(rec, 1 + tl_rank % 255, 1 << 20);
+    TL_OK(lmpio_file_write_shared(fh, rec, 1 << 20, MPI_CHAR, MPI_STATUS_IGNORE));
+    MPI_Count now = lmpio__pipe_inflight(fh);
+    if (now > peak) peak = now;
+  }
+  TL_CHECK(peak <= LMPIO__PIPE_INFLIGHT_MAX);
+  if (peak > LMPIO__PIPE_INFLIGHT_MAX)
+    fprintf(stderr, "[rank %d] %lld bytes of records in flight to rank 0\n", tl_rank, (long long)peak);
+  TL_OK(lmpio_file_close(&fh));
+  pipe_join(&q);
+  if (tl_rank == 0) {
+    TL_EQ(q.p.len, (size_t)NREC * (size_t)tl_size << 20);
+    TL_EQ(q.p.mixed, 0); /* whole records */
+    for (int r = 0; r < tl_size && r < 255; r++) TL_EQ(q.p.blocks[1 + r], NREC);
+  }
   free(rec);
 }
 
@@ -667,6 +723,8 @@ int main(int argc, char **argv) {
   tl_run("write_ordered to a pipe: byte-identical to one process writing in rank order", test_write_ordered_pipe);
   tl_run("a FIFO: write_ordered, then read_ordered in rank order with a short count at the end", test_fifo_write_and_read);
   tl_run("write_shared records land whole through a slow reader (and iwrite_shared)", test_write_shared_records_whole);
+  tl_run("write_shared of many big records through a slow reader: memory in flight bounded",
+         test_write_shared_backpressure);
   tl_run("read_shared hands out the input once; end of input is a short count", test_read_shared_eof);
   tl_run("a reader that closes early: MPI_ERR_IO on every rank, no SIGPIPE", test_reader_closes_early);
   tl_run("big and noncontiguous writes through a slow reader (full pipe), split form", test_slow_reader_big_writes);
