@@ -88,7 +88,13 @@ static void unlink_open(lfile *f) {
   f->prev = f->next = NULL;
 }
 
-/* Closes, in opening order, every file still open (of owner, or all). */
+/* Closes, in opening order, every file still open (of owner, or all).  The
+ * core is told the script ended (lmpio_set_exiting): a rank whose script
+ * ended while others went on to another collective call on the file fails
+ * the close with a message saying so, and so do they.  In a job of several
+ * ranks a close that fails here (that mismatch, or a file still in use by a
+ * call this rank left with os.exit from a converter) aborts the job with
+ * the message: going on to MPI_Finalize would leave the others waiting. */
 static void close_open_files(void *owner) {
   int fin = 1;
   MPI_Finalized(&fin);
@@ -99,9 +105,16 @@ static void close_open_files(void *owner) {
     if (!owner || f->owner == owner) {
       unlink_open(f);
       if (f->fh != LMPIO_FILE_NULL && !fin) {
+        lmpio_set_exiting(1);
         int rc = lmpio_file_close(&f->fh);
-        if (rc != MPI_SUCCESS)
+        lmpio_set_exiting(0);
+        if (rc != MPI_SUCCESS) {
+          int n = f->nranks;
+          char why[1200];
+          snprintf(why, sizeof why, "could not close a file left open at exit: %s", lmpio_last_error_message());
+          if (n > 1) lmpio_lua_abort(why);
           fprintf(stderr, "lmpio: closing a file left open at exit: %s\n", lmpio_last_error_message());
+        }
       }
       f->fh = LMPIO_FILE_NULL;
     }

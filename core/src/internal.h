@@ -32,6 +32,36 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
 /* The same with one value that must match (0 on every rank: none). */
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 
+/* The first exchange of every collective call on a file, before any other
+ * communication of the call on the file's communicators: the agreement
+ * above (same, labels, max: at most 8 each) plus values summed over the
+ * ranks (sum: at most 2) and values of each rank (mine) gathered into
+ * table (size * nmine, the caller's) when the exchange gathers
+ * (lmpio__agree_gathers: then *gathered is set); nsame + nmax + nsum +
+ * nmine <= 16.  It carries the identity of the call (from `call`, its
+ * large-count form the same): ranks in different calls all fail with
+ * MPI_ERR_NOT_SAME, the message naming both calls and ranks.  f may be
+ * NULL: nothing but the outcome and the identity. */
+typedef struct {
+  const long long *same;
+  int nsame;
+  const char *labels;
+  long long *max;
+  int nmax;
+  long long *sum;
+  int nsum;
+  const long long *mine;
+  int nmine;
+  long long *table;
+  int gathered;
+} lmpio__first;
+int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+/* Whether the first exchange among size ranks gathers every rank's values. */
+int lmpio__agree_gathers(int size);
+/* Whether this thread's last lmpio__pending handed out a binding's failure
+ * (the call stands in for one that failed before it began); cleared. */
+int lmpio__take_standin(void);
+
 #include "os.h"
 #include "hints.h"
 

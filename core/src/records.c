@@ -80,7 +80,10 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
    * seek, a new view, its own access) makes every rank drop it. */
   lmpio__records *st = fh->records;
   long long need[2] = {rc == MPI_SUCCESS && !st, st && st->moves != lmpio__shared_moves(fh)};
-  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS ? sep : 0}, 1, "separators", need, 2, call);
+  lmpio__pipe_enter(fh, call); /* a stream: as every collective call on it, before the agreement */
+  lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS ? sep : 0}, .nsame = 1, .labels = "separators",
+                    .max = need, .nmax = 2};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc != MPI_SUCCESS) return rc;
   if (need[1] && st) drop_carry(st);
   if (need[0]) {

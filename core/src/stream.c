@@ -563,16 +563,13 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
   *bytes = 0;
   int rc = prepare(fh, buf, count, type, dir, &s, &m, &n, lmpio__pending(pre_rc, call), call);
   /* Every rank's count (or its failed checks) reaches rank 0 in the SYNC
-   * round; rank 0 says whether to go on. */
+   * round; then the call's first agreement says whether to go on. */
   int erc = enter(fh, rc == MPI_SUCCESS ? n : -1, call);
   if (rc == MPI_SUCCESS) rc = erc;
-  int anyfail = 0;
-  if (fh->rank == 0)
-    for (int r = 0; r < fh->size; r++) anyfail |= p->sync_n[r] < 0;
-  if (fh->size > 1) MPI_Bcast(&anyfail, 1, MPI_INT, 0, p->comm);
-  if (anyfail || rc != MPI_SUCCESS) {
+  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  if (rc != MPI_SUCCESS) {
     unprepare(&s, m);
-    return fh->size > 1 ? lmpio__agree(fh->comm, rc, 0, call) : rc;
+    return rc;
   }
   if (fh->rank == 0) {
     /* The whole ordered transfer under the mutex: a request another rank

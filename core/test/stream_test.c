@@ -302,6 +302,44 @@ static void test_write_shared_backpressure(void) {
   free(rec);
 }
 
+/* On a stream too, ranks in different collective calls fail with
+ * MPI_ERR_NOT_SAME naming both, and the stream works on afterwards (every
+ * call's round with rank 0 comes before its first agreement, so the rounds
+ * stay in step).  Hung before. */
+static void test_different_calls(void) {
+  if (tl_size < 2) return;
+  char name[64];
+  piped q;
+  pipe_open_end(&q, 1, name);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(&q, 1);
+  int last = tl_size - 1;
+  char b = (char)('a' + tl_rank % 26);
+  int rc = tl_rank == last ? lmpio_file_close(&fh) : lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE);
+  TL_EQ(rc, MPI_ERR_NOT_SAME);
+  char want[128];
+  snprintf(want, sizeof want, "rank %d called close while rank 0 called write_ordered", last);
+  TL_CHECK(strstr(lmpio_last_error_message(), want) != NULL);
+  rc = tl_rank == last ? lmpio_file_sync(fh) : lmpio_file_write_shared(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE);
+  if (tl_rank != last) TL_OK(rc); /* (independent: not a collective call) */
+  if (tl_rank == last) TL_EQ(rc, MPI_ERR_NOT_SAME); /* the others' next collective call is write_ordered */
+  if (tl_rank != last) {
+    TL_RC(lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE), MPI_ERR_NOT_SAME);
+    TL_CHECK(strstr(lmpio_last_error_message(), "called sync") != NULL);
+  }
+  TL_OK(lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_close(&fh));
+  pipe_join(&q);
+  if (tl_rank == 0) {
+    /* the write_shared bytes of the ranks but the last, then one of each rank in order */
+    TL_EQ(q.p.len, (size_t)(tl_size - 1) + (size_t)tl_size);
+    for (int r = 0; r < tl_size && q.p.len == (size_t)(2 * tl_size - 1); r++)
+      TL_EQ(q.p.buf[tl_size - 1 + r], 'a' + r % 26);
+  }
+  free(q.p.buf);
+}
+
 /* A pipe whose writer (rank 0's thread) sends total bytes counting modulo
  * 251, opened for reading as a stream. */
 static lmpio_file open_counting_input(piped *q, char *name, size_t total) {
@@ -725,6 +763,7 @@ int main(int argc, char **argv) {
   tl_run("write_shared records land whole through a slow reader (and iwrite_shared)", test_write_shared_records_whole);
   tl_run("write_shared of many big records through a slow reader: memory in flight bounded",
          test_write_shared_backpressure);
+  tl_run("different collective calls on a stream fail on every rank, naming both", test_different_calls);
   tl_run("read_shared hands out the input once; end of input is a short count", test_read_shared_eof);
   tl_run("a reader that closes early: MPI_ERR_IO on every rank, no SIGPIPE", test_reader_closes_early);
   tl_run("big and noncontiguous writes through a slow reader (full pipe), split form", test_slow_reader_big_writes);
