@@ -124,7 +124,7 @@ static int mismatch(int ra, long long wa, int rb, long long wb, const char *call
 #ifndef GATHER_MAX
 #define GATHER_MAX 64
 #endif
-#define SLOTS 16                 /* values of a rank's record (same, max, sum, mine) */
+#define SLOTS 10                 /* values of a rank's record (same, max, sum, mine) */
 #define REC (2 + SLOTS)          /* [identity, class, slots...] */
 /* Above GATHER_MAX ranks: [failing, hi, lo, same[8], -same[8], max[8] | sum[2]] */
 #define NMAXPART (3 + 3 * MAX_VALUES)
