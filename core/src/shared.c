@@ -80,7 +80,7 @@ struct lmpio__shared {
 static shstate *st_of(lmpio_file fh) { return &fh->shared->st; }
 
 unsigned long long lmpio__shared_moves(lmpio_file fh) { return fh->shared ? fh->shared->moves : 0; }
-static void moved(lmpio_file fh) { fh->shared->moves++; }
+static void note_move(lmpio_file fh) { fh->shared->moves++; }
 
 /* A key that is the same on two ranks only when they run under the same
  * kernel (boot id, or host name where there is none) and see the same file. */
@@ -338,7 +338,7 @@ static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset v
   st->base = value;
   st->delta = 0;
   st->dirty = 0;
-  moved(fh);
+  note_move(fh);
   if (must_zero) rc = lmpio__agree(fh->comm, rc, 0, call);
   return rc;
 }
@@ -373,7 +373,7 @@ int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int
     MPI_Offset d = 0;
     rc = helper_rmw(fh, st, *n, NULL, &d, call);
     if (rc == MPI_SUCCESS) {
-      moved(fh);
+      note_move(fh);
       st->dirty = st->mode != MODE_LOCAL;
       *at = st->base + d;
     }
@@ -386,7 +386,7 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
   MPI_Offset at, n;
   MPI_Count bytes = 0;
   if (fh != LMPIO_FILE_NULL && fh->pipe) {
-    moved(fh);
+    note_move(fh);
     int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
     lmpio__set_status(status, bytes);
     return rc;
@@ -455,7 +455,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
     return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)target);
   if (whence == MPI_SEEK_CUR) { /* move base only: delta stays in the helper */
     st->base += offset;
-    moved(fh);
+    note_move(fh);
     return MPI_SUCCESS;
   }
   return collective_set(fh, st, anydirty, target, call);
@@ -503,7 +503,7 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
   MPI_Offset before = 0, total = *n;
-  moved(fh);
+  note_move(fh);
   int anydirty = 0;
   rc = ordered_positions(fh, st, rc, *n, &before, &total, &anydirty, call);
   if (rc != MPI_SUCCESS) return rc;
@@ -531,7 +531,7 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
   if (fh->pipe) {
-    moved(fh);
+    note_move(fh);
     return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
   }
   MPI_Offset at, n, moved;
