@@ -106,6 +106,8 @@ int lmpio__take_standin(void) {
   return s;
 }
 
+void lmpio__set_standin(void) { standin = 1; }
+
 int lmpio__pending(int rc, const char *call) {
   if (!pending_class) return rc;
   int cls = pending_class;

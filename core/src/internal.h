@@ -61,6 +61,9 @@ int lmpio__agree_gathers(int size);
 /* Whether this thread's last lmpio__pending handed out a binding's failure
  * (the call stands in for one that failed before it began); cleared. */
 int lmpio__take_standin(void);
+/* Marks this thread's next first agreement as such a stand-in (a job run
+ * for a call initiated on another thread). */
+void lmpio__set_standin(void);
 
 #include "os.h"
 #include "hints.h"

@@ -689,6 +689,24 @@ static void test_shared_inside_ordered_split(void) {
   tl_unlink(path);
 }
 
+/* A binding's failure handed to a nonblocking collective (the worker's
+ * agreement stands in for it) does not make this thread's next collective
+ * call match any other: ranks in different calls then still fail. */
+static void test_standin_on_worker(void) {
+  if (tl_size < 2) return;
+  char *path = tl_path("async-standin");
+  lmpio_file fh = open_new(path);
+  int v[2] = {1, 2}, last = tl_size - 1;
+  MPI_Request req;
+  if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad argument #2 to 'iwrite_at_all'");
+  TL_OK(lmpio_file_iwrite_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, &req));
+  TL_EQ(wait_count(&req, MPI_INT), -100 - MPI_ERR_ARG);
+  int rc = tl_rank == last ? lmpio_file_set_atomicity(fh, 0) : lmpio_file_sync(fh);
+  TL_EQ(rc, MPI_ERR_NOT_SAME);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 /* A blocking independent call never waits behind a collective that
  * another rank has not started: rank 0 starts iwrite_at_all, then writes
  * with write_at and enters a barrier; the other ranks start the same
@@ -986,6 +1004,7 @@ int main(int argc, char **argv) {
   tl_run("close, set_view and blocking calls wait for outstanding operations", test_wait_for_outstanding);
   tl_run("write_shared, iwrite_shared and read_shared inside an ordered split collective",
          test_shared_inside_ordered_split);
+  tl_run("a binding's failure in a nonblocking collective stands in on the worker only", test_standin_on_worker);
   tl_run("a blocking independent call does not wait behind another rank's collective",
          test_independent_not_behind_collective);
   tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
