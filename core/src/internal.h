@@ -413,11 +413,10 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
 /* Its first step: the ranks' positions, and the shared pointer moved past
  * all of them; *at: this rank's first etype, *n: its etypes.  A failure
  * with *agreed set is every rank's already; otherwise (or on success) the
- * transfer's outcome still needs an agreement.  settle: the caller returns
- * to the program before agreeing again (a split _begin), so when the
- * ranks read the helper, they agree before leaving: no rank's independent
- * shared access moves it before every rank has read it. */
-int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc, int settle,
+ * transfer's outcome still needs an agreement.  Every rank has its place
+ * once it returns: independent shared-pointer calls may follow at once (a
+ * split _begin returns to the program). */
+int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
 
 /* ---- stream: non-seekable files through rank 0 (stream.c) -------------- */

@@ -553,7 +553,7 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
        * agreed by the worker like any collective's. */
       MPI_Offset at, n;
       int agreed;
-      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, 1, &at, &n, &agreed, call);
+      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, call);
       if (rc != MPI_SUCCESS && agreed) return rc;
       lmpio__job *job = NULL;
       rc = collective_later(fh, at, FP_SHARED, buf, count, type, dir, NULL, &job, rc, call);

@@ -27,7 +27,10 @@
  * collective that learns that nobody is dirty knows the pointer without
  * touching the helper; otherwise every rank reads the helper, which is safe
  * because every rank is then inside the collective (nobody writes it) and no
- * rank leaves before all have read (a later synchronisation).
+ * rank leaves before all have read (a later synchronisation).  The ordered
+ * collectives need no such synchronisation: the dirty ranks read the
+ * helper before they enter, and the largest value read is the pointer
+ * (ordered_positions).
  *
  * Ordered collectives: the call's first agreement (agree.c: one
  * MPI_Allgather) of each rank's {etypes requested, failed, dirty} gives
@@ -466,20 +469,30 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
 /* Every rank's position and the total, from one collective prefix sum of the
  * requested etypes: the call's first agreement, which gathers every rank's
  * count (up to lmpio__agree_gathers ranks; above, it sums them and an
- * MPI_Exscan gives the position), with whether some rank moved the pointer
- * (dirty).  A failure is every rank's. */
+ * MPI_Exscan gives the position).  It also gives the helper's value: a
+ * rank that moved the pointer since the last collective reads the helper
+ * before it enters, the others pass the value they cached, and the largest
+ * is the helper's value as every rank entered (it only grows between
+ * collectives, and each rank's moves come before its own read).  So no
+ * rank reads it after another may have left and moved it again (an
+ * ordered split collective's _begin returns at once).  A failure is every
+ * rank's. */
 static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, MPI_Offset *before,
-                             MPI_Offset *total, int *anydirty, const char *call) {
-  long long mine = rc == MPI_SUCCESS ? n : 0, dirty = st->dirty, sum = mine;
+                             MPI_Offset *total, const char *call) {
+  long long mine = rc == MPI_SUCCESS ? n : 0, sum = mine;
+  MPI_Offset d = st->delta;
+  if (rc == MPI_SUCCESS && st->dirty && st->mode != MODE_LOCAL) rc = helper_rmw(fh, st, 0, NULL, &d, call);
+  long long delta = d;
   int gathers = lmpio__agree_gathers(fh->size);
   if (gathers && !st->gather && !(st->gather = malloc(sizeof(long long) * (size_t)fh->size)) && rc == MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  lmpio__first f = {.max = &dirty, .nmax = 1, .sum = &sum, .nsum = 1, .mine = &mine, .nmine = 1,
+  lmpio__first f = {.max = &delta, .nmax = 1, .sum = &sum, .nsum = 1, .mine = &mine, .nmine = 1,
                     .table = st->gather};
   rc = lmpio__agree_first(fh->comm, rc, &f, call);
-  if (rc != MPI_SUCCESS) return rc;
+  if (rc != MPI_SUCCESS) return rc; /* (a rank that could not read stays dirty) */
+  st->delta = delta;
+  st->dirty = 0;
   *total = sum;
-  *anydirty = dirty != 0;
   *before = 0;
   if (f.gathered) {
     for (int r = 0; r < fh->rank; r++) *before += st->gather[r];
@@ -492,7 +505,7 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
   return MPI_SUCCESS;
 }
 
-int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc, int settle,
+int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call) {
   shstate *st = st_of(fh);
   int rc = lmpio__pending(pre_rc, call);
@@ -504,27 +517,12 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
   MPI_Offset before = 0, total = *n;
   note_move(fh);
-  int anydirty = 0;
-  rc = ordered_positions(fh, st, rc, *n, &before, &total, &anydirty, call);
+  rc = ordered_positions(fh, st, rc, *n, &before, &total, call);
   if (rc != MPI_SUCCESS) return rc;
-  if (fh->size == 1) {
-    *at = st->base + st->delta;
-    st->base += *n;
-    return MPI_SUCCESS;
-  }
-  *agreed = 0;
-  rc = collective_delta(fh, st, anydirty, call);
-  /* Every rank read the helper before any rank leaves and moves it with an
-   * independent call (a rank that read later would count that move as
-   * part of where the ordered access starts). */
-  if (settle && anydirty && st->mode != MODE_LOCAL) {
-    *agreed = 1;
-    rc = lmpio__agree(fh->comm, rc, 0, call);
-    if (rc != MPI_SUCCESS) return rc;
-  }
+  *agreed = fh->size == 1;
   *at = st->base + st->delta + before;
   st->base += total; /* the pointer moves once, by everything requested */
-  return rc;
+  return MPI_SUCCESS;
 }
 
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
@@ -536,15 +534,14 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
   }
   MPI_Offset at, n, moved;
   int agreed;
-  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, 0, &at, &n, &agreed, call);
+  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);
   if (rc != MPI_SUCCESS && agreed) return rc;
   if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
   if (fh->size == 1) return rc;
   /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
    * the outcome of the transfers is agreed even though it costs a second
    * collective: a storage or conversion error met by one rank fails the call
-   * everywhere.  The agreement also keeps any rank from moving the pointer
-   * before every rank has read the helper. */
+   * everywhere. */
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
