@@ -182,6 +182,8 @@ static void wrap_os_exit(lua_State *L) {
 
 int lmpio_lua_failing(void) { return failed_exit(); }
 
+void lmpio_lua_abort(const char *why) { abort_job(why); }
+
 static void run_exit_fns(void *owner) {
   for (int i = 0; i < n_exit_fns; i++) exit_fns[i](owner);
 }

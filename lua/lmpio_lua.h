@@ -29,6 +29,8 @@
 /* Whether this rank is leaving a job of several ranks because its script
  * failed (then nothing collective may run: the job is aborted). */
 int lmpio_lua_failing(void);
+/* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
+void lmpio_lua_abort(const char *why);
 /* Remembers the traceback of the last error object raised, printed when an
  * uncaught error aborts the job. */
 void lmpio_lua_note_traceback(const char *tb);

@@ -126,6 +126,7 @@ typedef struct {
   MPI_Datatype type;
   int dup;                     /* type is our duplicate, freed after the run */
   int pre_rc;                  /* collective: this rank's outcome of the checks at initiation */
+  int standin;                 /* ... a binding's failure (lmpio__take_standin) */
   char pre_msg[1024];          /* and its message */
   const char *call;
   /* A view of a user-defined representation: the worker moves file bytes
@@ -149,6 +150,7 @@ static int run(lmpio__job *job) {
   if (x->collective) {
     MPI_Status st;
     if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
+    if (x->standin) lmpio__set_standin(); /* on the worker's thread, for its first agreement */
     rc = lmpio__collective(&x->fh, x->offset, 0, x->buf, x->count, x->type, x->dir, &st, x->pre_rc, x->call);
     if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
   } else {
@@ -415,8 +417,10 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   if (mrc == MPI_SUCCESS && use_fp == FP_SHARED) x->fh.amode &= ~MPI_MODE_SEQUENTIAL;
   /* A conversion that fails at initiation is this rank's argument error. */
   if (mrc == MPI_SUCCESS && rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
+  int standin = lmpio__take_standin(); /* (the initiating thread does not agree) */
   if (mrc == MPI_SUCCESS) {
     x->pre_rc = rc;
+    x->standin = standin;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
     if ((mrc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   }
