@@ -342,8 +342,12 @@ static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   x->dup = 0;
   if (x->dir == LMPIO__WRITE && x->utype != MPI_DATATYPE_NULL) {
     MPI_Offset fbytes = 0;
+    /* The conversion function may try to close fh: refused while the
+     * initiating call still uses the handle (file.c). */
+    fh->busy++;
     int rc = lmpio__convert_memory(rep, LMPIO__WRITE, x->cap, x->raw, len, x->ubuf, x->ucount, x->utype, &x->native,
                                    &fbytes, call);
+    fh->busy--;
     if (rc != MPI_SUCCESS) return rc;
   }
   x->buf = x->raw;
@@ -588,7 +592,9 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
     lmpio__job *job = fh->split.job;
     fh->split.job = NULL;
     lmpio__async_join(fh, job);
+    fh->busy++; /* a read's conversion function may try to close fh */
     complete_on_caller(job);
+    fh->busy--;
     rc = job->rc;
     fh->split.bytes = rc == MPI_SUCCESS ? job->bytes : 0;
     if (rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
