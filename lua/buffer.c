@@ -169,6 +169,13 @@ lmpio_lua_buffer *lmpio_lua_pushborrowed(lua_State *L, void *data, size_t count,
   return b;
 }
 
+void lmpio_lua_checklasting(lua_State *L, int idx, const lmpio_lua_mem *m) {
+  const lmpio_lua_buffer *b = m->buf;
+  if (b && (b->borrowed || (b->root && b->root->borrowed)))
+    luaL_argerror(L, idx, "a converter's borrowed buffer cannot be used by a call that outlives the converter "
+                          "(a nonblocking call or a split collective): copy it into an lmpio.array first");
+}
+
 void lmpio_lua_invalidate(lmpio_lua_buffer *b) {
   b->valid = 0;
   b->data = NULL;

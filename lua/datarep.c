@@ -20,7 +20,8 @@
  *   elements when it is predefined, so items position+1 .. position+count are
  *   this call's; bytes otherwise); filebuf: borrowed bytes, exactly this
  *   chunk's items in file representation.  Both, and a derived datatype, are
- *   invalid once the converter returns.  A converter returns nothing (or
+ *   invalid once the converter returns (nonblocking calls and split
+ *   collectives, which would use them later, refuse the buffers).  A converter returns nothing (or
  *   true) on success; an error, false, or nil plus a message fails the access
  *   with MPI_ERR_CONVERSION carrying the message.  One Lua call per chunk of
  *   the staging buffer: as fast as the C it calls (lmpio.byteswap).
@@ -506,7 +507,8 @@ runs (`lmpio.byteswap` over the chunk: about the rate of `external32`).
 @function read
 @param userbuf the user's buffer, borrowed: an array of `datatype`'s elements
   when it is predefined (this call's items are `position + 1 .. position +
-  count`), bytes otherwise; valid only during the call
+  count`), bytes otherwise; valid only during the call (a nonblocking call or
+  a split collective, which would use it later, refuses it: copy it)
 @param datatype the memory datatype of the access (a borrowed datatype object
   when derived, valid only during the call)
 @param count how many predefined items this call converts (integer)
