@@ -73,6 +73,11 @@ extern _Thread_local int lmpio_lua_entered;
     lmpio_lua_caller = lmpio_lua_saved_;                                       \
   } while (0)
 
+/* Checked arithmetic for the sizes the binding computes from what a script
+ * gives (counts, extents, lengths): 0 on overflow, *r unspecified then. */
+static inline int lmpio_lua_mul_ok(long long a, long long b, long long *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline int lmpio_lua_add_ok(long long a, long long b, long long *r) { return !__builtin_add_overflow(a, b, r); }
+
 /* ---- buffer.c: typed arrays and byte buffers over C memory ------------ */
 
 #define LMPIO_LUA_MAXDIM 8 /* dimensions of a shaped array */
