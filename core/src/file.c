@@ -208,8 +208,10 @@ int lmpio_file_close(lmpio_file *fhp) {
    * the file it converts for): refuse, here, without the collective. */
   if (fh->busy > 0)
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
-  /* Outstanding nonblocking operations finish first (async.c). */
+  /* Outstanding nonblocking operations finish first (async.c), and freed
+   * requests' reads convert (request.c). */
   lmpio__async_close(fh);
+  lmpio__requests_close(fh);
   lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);

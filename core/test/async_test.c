@@ -769,11 +769,15 @@ static int ext_fn(MPI_Datatype t, MPI_Aint *extent, void *extra) {
   return MPI_SUCCESS;
 }
 
-static void test_user_datarep(void) {
-  main_thread = pthread_self();
+static void register_neg64(void) {
   static int registered;
   if (!registered) TL_OK(lmpio_register_datarep("async-neg64", conv_rd, conv_wr, ext_fn, NULL));
   registered = 1;
+}
+
+static void test_user_datarep(void) {
+  main_thread = pthread_self();
+  register_neg64();
   char *path = tl_path("async-user");
   lmpio_file fh = open_new(path);
   TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-neg64", MPI_INFO_NULL));
@@ -861,6 +865,41 @@ static void test_user_datarep(void) {
   TL_OK(lmpio_file_read_at(fh, at, b, N, MPI_INT, &st));
   TL_CHECK(same(a, b, N));
   TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* A read of a user representation whose request is freed (MPI_Request_free)
+ * instead of waited for: nobody calls MPI_Wait to convert it, so close
+ * does; the buffer holds the values after close.  Freed before the worker
+ * ran it, after, and a collective one. */
+static void test_freed_read_converts_at_close(void) {
+  main_thread = pthread_self();
+  register_neg64();
+  char *path = tl_path("async-freed");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-neg64", MPI_INFO_NULL));
+  enum { N = 48 };
+  int a[N], b1[N], b2[N], b3[N];
+  fill(a, N, tl_rank + 5);
+  MPI_Offset at = (MPI_Offset)tl_rank * N;
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, at, a, N, MPI_INT, &st));
+  memset(b1, 0, sizeof b1);
+  memset(b2, 0, sizeof b2);
+  memset(b3, 0, sizeof b3);
+  MPI_Request req;
+  TL_OK(lmpio_file_iread_at(fh, at, b1, N, MPI_INT, &req));
+  TL_OK(MPI_Request_free(&req)); /* most likely before the worker ran it */
+  TL_OK(lmpio_file_iread_at(fh, at, b2, N, MPI_INT, &req));
+  lmpio__async_wait_independent(fh); /* it ran: freed after completion */
+  TL_OK(MPI_Request_free(&req));
+  TL_OK(lmpio_file_iread_at_all(fh, at, b3, N, MPI_INT, &req));
+  TL_OK(MPI_Request_free(&req));
+  TL_OK(lmpio_file_close(&fh));
+  TL_CHECK(same(a, b1, N));
+  TL_CHECK(same(a, b2, N));
+  TL_CHECK(same(a, b3, N));
+  TL_CHECK(!wrong_thread);
   tl_unlink(path);
 }
 
@@ -983,6 +1022,8 @@ int main(int argc, char **argv) {
   tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
   tl_run("external32 on every path", test_external32);
   tl_run("user representation: converted on the caller's thread, bytes moved in the background", test_user_datarep);
+  tl_run("a freed request's read of a user representation converts at close at the latest",
+         test_freed_read_converts_at_close);
   tl_run("a converter closing its file inside a nonblocking call: MPI_ERR_FILE, the call goes on",
          test_converter_closes_its_file);
   lmpio__os = lmpio__os_real;
