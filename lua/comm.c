@@ -684,7 +684,7 @@ static int c_allgather(lua_State *L) {
   for (int r = 0; r < size; r++) {
     uint64_t n = get_le64(blocks + (size_t)r * GATHER_BLOCK);
     if (n > GATHER_BLOCK - 8) fits = 0;
-    total += n;
+    total += n < (uint64_t)INT_MAX + 1 ? n : (uint64_t)INT_MAX + 1; /* > INT_MAX is refused below: no wrap */
   }
   unsigned char *all = NULL;
   if (!fits) { /* every rank knows every length: they all take this branch */

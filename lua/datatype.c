@@ -366,6 +366,7 @@ static int seqlen(lua_State *L, int idx) {
 
 /* A scratch array owned by the collector (pushed on the stack). */
 static void *scratch(lua_State *L, size_t n, size_t esize) {
+  if (esize && n > (size_t)-1 / esize) luaL_error(L, "too many elements");
   return lua_newuserdatauv(L, n ? n * esize : 1, 0);
 }
 
@@ -683,7 +684,7 @@ static int c_darray(lua_State *L) {
   }
   int *psizes = checkints(L, 6, n, 1);
   long long prod = 1;
-  for (int i = 0; i < n; i++) prod *= psizes[i];
+  for (int i = 0; i < n && prod <= size; i++) prod *= psizes[i]; /* stops before it could overflow */
   if (prod != size) luaL_argerror(L, 6, "the product of psizes must equal size");
   MPI_Datatype old = lmpio_lua_checktype(L, 7);
   int order = checkorder(L, 8);
@@ -761,9 +762,14 @@ static int blocks_next(lua_State *L) {
       lua_pushinteger(L, (lua_Integer)s->len);
       return 2;
     }
-    if (n * size == 0) continue;
-    if (s->have && off == s->off + (MPI_Aint)s->len) {
-      s->len += n * size;
+    long long len, end, grown;
+    if (!lmpio_lua_mul_ok((long long)n, (long long)size, &len))
+      return luaL_error(L, "a block of %I items of %I bytes is longer than a 64-bit size", (lua_Integer)n,
+                        (lua_Integer)size);
+    if (len == 0) continue;
+    if (s->have && lmpio_lua_add_ok((long long)s->off, (long long)s->len, &end) && off == end &&
+        lmpio_lua_add_ok((long long)s->len, len, &grown)) {
+      s->len = grown;
       continue;
     }
     int had = s->have;
@@ -771,7 +777,7 @@ static int blocks_next(lua_State *L) {
     MPI_Count prev_len = s->len;
     s->have = 1;
     s->off = off;
-    s->len = n * size;
+    s->len = len;
     if (had) {
       lua_pushinteger(L, (lua_Integer)prev_off);
       lua_pushinteger(L, (lua_Integer)prev_len);

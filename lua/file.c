@@ -1327,6 +1327,7 @@ static int iread_at(lua_State *L, iat_fn fn) {
   MPI_Offset off = checkoffset(L, 2);
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, 3, 0, &m) == 2 ? lua_gettop(L) : 3;
+  lmpio_lua_checklasting(L, 3, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
@@ -1340,6 +1341,7 @@ static int iwrite_at(lua_State *L, iwat_fn fn) {
   MPI_Offset off = checkoffset(L, 2);
   lmpio_lua_mem m;
   lmpio_lua_checkmem(L, 3, 1, &m);
+  lmpio_lua_checklasting(L, 3, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, 3, &m, 0);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
@@ -1352,6 +1354,7 @@ static int iread_ptr(lua_State *L, ird_fn fn) {
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
+  lmpio_lua_checklasting(L, 2, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
@@ -1364,6 +1367,7 @@ static int iwrite_ptr(lua_State *L, iwr_fn fn) {
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
   lmpio_lua_checkmem(L, 2, 1, &m);
+  lmpio_lua_checklasting(L, 2, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, 2, &m, 0);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
@@ -1524,6 +1528,7 @@ static int split_begin(lua_State *L, int kind) {
   int idx = S_AT(kind) ? 3 : 2;
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, idx, !S_READING(kind), &m) == 2 ? lua_gettop(L) : idx;
+  lmpio_lua_checklasting(L, idx, &m);
   lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
   int previdx = lua_gettop(L);
   keep_split(L, dataidx, &m);

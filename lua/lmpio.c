@@ -58,7 +58,9 @@ predefined type) or `lmpio.buffer(n_or_string)` (bytes, an array of
 `lmpio.BYTE`); the reading methods of @{file} return new ones.  Elements
 are indexed from 1 (`a[i]`, `a[i] = v`), `#a` is the number of elements.
 An array handed to a converter (see @{datarep.md|data representations written in Lua}) borrows the library's
-memory and is invalid once the converter returns: every access then raises.
+memory and is invalid once the converter returns: every access then raises,
+and the calls that would use it later (nonblocking calls, split collectives)
+refuse it.
 @type array
 */
 

@@ -75,6 +75,11 @@ extern _Thread_local int lmpio_lua_entered;
     lmpio_lua_caller = lmpio_lua_saved_;                                       \
   } while (0)
 
+/* Checked arithmetic for the sizes the binding computes from what a script
+ * gives (counts, extents, lengths): 0 on overflow, *r unspecified then. */
+static inline int lmpio_lua_mul_ok(long long a, long long b, long long *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline int lmpio_lua_add_ok(long long a, long long b, long long *r) { return !__builtin_add_overflow(a, b, r); }
+
 /* ---- buffer.c: typed arrays and byte buffers over C memory ------------ */
 
 #define LMPIO_LUA_MAXDIM 8 /* dimensions of a shaped array */
@@ -132,6 +137,11 @@ typedef struct {
  * a number at idx allocates a new buffer (pushed on the stack) of that
  * count of type (default lmpio.BYTE).  Returns the number of stack slots used. */
 int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m);
+/* Raises when the memory of m (parsed from idx) is a converter's borrowed
+ * buffer or a view of one: a call that keeps the memory past its return (a
+ * nonblocking call, a split collective's _begin) would use it after the
+ * converter returned and the memory is gone. */
+void lmpio_lua_checklasting(lua_State *L, int idx, const lmpio_lua_mem *m);
 /* datarep.c: the memory of the data access call in progress on this thread,
  * so that a converter's userbuf covers the caller's whole buffer. */
 extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;

@@ -250,6 +250,21 @@ LMPIO_API void lmpio_fail_next_collective(int errorclass, const char *message);
  * file (its script ended) while rank 0 called write_at_all"). */
 LMPIO_API void lmpio_set_exiting(int flag);
 
+/* For layers over lmpio (an lmpio extension; the drop-in library uses it):
+ * who hears of a nonblocking operation that failed in the background.  By
+ * default its request completes with the error, which MPI hands to
+ * MPI_COMM_WORLD's error handler (MPI's rule for generalized requests) in
+ * MPI_Wait, MPI_Test, MPI_Waitall, ...  Between lmpio_request_failures(fn,
+ * arg) and lmpio_request_failures(NULL, NULL) on a thread, the requests
+ * that MPI completes on that thread complete as successes for MPI (their
+ * status counts 0 bytes) and fn is called, on that thread, for each one
+ * that failed: its request handle, the file it was started on
+ * (LMPIO_FILE_NULL once that file is closed), its error class and message,
+ * so that the caller reports them itself. */
+typedef void lmpio_request_failure_fn(void *arg, MPI_Request request, lmpio_file fh, int errorclass,
+                                      const char *message);
+LMPIO_API void lmpio_request_failures(lmpio_request_failure_fn *fn, void *arg);
+
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
 LMPIO_API int lmpio_error_string(int errorcode, char *string, int *resultlen);

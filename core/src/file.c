@@ -247,6 +247,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   lmpio__pipe_enter(fh, call);
   int rc = lmpio__agree_first(fh->comm, lmpio__pending(MPI_SUCCESS, call), NULL, call);
   if (rc != MPI_SUCCESS) return rc;
+  lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
   lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */

@@ -322,6 +322,7 @@ struct lmpio_file_s {
   char drv_why[256];        /* why that driver: for get_info */
   lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
+  struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -360,6 +361,8 @@ int lmpio__async_fd(lmpio_file fh, int lane);
  * the first call (collective); prepares the collective lane. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);
 void lmpio__async_join(lmpio_file fh, lmpio__job *job);
+/* One more reference to a submitted job (dropped with lmpio__async_release). */
+void lmpio__async_retain(lmpio__job *job);
 void lmpio__async_release(lmpio__job *job);
 /* Until every job of fh has run; _independent: every job of that lane
  * (which never waits for other ranks). */
@@ -367,6 +370,11 @@ void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
 /* Frees the memory request.c keeps for staged transfers (at close). */
 void lmpio__stage_trim(void);
+/* At close, once every job of fh ran: its requests no longer name fh, and
+ * a read of a user representation whose request was freed before its
+ * conversion ran (MPI_Request_free) converts now, on this thread
+ * (request.c). */
+void lmpio__requests_close(lmpio_file fh);
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio_file fh);

@@ -883,11 +883,15 @@ static int ext_fn(MPI_Datatype t, MPI_Aint *extent, void *extra) {
   return MPI_SUCCESS;
 }
 
-static void test_user_datarep(void) {
-  main_thread = pthread_self();
+static void register_neg64(void) {
   static int registered;
   if (!registered) TL_OK(lmpio_register_datarep("async-neg64", conv_rd, conv_wr, ext_fn, NULL));
   registered = 1;
+}
+
+static void test_user_datarep(void) {
+  main_thread = pthread_self();
+  register_neg64();
   char *path = tl_path("async-user");
   lmpio_file fh = open_new(path);
   TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-neg64", MPI_INFO_NULL));
@@ -978,6 +982,131 @@ static void test_user_datarep(void) {
   tl_unlink(path);
 }
 
+/* A read of a user representation whose request is freed (MPI_Request_free)
+ * instead of waited for: nobody calls MPI_Wait to convert it, so close
+ * does; the buffer holds the values after close.  Freed before the worker
+ * ran it, after, and a collective one. */
+static void test_freed_read_converts_at_close(void) {
+  main_thread = pthread_self();
+  register_neg64();
+  char *path = tl_path("async-freed");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-neg64", MPI_INFO_NULL));
+  enum { N = 48 };
+  int a[N], b1[N], b2[N], b3[N];
+  fill(a, N, tl_rank + 5);
+  MPI_Offset at = (MPI_Offset)tl_rank * N;
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, at, a, N, MPI_INT, &st));
+  memset(b1, 0, sizeof b1);
+  memset(b2, 0, sizeof b2);
+  memset(b3, 0, sizeof b3);
+  MPI_Request req;
+  TL_OK(lmpio_file_iread_at(fh, at, b1, N, MPI_INT, &req));
+  TL_OK(MPI_Request_free(&req)); /* most likely before the worker ran it */
+  TL_OK(lmpio_file_iread_at(fh, at, b2, N, MPI_INT, &req));
+  lmpio__async_wait_independent(fh); /* it ran: freed after completion */
+  TL_OK(MPI_Request_free(&req));
+  TL_OK(lmpio_file_iread_at_all(fh, at, b3, N, MPI_INT, &req));
+  TL_OK(MPI_Request_free(&req));
+  TL_OK(lmpio_file_close(&fh));
+  TL_CHECK(same(a, b1, N));
+  TL_CHECK(same(a, b2, N));
+  TL_CHECK(same(a, b3, N));
+  TL_CHECK(!wrong_thread);
+  tl_unlink(path);
+}
+
+/* A conversion function that closes the file it converts for, inside a
+ * nonblocking call: a write's conversion runs in the initiating call, a
+ * split collective read's in _end.  The close is refused with MPI_ERR_FILE
+ * ("in use"), as inside a blocking call, and the call goes on with its
+ * handle (under ASan: no use of a freed handle). */
+static lmpio_file closer_fh;
+static int closer_rc;
+static void closer_close(void) {
+  if (closer_fh == LMPIO_FILE_NULL) return;
+  closer_rc = lmpio_file_close(&closer_fh);
+}
+static int closing_wr(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
+  (void)t;
+  (void)extra;
+  closer_close();
+  memcpy(filebuf, (int *)userbuf + position, sizeof(int) * (size_t)count);
+  return MPI_SUCCESS;
+}
+static int closing_rd(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra) {
+  (void)t;
+  (void)extra;
+  closer_close();
+  memcpy((int *)userbuf + position, filebuf, sizeof(int) * (size_t)count);
+  return MPI_SUCCESS;
+}
+static int four(MPI_Datatype t, MPI_Aint *extent, void *extra) {
+  (void)t;
+  (void)extra;
+  *extent = 4;
+  return MPI_SUCCESS;
+}
+
+static void test_converter_closes_its_file(void) {
+  static int registered;
+  if (!registered) TL_OK(lmpio_register_datarep("async-closer", closing_rd, closing_wr, four, NULL));
+  registered = 1;
+  char *path = tl_path("async-closer");
+  lmpio_file fh = open_new(path);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "async-closer", MPI_INFO_NULL));
+  enum { N = 32 };
+  int a[N], b[N];
+  fill(a, N, tl_rank + 3);
+  MPI_Offset at = (MPI_Offset)tl_rank * N;
+  MPI_Request req;
+  MPI_Status st;
+#define REFUSED(what)                                                       \
+  do {                                                                      \
+    if (closer_rc != MPI_ERR_FILE || closer_fh != fh) {                     \
+      tl_case_failed = 1;                                                   \
+      fprintf(stderr, "[rank %d] %s: close from the converter returned %s\n", tl_rank, what, \
+              lmpio_error_class_name(closer_rc));                           \
+    }                                                                       \
+  } while (0)
+  closer_rc = -1;
+  closer_fh = fh;
+  TL_OK(lmpio_file_iwrite_at(fh, at, a, N, MPI_INT, &req));
+  REFUSED("iwrite_at");
+  if (closer_fh != fh) return; /* closed: fh is gone */
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  closer_rc = -1;
+  TL_OK(lmpio_file_iwrite_shared(fh, a, N, MPI_INT, &req));
+  REFUSED("iwrite_shared");
+  if (closer_fh != fh) return;
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  closer_rc = -1;
+  TL_OK(lmpio_file_iwrite_at_all(fh, at, a, N, MPI_INT, &req));
+  REFUSED("iwrite_at_all");
+  if (closer_fh != fh) return;
+  TL_EQ(wait_count(&req, MPI_INT), N);
+  closer_rc = -1;
+  TL_OK(lmpio_file_seek(fh, at, MPI_SEEK_SET));
+  TL_OK(lmpio_file_write_all_begin(fh, a, N, MPI_INT));
+  REFUSED("write_all_begin");
+  if (closer_fh != fh) return;
+  TL_OK(lmpio_file_write_all_end(fh, a, &st));
+  /* A split collective read converts in _end. */
+  closer_rc = -1;
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at_all_begin(fh, at, b, N, MPI_INT));
+  TL_OK(lmpio_file_read_at_all_end(fh, b, &st));
+  REFUSED("read_at_all_end");
+  if (closer_fh != fh) return;
+  TL_EQ(count_of(&st, MPI_INT), N);
+  TL_CHECK(same(a, b, N));
+#undef REFUSED
+  closer_fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   (void)tl_init; /* MPI_Init: this program needs threads */
@@ -1010,6 +1139,10 @@ int main(int argc, char **argv) {
   tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
   tl_run("external32 on every path", test_external32);
   tl_run("user representation: converted on the caller's thread, bytes moved in the background", test_user_datarep);
+  tl_run("a freed request's read of a user representation converts at close at the latest",
+         test_freed_read_converts_at_close);
+  tl_run("a converter closing its file inside a nonblocking call: MPI_ERR_FILE, the call goes on",
+         test_converter_closes_its_file);
   lmpio__os = lmpio__os_real;
   return tl_finish();
 }
