@@ -396,6 +396,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_error_open(L);
   lmpio_lua_datatype_open(L);
   lmpio_lua_buffer_open(L);
+  lmpio_lua_array_ops_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
   lmpio_lua_request_open(L);

@@ -145,6 +145,13 @@ extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
     lmpio_lua_caller_mem = lmpio_lua_saved_mem_;                               \
   } while (0)
 
+/* Elements i..j given as arguments ai and aj (optional; clamped as
+ * string.sub clamps, negative from the end) -> start (0-based), n. */
+void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n);
+/* Pushes the value of an element of kind and esize bytes at p, as a[i]
+ * reads it; 0 (nothing pushed) when Lua cannot hold it. */
+int lmpio_lua_loadelem(lua_State *L, int kind, size_t esize, const unsigned char *p);
+
 /* Raises when count items of type do not fit nbytes of memory. */
 void lmpio_lua_checkfit(lua_State *L, int arg, size_t nbytes, int count, MPI_Datatype type);
 
@@ -230,6 +237,7 @@ int lmpio_lua_datatype_open(lua_State *L);
 int lmpio_lua_comm_open(lua_State *L);
 int lmpio_lua_file_open(lua_State *L);
 int lmpio_lua_request_open(lua_State *L);
+int lmpio_lua_array_ops_open(lua_State *L);
 
 /* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */
