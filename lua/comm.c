@@ -892,11 +892,15 @@ optionally its block of a global array.
 Local: no communication.  The grid's dims come from `lmpio.dims_create`
 over the communicator's size; ranks are laid out in row-major order (the
 last coordinate varies fastest, as `MPI_Cart_create` without reordering).
-Given the sizes of a global array, the array is cut into balanced blocks
-along every dimension (the first `size % dims` blocks get one more
-element) and this rank's block is returned as the subsizes and starts that
-`lmpio.type.subarray` takes.  A block may be empty (a subsize 0) when a
-dimension has fewer elements than processes.
+Given the sizes of a global array, the array is cut into blocks along
+every dimension by the one block distribution of the module: that of
+`lmpio.block` and of `lmpio.type.darray` with `"block"` (each block
+`ceil(size / dims)` elements, the last ones fewer or none: 10 over 4 is
+3, 3, 3, 1), and this rank's block is returned as the subsizes and starts
+that `lmpio.type.subarray` takes, so that the subarray and the darray of
+a rank are the same datatype.  A block may be empty (a subsize 0, which
+`lmpio.type.subarray` takes: the script runs unchanged at any number of
+ranks).
 @function comm:grid
 @param dims the number of dimensions, or a table of dims (0: choose)
 @param[opt] sizes the global array's size along each dimension (a table of
@@ -906,6 +910,10 @@ dimension has fewer elements than processes.
 @raise when the dims cannot be made from the communicator's size, or the
   sizes are not non-negative integers
 @usage local dims, coords, sub, starts = comm:grid(3, {nz, ny, nx})
+local mine = lmpio.type.subarray({nz, ny, nx}, sub, starts, lmpio.DOUBLE)
+-- the same datatype as
+local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
+  {"block", "block", "block"}, nil, dims, lmpio.DOUBLE)
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -937,19 +945,29 @@ static int c_grid(lua_State *L) {
   pushints(L, coords, n);
   if (!have_sizes) return 2;
   for (int i = 0; i < n; i++) {
-    long long base = sizes[i] / dims[i], extra = sizes[i] % dims[i], c = coords[i];
-    sub[i] = (int)(base + (c < extra));
-    starts[i] = (int)(c * base + (c < extra ? c : extra));
+    lua_Integer first, count;
+    lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
+    sub[i] = (int)count;
+    starts[i] = (int)first;
   }
   pushints(L, sub, n);
   pushints(L, starts, n);
   return 4;
 }
 
+void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count) {
+  lua_Integer b = n / parts + (n % parts != 0);
+  lua_Integer lo = b * i < n ? b * i : n;
+  lua_Integer hi = b * (i + 1) < n ? b * (i + 1) : n;
+  *first = lo;
+  *count = hi - lo;
+}
+
 /***
 The block of n items that part i of parts owns, as MPI's block distribution does.
 Each of the first parts gets ceil(n / parts) items; the last ones may get
-fewer or none (count 0), exactly as `lmpio.type.darray` with "block".
+fewer or none (count 0), exactly as `lmpio.type.darray` with "block",
+`comm:grid` and `comm:scatter` cut.
 @function lmpio.block
 @tparam integer n the number of items
 @tparam integer parts the number of parts
@@ -962,11 +980,10 @@ static int l_block(lua_State *L) {
   if (n < 0) return luaL_argerror(L, 1, "must not be negative");
   if (parts < 1) return luaL_argerror(L, 2, "must be positive");
   if (i < 0 || i >= parts) return luaL_argerror(L, 3, "must be in 0 .. parts-1");
-  lua_Integer b = n / parts + (n % parts != 0);
-  lua_Integer first = b * i < n ? b * i : n;
-  lua_Integer last = b * (i + 1) < n ? b * (i + 1) : n;
+  lua_Integer first, count;
+  lmpio_lua_block(n, parts, i, &first, &count);
   lua_pushinteger(L, first);
-  lua_pushinteger(L, last - first);
+  lua_pushinteger(L, count);
   return 2;
 }
 

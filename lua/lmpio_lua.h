@@ -202,6 +202,11 @@ MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx);
 void lmpio_lua_freeinfo(MPI_Info *info);
 /* Pushes an MPI_Info as a Lua table of strings. */
 void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
+/* The block distribution of the module (lmpio.block, comm:grid,
+ * comm:scatter; darray's "block"): part i of parts (0-based) owns
+ * items first .. first + count - 1 of n (0-based), ceil(n / parts) of them
+ * or, for the last parts, fewer or none. */
+void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count);
 
 /* ---- request.c: requests of the nonblocking calls --------------------- */
 
