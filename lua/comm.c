@@ -73,7 +73,7 @@ static _Thread_local int entered;
  * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
  * is non-negative and MPI_MAX with the zeros of the other ranks is the
  * root's word). */
-enum { NAGREE = 8, NINLINE = 34, AGREE_WORDS = NAGREE + NINLINE, MAXMSG = 1024 };
+enum { NAGREE = LMPIO_LUA_NAGREE, AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - NAGREE, MAXMSG = 1024 };
 
 /* Every rank raises the agreed failure: the lowest failing rank (root)
  * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
@@ -114,12 +114,7 @@ static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
   agree(L, comm, v, AGREE_WORDS, msg);
 }
 
-typedef struct {
-  const char *name;
-  lua_CFunction fn;
-  /* joins the method's first communication as a failing rank and raises */
-  void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
-} collective_method;
+typedef lmpio_lua_collective collective_method;
 
 /* Runs a collective method under lua_pcall; an error raised before the
  * method joined its agreement becomes this rank's failure in the agreement
@@ -424,6 +419,12 @@ static void deserialise(lua_State *L, const unsigned char *p, size_t n) {
   if (decode(L, &d, 0) == T_END || d.p != d.end) corrupt(L);
 }
 
+/* For the collective methods of lua/message.c (lmpio_lua.h). */
+void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) { agree(L, comm, v, n, msg); }
+void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_agree(L, comm, msg); }
+unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n) { return serialise(L, idx, arg, n); }
+void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n) { deserialise(L, p, n); }
+
 static void put_le64(unsigned char *b, uint64_t u) {
   for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
 }
@@ -603,9 +604,11 @@ static int c_bcast(lua_State *L) {
   if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
   size_t len = 0;
   const unsigned char *bytes = NULL;
-  /* one agreement: roots (max and -min), the length, and a short value */
+  /* one agreement: roots (max and -min), the length, and a short value;
+   * arrays put what they are in v[4..] (lua/message.c) */
   long long v[AGREE_WORDS] = {0, root, -root, 0};
-  if (rank == root) {
+  int isarray = lmpio_lua_bcast_prepare(L, 2, rank == root, v);
+  if (rank == root && !isarray) {
     bytes = serialise(L, 2, 2, &len); /* 4 */
     v[3] = (long long)len;
     if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
@@ -614,6 +617,7 @@ static int c_bcast(lua_State *L) {
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
                                                            "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
+  if (lmpio_lua_bcast_arrays(L, comm, root, v, isarray ? 2 : 0)) return 1;
   len = (size_t)v[3];
   unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
   if (len <= NINLINE * 7) {
@@ -632,7 +636,7 @@ static int c_bcast(lua_State *L) {
 /* allgather's first communication: an MPI_Allgather of one block per
  * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
  * fits.  A failure on any rank is seen by all. */
-enum { GATHER_BLOCK = 64 };
+enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
 #define GATHER_FAILED UINT64_MAX
 
 static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
@@ -645,12 +649,18 @@ static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, co
       raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
 }
 
+void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
+  gather_blocks(L, comm, blocks, msg);
+}
+
 static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
   int size = commsize(comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
   put_le64(blocks + (size_t)commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
   gather_blocks(L, comm, blocks, msg);
 }
+
+void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_gather(L, comm, msg); }
 
 /***
 Every rank's value, on every rank (`MPI_Allgather` of their serialised
@@ -670,6 +680,7 @@ static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int size = commsize(comm), rank = commrank(comm);
   lua_settop(L, 2);
+  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_allgather_array(L, comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
   int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
   int *displs = counts + size;
@@ -679,6 +690,10 @@ static int c_allgather(lua_State *L) {
   put_le64(mine, (uint64_t)len);
   memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
   gather_blocks(L, comm, blocks, NULL);
+  for (int r = 0; r < size; r++) /* every rank sees every block: all raise */
+    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
+      return lmpio_lua_raise(L, MPI_ERR_ARG, "bad argument #1 to 'allgather' (arrays on some ranks, other "
+                                             "values on others)");
   uint64_t total = 0;
   int fits = 1;
   for (int r = 0; r < size; r++) {
@@ -713,25 +728,25 @@ static int c_allgather(lua_State *L) {
 
 /* ---- reductions --------------------------------------------------------- */
 
-enum { R_ALLREDUCE, R_SCAN, R_EXSCAN };
+enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
 static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
 
 /* allreduce, scan and exscan of one number or boolean. */
 static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_reduce_array(L, comm, kind, name);
   static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isbool) luaL_checknumber(L, 2);
   int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
-   * are, and every rank the same kind of value and the same op. */
+   * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
+   * arrays: lua/message.c) and the same op. */
   int b = isbool && lua_toboolean(L, 2);
   long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
   agree(L, comm, v, NAGREE, NULL);
-  if (v[3] != -v[4])
-    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #1 to '%s' (booleans on some "
-                                                           "ranks, numbers on others)", name));
+  if (v[3] != -v[4]) return lmpio_lua_reduce_kinds(L, name, v);
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
                                                            "different operations, '%s' and '%s')",
@@ -1088,6 +1103,18 @@ The color of `comm:split` for a rank that joins no communicator
 (`MPI_UNDEFINED`; `nil` and `false` do the same).
 @field lmpio.UNDEFINED
 */
+
+void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local) {
+  luaL_getmetatable(L, LMPIO_LUA_COMM);
+  lua_getfield(L, -1, "__index");
+  for (size_t i = 0; i < n; i++) {
+    lua_pushlightuserdata(L, (void *)&cm[i]);
+    lua_pushcclosure(L, collective_call, 1);
+    lua_setfield(L, -2, cm[i].name);
+  }
+  if (local) luaL_setfuncs(L, local, 0);
+  lua_pop(L, 2);
+}
 
 static const collective_method collective_methods[] = {
   {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},

@@ -120,6 +120,15 @@ int lmpio_lua_typekind(MPI_Datatype t) {
   return p ? p->kind : LMPIO_LUA_K_NONE;
 }
 
+int lmpio_lua_typecode(MPI_Datatype t) {
+  const struct predef *p = find_predef(t);
+  return p ? (int)(p - predefs) : -1;
+}
+
+MPI_Datatype lmpio_lua_codetype(long long code) {
+  return code >= 0 && (size_t)code < NPREDEFS ? predefs[code].type : MPI_DATATYPE_NULL;
+}
+
 int lmpio_lua_isnamed(MPI_Datatype t) {
   int ni, na, nd, comb;
   if (t == MPI_DATATYPE_NULL) return 0;

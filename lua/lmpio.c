@@ -355,6 +355,7 @@ static void guard_module(lua_State *L) {
   guard_methods(L, LMPIO_LUA_COMM, none);
   guard_methods(L, LMPIO_LUA_DATATYPE, none);
   guard_methods(L, LMPIO_LUA_REQUEST, none);
+  guard_methods(L, LMPIO_LUA_MSGREQUEST, none);
 }
 
 /* Concerns added later define these; they are called when linked in. */
@@ -400,6 +401,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
   lmpio_lua_request_open(L);
+  lmpio_lua_message_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
 
   static const luaL_Reg funcs[] = {

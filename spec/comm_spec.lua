@@ -173,7 +173,7 @@ describe("comm:bcast", function()
     local deep = {}
     for _ = 1, 150 do deep = { deep } end
     local cases = {
-      { lmpio.array(lmpio.DOUBLE, 2), "a lmpio.buffer cannot be sent" },
+      { lmpio.records({ { "x", lmpio.INT } }, 2), "records cannot be sent" }, -- arrays can (message_spec)
       { { x = { lmpio.world } }, "a lmpio.comm at .x[1] cannot be sent" },
       { coroutine.create(print), "a thread cannot be sent" },
       { cyc, "a table at [2][1] that contains itself cannot be sent" },
@@ -505,8 +505,7 @@ describe("block distributions", function()
     local c4 = world:split(rank < 4 and 0 or nil)
     if c4 then
       local _, _, sub, starts = c4:grid(1, { 10 })
-      local want = size >= 4 and { 3, 3, 3, 1 } or size == 2 and { 5, 5 } or { 10 }
-      assert.equal(want[rank + 1], sub[1])
+      if c4:size() == 4 then assert.equal(counts[rank + 1], sub[1]) end
       assert.same({ lmpio.block(10, c4:size(), rank) }, { starts[1], sub[1] })
       c4:free()
     end
