@@ -585,16 +585,27 @@ arguments and carries a short value (up to 238 bytes serialised), and a
 longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
 integers), a string, or a table of those (nested tables too; keys are
 booleans, numbers or strings).  Tables arrive as new tables without
-metatables; a table that contains itself, functions, userdata (arrays,
-communicators, ...) and threads cannot be sent.  The value passed on the
-other ranks is ignored.  When the root's value cannot be sent, or the
-ranks name different roots, every rank raises: no rank is left waiting.
+metatables; a table that contains itself, functions, userdata
+(communicators, records, ...) and threads cannot be sent.  The value
+passed on the other ranks is ignored, except an array.
+An array on the root is sent straight from its memory (`MPI_Bcast`): the
+other ranks that give an array (of the same type and length) get it
+filled, the others get a new array of the root's type and shape.  When
+the root's value cannot be sent, arrays disagree, or the ranks name
+different roots, every rank raises: no rank is left waiting.
 @function comm:bcast
-@param value the value to send (used on the root only)
+@param value the value to send (used on the root only), or an array: to
+  send on the root, to fill on the others
 @param[opt=0] root the rank that sends (the same on every rank)
-@return the root's value (on the root: the value itself)
+@return the root's value (on the root: the value itself; an array given
+  on another rank: that array, filled)
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when the root's value
-  cannot be sent, or a root is out of range or differs between ranks
+  cannot be sent, or a root is out of range or differs between ranks, or
+  ranks give arrays of another type or length than the root's, or arrays
+  to fill while the root sends no array
+@usage local params = lmpio.array(lmpio.DOUBLE, 3)
+if comm:rank() == 0 then params:set(1, {0.1, 0.2, 0.3}) end
+comm:bcast(params)          -- every rank's params now hold the root's
 */
 static int c_bcast(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -666,15 +677,18 @@ void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg) { fai
 Every rank's value, on every rank (`MPI_Allgather` of their serialised
 forms).
 Collective.  Values are those that `comm:bcast` can send (nil, booleans,
-numbers, strings, tables of them); each arrives as a copy.  When any
-rank's value cannot be sent, every rank raises.
+numbers, strings, tables of them); each arrives as a copy.  Arrays (every
+rank an array of the same type, of any length) arrive concatenated in
+rank order in one new array (`MPI_Allgatherv`, from and into their
+memory).  When any rank's value cannot be sent, or some ranks give arrays
+and others not, every rank raises.
 @function comm:allgather
-@param value this rank's value
+@param value this rank's value, or array
 @return a table whose element `r + 1` is rank `r`'s value (a rank that sent
-  nil leaves a hole)
+  nil leaves a hole), or the concatenated array
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's value
   cannot be sent; every rank raises when the values add up to more than
-  2 GiB
+  2 GiB (arrays: 2^31 - 1 elements)
 */
 static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -783,18 +797,26 @@ static int reduce(lua_State *L, int kind, const char *name) {
 }
 
 /***
-Combines one number or boolean from every rank (`MPI_Allreduce`).
-Collective.  The result is an integer when every rank gave an integer, a
-float otherwise.  Every rank must give the same kind of value (numbers or
-booleans) and the same operation; when they do not, or any rank's
-arguments are wrong, every rank raises.
+Combines one number, boolean or array from every rank (`MPI_Allreduce`).
+Collective.  For numbers the result is an integer when every rank gave an
+integer, a float otherwise.  Arrays (every rank an array of the same type
+and length) are combined element by element, in C, into a new array of
+that type and shape: `comm:allreduce(counts)` adds up every rank's
+histogram.  Every rank must give the same kind of value (numbers,
+booleans or arrays) and the same operation; when they do not, or any
+rank's arguments are wrong, every rank raises.
 @function comm:allreduce
-@param x a number or a boolean
-@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`
-  (default `"sum"` for numbers, `"land"` for booleans)
-@return the combination of every rank's x
+@param x a number, a boolean or an array
+@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
+  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
+  `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
+  `"prod"`, `"land"`) or "any" (the others); on floats the logical and
+  bitwise ops raise
+@return the combination of every rank's x (a new array for arrays)
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's
-  arguments are wrong or the ranks disagree on the op or the kind of value
+  arguments are wrong or the ranks disagree on the op, the kind of value,
+  or an array's type or length
+@usage local total = world:allreduce(a:histogram(0, 1, 66))  -- INT64_T counts
 */
 static int c_allreduce(lua_State *L) { return reduce(L, R_ALLREDUCE, "allreduce"); }
 
@@ -803,7 +825,7 @@ Inclusive prefix reduction (`MPI_Scan`): rank r gets the combination of
 the values of ranks 0 to r.
 Collective; arguments as for `comm:allreduce`.
 @function comm:scan
-@param x a number or a boolean
+@param x a number, a boolean or an array (element by element)
 @param[opt] op as for `comm:allreduce`
 @return the combination of the values of ranks 0..r
 @raise as `comm:allreduce`
@@ -816,9 +838,10 @@ the values of ranks 0 to r - 1, for instance its offset in a file that
 every rank appends a piece of.
 Collective; arguments as for `comm:allreduce`.  Rank 0 gets the identity
 of the op (`0` for `"sum"`, `1` for `"prod"`, `true` for `"land"`,
-`false` for `"lor"`) and nil for `"max"` and `"min"`.
+`false` for `"lor"`; for arrays an array of it) and nil for `"max"` and
+`"min"`.
 @function comm:exscan
-@param x a number or a boolean
+@param x a number, a boolean or an array (element by element)
 @param[opt] op as for `comm:allreduce`
 @return the combination of the values of ranks 0..r-1
 @raise as `comm:allreduce`

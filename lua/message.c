@@ -1123,9 +1123,11 @@ static int c_sendrecv(lua_State *L) {
 
 /***
 The request of `comm:isend` or `comm:irecv`.
-Complete it with `wait` (or `test` until it returns true); until then it
-keeps the data it sends or receives alive.  A request collected before it
-completed is waited for first.
+Complete it with `wait` (or `test` until it returns true), or with
+`lmpio.waitall`, which takes these requests too, in one list with those of
+files (each then gives its result with `wait`); until then it keeps the
+data it sends or receives alive.  A request collected before it completed
+is waited for first.
 @type msgrequest
 */
 
@@ -1178,6 +1180,38 @@ static int m_tostring(lua_State *L) {
   return 1;
 }
 
+/* lmpio.waitall over a list that may hold message requests too: the file
+ * requests go to request.c's waitall (upvalue 1) together, then the
+ * message requests are waited for in order. */
+static int l_waitall(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_Integer n = luaL_len(L, 1), k = 0;
+  int mine = 0;
+  lua_newtable(L); /* 2: the others */
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    if (luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST)) {
+      mine = 1;
+      lua_pop(L, 1);
+    } else {
+      lua_rawseti(L, 2, ++k);
+    }
+  }
+  if (k || !mine) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, mine ? 2 : 1);
+    lua_call(L, 1, 0);
+  }
+  for (lua_Integer i = 1; mine && i <= n; i++) {
+    lua_geti(L, 1, i);
+    mreq *r = luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST);
+    if (r) complete(L, -1, r, 1);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
 /***
 The source of a receive that takes a message from any rank (`MPI_ANY_SOURCE`).
 @field lmpio.ANY_SOURCE
@@ -1213,6 +1247,12 @@ int lmpio_lua_message_open(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
+  if (lua_getfield(L, -1, "waitall") == LUA_TFUNCTION) { /* request.c's, for file requests */
+    lua_pushcclosure(L, l_waitall, 1);
+    lua_setfield(L, -2, "waitall");
+  } else {
+    lua_pop(L, 1);
+  }
   lua_pushinteger(L, MPI_ANY_SOURCE);
   lua_setfield(L, -2, "ANY_SOURCE");
   lua_pushinteger(L, MPI_ANY_TAG);

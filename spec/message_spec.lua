@@ -357,6 +357,23 @@ describe("messages between ranks", function()
     sq:wait()
   end)
 
+  it("lmpio.waitall completes message requests, alone or with file requests", function()
+    local rs = { world:irecv(left, 21), world:irecv(left, 22) }
+    local ss = { world:isend(lmpio.array(lmpio.INT, { rank }), right, 22), world:isend("x" .. rank, right, 21) }
+    lmpio.waitall(ss)
+    lmpio.waitall(rs)
+    assert.equal("x" .. left, (rs[1]:wait()))
+    assert.equal(left, rs[2]:wait()[1])
+    local path = H.tmpname("waitall")
+    local fh <close> = lmpio.open(world, path, "w+")
+    local mixed = { fh:iwrite_at(rank * 8, lmpio.array(lmpio.DOUBLE, { rank })), world:irecv(left, 23),
+                    world:isend(rank, right, 23) }
+    lmpio.waitall(mixed)
+    assert.equal(1, mixed[1]:wait())
+    assert.equal(left, (mixed[2]:wait()))
+    assert.has_error(function() lmpio.waitall({ 1 }) end)
+  end)
+
   it("receives from any source, with the source and tag of each message", function()
     if rank ~= 0 then
       world:send(lmpio.array(lmpio.INT, { rank }), 0, rank + 10)
