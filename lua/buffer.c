@@ -648,6 +648,9 @@ Reads an element: `a[i]` (position i in storage order, from 1; nil outside
 1..#a), `a[{i, j, k}]` (one index per dimension of a shaped array; raises
 outside the shape), `r[i].x` (field x of record i; an array field is a view).
 String keys are the methods, and for one record (`r[i]`) its fields first.
+Each `a[i]` is a call of this metamethod, about four times the cost of
+reading a Lua table: to visit every element from Lua, `a:chunks()` is
+faster, and the bulk methods (`a:sum`, `a:histogram`, ...) run in C.
 @function array:__index
 @param k an integer, a table of indices, or a name
 @return the value (for records: record i, a view of it)

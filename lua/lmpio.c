@@ -57,6 +57,11 @@ Made by `lmpio.array(datatype, n_or_table_or_string)` (elements of a
 predefined type) or `lmpio.buffer(n_or_string)` (bytes, an array of
 `lmpio.BYTE`); the reading methods of @{file} return new ones.  Elements
 are indexed from 1 (`a[i]`, `a[i] = v`), `#a` is the number of elements.
+Whole-array work runs in C: `a:sum`, `a:min`, `a:max`, `a:minmax`,
+`a:histogram`, and the collectives and messages of @{comm} take arrays.
+A loop written in Lua visits every element fastest with `a:chunks()`
+(elements a few thousand at a time in one reused table); `a[i]` calls a
+metamethod, several times the cost of reading a table.
 An array handed to a converter (see @{datarep.md|data representations written in Lua}) borrows the library's
 memory and is invalid once the converter returns: every access then raises.
 @type array
