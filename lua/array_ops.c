@@ -156,19 +156,33 @@ static int a_sum(lua_State *L) {
 /* ---- min and max ------------------------------------------------------------- */
 
 /* The smallest and largest of n > 0 elements, into *mn and *mx; floats
- * note a NaN in *nan. */
+ * note a NaN in *nan.  Four lanes: four comparison chains that do not wait
+ * on each other. */
 #define MINMAX(name, T, LOAD, ISNAN)                                           \
   static void name(const unsigned char *p, size_t n, T *mn, T *mx, int *nan) { \
-    T lo = LOAD(p, 0), hi = lo;                                                \
-    int bad = ISNAN(lo);                                                       \
-    for (size_t i = 1; i < n; i++) {                                           \
+    T lo[4], hi[4];                                                            \
+    int bad = ISNAN(LOAD(p, 0));                                               \
+    for (int k = 0; k < 4; k++) lo[k] = hi[k] = LOAD(p, 0);                    \
+    size_t i = 1;                                                              \
+    for (; i + 4 <= n; i += 4)                                                 \
+      for (int k = 0; k < 4; k++) {                                            \
+        T v = LOAD(p, i + k);                                                  \
+        lo[k] = v < lo[k] ? v : lo[k];                                         \
+        hi[k] = v > hi[k] ? v : hi[k];                                         \
+        bad |= ISNAN(v);                                                       \
+      }                                                                        \
+    for (; i < n; i++) {                                                       \
       T v = LOAD(p, i);                                                        \
-      lo = v < lo ? v : lo;                                                    \
-      hi = v > hi ? v : hi;                                                    \
+      lo[0] = v < lo[0] ? v : lo[0];                                           \
+      hi[0] = v > hi[0] ? v : hi[0];                                           \
       bad |= ISNAN(v);                                                         \
     }                                                                          \
-    *mn = lo;                                                                  \
-    *mx = hi;                                                                  \
+    for (int k = 1; k < 4; k++) {                                              \
+      lo[0] = lo[k] < lo[0] ? lo[k] : lo[0];                                   \
+      hi[0] = hi[k] > hi[0] ? hi[k] : hi[0];                                   \
+    }                                                                          \
+    *mn = lo[0];                                                               \
+    *mx = hi[0];                                                               \
     *nan = bad;                                                                \
   }
 #define NONAN(v) 0

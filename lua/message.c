@@ -1166,8 +1166,11 @@ static int m_test(lua_State *L) {
 
 static int m_gc(lua_State *L) {
   mreq *r = checkmreq(L);
-  /* MPI may still read or write the data, alive until this finalizer returns */
-  if (r->state == ST_ACTIVE && r->req != MPI_REQUEST_NULL && !finalized()) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+  /* MPI may still read or write the data, alive until this finalizer
+   * returns; a rank leaving on an error does not wait (its partner may
+   * never come: the job is being aborted) */
+  if (r->state == ST_ACTIVE && r->req != MPI_REQUEST_NULL && !finalized() && !lmpio_lua_failing())
+    MPI_Wait(&r->req, MPI_STATUS_IGNORE);
   r->state = ST_DONE;
   return 0;
 }

@@ -120,6 +120,20 @@ describe("array:min, array:max, array:minmax", function()
     end
   end)
 
+  it("find the extremes at every position (each lane and the tail)", function()
+    for n = 1, 11 do
+      for at = 1, n do
+        local a = lmpio.array(lmpio.DOUBLE, n):fill(5)
+        a[at] = -1
+        a[at % n + 1] = 9 -- the next one, or the same when n is 1
+        assert.same({ n == 1 and 9 or -1, 9 }, { a:minmax() }, n .. " " .. at)
+        local i = lmpio.array(lmpio.INT, n):fill(5)
+        i[at] = 7
+        assert.same({ n == 1 and 7 or 5, 7 }, { i:minmax() })
+      end
+    end
+  end)
+
   it("give integers for integer arrays, nil for an empty range, and take ranges", function()
     local a = lmpio.array(lmpio.SHORT, { 5, -7, 3, 9, 0 })
     assert.equal(-7, a:min())
