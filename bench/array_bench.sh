@@ -16,6 +16,9 @@
 #   BUILD, MPIRUN, LUA        as in the Makefile
 # `sh bench/array_bench.sh --report` prints the table of the last run again
 # (from $BUILD/bench/array_bench.results).
+# Every launch has --bind-to none: Open MPI binds ranks to cores by default,
+# and on a shared machine the core it picks may be busy (loop ran 4 times
+# slower bound than unbound here).
 # Speed is only printed, never asserted; the exit status is 1 when a run
 # failed or the two sides counted different histograms.
 set -u
@@ -79,7 +82,7 @@ status=0
 run() { # ranks command...
   np=$1
   shift
-  if ! timeout 1200 "$MPIRUN" --oversubscribe -n "$np" "$@" < /dev/null > "$OUT.tmp" 2>&1; then
+  if ! timeout 1200 "$MPIRUN" --oversubscribe --bind-to none -n "$np" "$@" < /dev/null > "$OUT.tmp" 2>&1; then
     echo "array_bench.sh: '$*' at $np ranks failed" >&2
     status=1
   fi
