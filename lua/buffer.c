@@ -250,6 +250,10 @@ static int loadval(lua_State *L, int kind, size_t esize, const unsigned char *p)
   return 0;
 }
 
+int lmpio_lua_loadelem(lua_State *L, int kind, size_t esize, const unsigned char *p) {
+  return loadval(L, kind, esize, p);
+}
+
 /* The integer value of the Lua value at vidx for an integer element: ST_OK
  * and *v, or why not.  A float with an integral value beyond the integers
  * is ST_RANGE; *big receives it for UINT64. */
@@ -648,11 +652,22 @@ static int methods(lua_State *L) {
   return 1;
 }
 
+/* The buffer at argument 1 of __index and __newindex, or NULL: its
+ * metatable is upvalue 1 of the metamethod (luaL_checkudata's registry
+ * lookup costs a sixth of a[i]).  Leaves the metatable on the stack. */
+static lmpio_lua_buffer *ours(lua_State *L) {
+  lmpio_lua_buffer *b = lua_touserdata(L, 1);
+  return b && lua_getmetatable(L, 1) && lua_rawequal(L, -1, lua_upvalueindex(1)) ? b : NULL;
+}
+
 /***
 Reads an element: `a[i]` (position i in storage order, from 1; nil outside
 1..#a), `a[{i, j, k}]` (one index per dimension of a shaped array; raises
 outside the shape), `r[i].x` (field x of record i; an array field is a view).
 String keys are the methods, and for one record (`r[i]`) its fields first.
+Each `a[i]` is a call of this metamethod, about four times the cost of
+reading a Lua table: to visit every element from Lua, `a:chunks()` is
+faster, and the bulk methods (`a:sum`, `a:histogram`, ...) run in C.
 @function array:__index
 @param k an integer, a table of indices, or a name
 @return the value (for records: record i, a view of it)
@@ -660,6 +675,20 @@ String keys are the methods, and for one record (`r[i]`) its fields first.
  the elements are not readable from Lua (complex types: use tostring)
 */
 static int b_index(lua_State *L) {
+  const lmpio_lua_buffer *fast = lua_isinteger(L, 2) ? ours(L) : NULL;
+  if (fast) { /* a[i]: the hot path of loops */
+    lua_Integer ix = lua_tointeger(L, 2);
+    if (!usable(fast)) return luaL_error(L, "buffer used after the converter returned");
+    if (ix < 1 || (lua_Unsigned)ix > fast->count) return 0;
+    if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec) {
+      double v;
+      memcpy(&v, fast->data + (size_t)(ix - 1) * sizeof v, sizeof v);
+      lua_pushnumber(L, (lua_Number)v);
+    } else {
+      pushelem(L, 1, fast, (size_t)ix - 1);
+    }
+    return 1;
+  }
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
   switch (lua_type(L, 2)) {
   case LUA_TNUMBER: {
@@ -705,6 +734,15 @@ leaves the element unchanged.
  read-only buffer"; "record has no field 'x'"
 */
 static int b_newindex(lua_State *L) {
+  lmpio_lua_buffer *fast = lua_isinteger(L, 2) && lua_type(L, 3) == LUA_TNUMBER ? ours(L) : NULL;
+  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->readonly && usable(fast)) { /* a[i] = x */
+    lua_Integer ix = lua_tointeger(L, 2);
+    if (ix >= 1 && (lua_Unsigned)ix <= fast->count) {
+      double v = (double)lua_tonumber(L, 3);
+      memcpy(fast->data + (size_t)(ix - 1) * sizeof v, &v, sizeof v);
+      return 0;
+    }
+  }
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t pos;
   int isnum;
@@ -812,6 +850,10 @@ static void range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_
   if (j > cnt) j = cnt;
   *start = (size_t)(i - 1);
   *n = j >= i ? (size_t)(j - i + 1) : 0;
+}
+
+void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n) {
+  range(L, b, ai, aj, start, n);
 }
 
 /***
@@ -1534,9 +1576,11 @@ static int l_debug_borrow(lua_State *L) {
 int lmpio_lua_buffer_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_BUFFER)) {
     static const luaL_Reg meta[] = {
-      {"__index", b_index}, {"__newindex", b_newindex}, {"__len", b_len},
-      {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},
+      {"__len", b_len}, {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},
     };
+    static const luaL_Reg index[] = {{"__index", b_index}, {"__newindex", b_newindex}, {NULL, NULL}};
+    lua_pushvalue(L, -1);
+    luaL_setfuncs(L, index, 1); /* the metatable as their upvalue (isours) */
     static const luaL_Reg methods[] = {
       {"tostring", b_tostring}, {"totable", b_totable}, {"fill", b_fill}, {"set", b_set},
       {"get", b_get}, {"index", b_indexof}, {"sub", b_sub}, {"reshape", b_reshape},
