@@ -219,7 +219,15 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     }
     fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }
-  if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
+  if (rc == MPI_SUCCESS) {
+    /* Open is a synchronisation point: a caching client forgets what it
+     * cached of the file before (another job may have written it since). */
+    int own = MPI_SUCCESS;
+    if (fh->drv->refresh && fd >= 0 && fh->drv->refresh(fd) < 0)
+      own = lmpio__os_error(errno, call, "cannot refresh the client's cache of", path);
+    int src = lmpio__shared_init(fh, fh->fp, call);
+    rc = lmpio__agree(comm, src != MPI_SUCCESS ? src : own, 0, call);
+  }
   if (rc != MPI_SUCCESS) {
     if (fd >= 0) lmpio__os_close(fd);
     free_handle(fh);
@@ -245,8 +253,18 @@ int lmpio_file_close(lmpio_file *fhp) {
   /* A failure a binding asked for fails the close everywhere, and every
    * rank keeps its handle; so does a rank that entered another call. */
   lmpio__pipe_enter(fh, call);
-  int rc = lmpio__agree_first(fh->comm, lmpio__pending(MPI_SUCCESS, call), NULL, call);
+  int rc = lmpio__pending(MPI_SUCCESS, call);
+  /* Close is a synchronisation point: a caching client flushes what it
+   * wrote before the agreement and forgets what it cached after it (below),
+   * so that whoever reads the file next, through lmpio or not, reads what
+   * every rank wrote.  A failed flush fails the close but not the closing. */
+  int flushed = MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && fh->drv->refresh && fh->fd >= 0 && lmpio__os_fsync(fh->fd) < 0)
+    flushed = lmpio__os_error(errno, call, "cannot flush", fh->path);
+  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
   if (rc != MPI_SUCCESS) return rc;
+  if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
+    flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
   lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
   lmpio__stage_trim();
@@ -257,6 +275,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   /* A stream's failed write that no collective call reported yet (one of
    * write_shared's, served by rank 0) is reported now, on every rank. */
   rc = lmpio__pipe_unreported(fh);
+  if (rc == MPI_SUCCESS) rc = flushed;
   if (fh->fd >= 0 && lmpio__os_close(fh->fd) < 0 && rc == MPI_SUCCESS)
     rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
