@@ -511,6 +511,24 @@ static int l_delete(lua_State *L) {
   return 0;
 }
 
+/***
+Whether two paths name the same file: the same device and inode, symbolic
+links followed, so a hard link, a symbolic link or another spelling of a
+path is the same file.  A path that does not exist names no file (false).
+Local (no MPI call); a tool that writes `b` after reading `a` asks it before
+truncating `b` (`lmpio convert` does).
+@function lmpio.same_file
+@tparam string a a path
+@tparam string b another path
+@treturn boolean
+*/
+static int l_same_file(lua_State *L) {
+  const char *a = checkpath(L, 1), *b = checkpath(L, 2);
+  struct stat sa, sb;
+  lua_pushboolean(L, stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+  return 1;
+}
+
 /* ---- file manipulation ----------------------------------------------------- */
 
 static MPI_Offset checkoffset(lua_State *L, int idx) {
@@ -1846,6 +1864,8 @@ int lmpio_lua_file_open(lua_State *L) {
   lua_setfield(L, -2, "open");
   lua_pushcfunction(L, l_delete);
   lua_setfield(L, -2, "delete");
+  lua_pushcfunction(L, l_same_file);
+  lua_setfield(L, -2, "same_file");
   lua_getfield(L, -1, "open");
   lua_pushcclosure(L, l_stdout, 1);
   lua_setfield(L, -2, "stdout");

@@ -377,6 +377,11 @@ local function convert(argv)
     fail("%s: %d bytes after the header are not a whole number of elements of %d bytes in %s",
          inpath, total - disp, ext, from)
   end
+  -- OUT may name IN another way (a link, another spelling): opening it "w"
+  -- would empty IN before a byte of it is read.
+  if world:allreduce(lmpio.same_file(inpath, outpath), "lor") then
+    fail("convert: IN and OUT are the same file (%s and %s)", inpath, outpath)
+  end
   local fout <close> = open(world, outpath, "w")
   if header then fout:write_at_all(0, header) end -- as it is
   set_view(fout, outpath, disp, t, t, to)
@@ -390,8 +395,14 @@ local function convert(argv)
   for step = 0, steps - 1 do
     local at = step * chunk
     local m = math.max(0, math.min(chunk, mine - at))
-    local ok, e = pcall(fin.read_at_all, fin, first + at, buf, m, t)
+    local ok, e, got = pcall(fin.read_at_all, fin, first + at, buf, m, t)
     if not ok then fail("%s: %s", inpath, error_text(e)) end
+    -- IN shorter than its size said (it changed meanwhile): no zeros in OUT
+    local short = world:allreduce(got < m and first + at + got or -1, "max")
+    if short >= 0 then
+      fail("%s: a read returned fewer elements than its size promised (it ends at element %d of %d: did it change?); %s is incomplete",
+           inpath, short, n, outpath)
+    end
     ok, e = pcall(fout.write_at_all, fout, first + at, buf, m, t)
     if not ok then fail("%s: %s", outpath, error_text(e)) end
   end

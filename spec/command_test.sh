@@ -160,6 +160,43 @@ fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --ds
 fails "unknown command" "unknown command" lmpio frob
 fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
 fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
+# OUT naming IN another way is refused before anything is written: IN intact.
+cp "$dir/nat.dat" "$dir/in.dat"
+ln -s in.dat "$dir/in-sym.dat"
+ln "$dir/in.dat" "$dir/in-hard.dat"
+fails "convert onto itself through a symbolic link" "the same file" \
+  lmpio convert "$dir/in.dat" "$dir/in-sym.dat" --type DOUBLE --disp 16 --to external32
+check "convert onto a symbolic link to IN: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+fails "convert onto itself through a hard link" "the same file" \
+  lmpio convert "$dir/in-hard.dat" "$dir/in.dat" --type DOUBLE --disp 16 --to external32
+check "convert onto a hard link of IN: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+fails "convert onto itself spelt another way" "the same file" \
+  lmpio convert "$dir/in.dat" "$dir/../$(basename "$dir")/in.dat" --type DOUBLE
+check "convert onto IN spelt another way: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+lmpio_n 2 convert "$dir/in.dat" "$dir/in-sym.dat" --type DOUBLE >/dev/null 2>"$dir/err"
+check "convert onto itself at 2 ranks: refused, IN intact" \
+  sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*the same file" "$1" && cmp -s "$2" "$3"' $? "$dir/err" "$dir/in.dat" "$dir/nat.dat"
+# A read that returns fewer elements than IN's size promised (IN shrank
+# while converting: a representation whose read function truncates IN on
+# its first call; two steps of 4 MiB) is an error, not zeros in OUT.
+cat > "$dir/shrink.lua" <<'EOF'
+local lmpio = ...
+local path, done = os.getenv("SHRINK"), false
+lmpio.register_datarep("shrinking", {
+  extent = function(t) return t:size() end,
+  read = function(userbuf, datatype, count, filebuf, position)
+    if not done then done = true; assert(io.open(path, "w")):close() end
+    local n = datatype:size()
+    lmpio.byteswap(userbuf, position * n, filebuf, 0, count * n, 1)
+  end,
+})
+EOF
+lua "local l = require 'lmpio'
+  local fh = l.open(l.self, '$dir/big.dat', 'w')
+  fh:write_at(0, l.array(l.DOUBLE, 600000))
+  fh:close()"
+SHRINK="$dir/big.dat" fails "convert: IN shrinks while converting" "fewer" \
+  lmpio convert "$dir/big.dat" "$dir/o.dat" --type DOUBLE --from shrinking --datarep-file "$dir/shrink.lua"
 fails "convert: not whole elements" "not a whole number" lmpio convert "$dir/nat.dat" "$dir/o.dat" --type "contiguous(3, DOUBLE)"
 fails "bad datarep file" "datarep-file" lmpio dump "$dir/ints.dat" --datarep-file "$dir/nothing.lua"
 fails "map: zero extent" "extent" lmpio map --filetype 'resized(INT, 0, 0)'
