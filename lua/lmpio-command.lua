@@ -27,7 +27,9 @@ commands:
 `lmpio COMMAND --help` describes a command's options.  Datatypes are
 expressions over the constructors of lmpio.type and the predefined types,
 e.g. `vector(4, 1, 8, DOUBLE)`, `subarray({8,8}, {4,4}, {0,4}, DOUBLE)`,
-`contiguous(3, INT)`, `resized(INT, 0, 16)`.
+`contiguous(3, INT)`, `resized(INT, 0, 16)`.  An expression sees nothing
+else; a command's expressions may take ten million steps in all, and one
+of them 256 MB of memory.
 ]]
 
 usage.dump = [[
@@ -180,13 +182,48 @@ local function sandbox(extra)
   return env
 end
 
+-- What evaluating the expressions of one command may take: VM steps in
+-- all (an expression is a few dozen; this is seconds of work) and Lua memory
+-- that one expression may add, in KiB.
+local STEPS = 10000000
+local MEMORY = 256 * 1024
+local steps_left = STEPS
+
+-- Runs chunk under those bounds, with the string methods out of reach
+-- (("x"):rep(2^40) would not be a VM step).  Every step is counted and
+-- every step's memory checked: one step can at most multiply what a string
+-- holds by its number of operands.  The hook is the coroutine's own: the
+-- module's hook on the main thread stays.
+local function bounded(what, chunk)
+  local base = collectgarbage("count")
+  local co = coroutine.create(chunk)
+  debug.sethook(co, function()
+    steps_left = steps_left - 1
+    if steps_left < 0 then
+      error(setmetatable({ msg = string.format("%s: evaluation stopped after %d steps (an endless loop?)", what, STEPS) }, Fail), 0)
+    end
+    if collectgarbage("count") - base > MEMORY then
+      error(setmetatable({ msg = string.format("%s: evaluation stopped: the expression uses more than %d MB of memory",
+                                               what, MEMORY // 1024) }, Fail), 0)
+    end
+  end, "", 1)
+  local smt = getmetatable("")
+  local sindex = smt.__index
+  smt.__index = nil
+  local ok, v = coroutine.resume(co)
+  smt.__index = sindex
+  if ok and coroutine.status(co) ~= "dead" then return false, "the expression yielded" end
+  return ok, v
+end
+
 -- Evaluates the expression of option `what` in env.
 local function evaluate(what, expr, env)
   local chunk, err = load("return " .. expr, "=" .. what, "t", env)
   if not chunk then
     fail("%s: cannot read the expression '%s': %s", what, expr, (err:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "")))
   end
-  local ok, v = pcall(chunk)
+  local ok, v = bounded(what, chunk)
+  if not ok and getmetatable(v) == Fail then error(v, 0) end
   if not ok then
     local msg = type(v) == "string" and v:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "") or tostring(v)
     fail("%s: '%s': %s", what, expr, msg)

@@ -155,6 +155,14 @@ fails "bad expression" "cannot read the expression" lmpio dump "$dir/ints.dat" -
 fails "unknown type" "DUBLE" lmpio dump "$dir/ints.dat" --etype DUBLE
 fails "constructor error" "must not be negative" lmpio dump "$dir/ints.dat" --filetype 'vector(-1, 1, 1, INT)'
 fails "no sandbox escape" "os" lmpio dump "$dir/ints.dat" --filetype 'os.exit(0)'
+# Evaluating an expression is bounded in steps and memory: a one-line error
+# (under a short timeout and a memory limit here, should it not be).
+limited() { (ulimit -v 4000000 2>/dev/null; timeout -k 5 30 "$LUA" "$CMD" "$@"); }
+fails "an endless expression stops" "steps" limited map --filetype '(function() while true do end end)()'
+fails "an endless expression in --disp stops" "steps" limited dump "$dir/ints.dat" --disp '(function() while true do end end)()'
+fails "an expression that eats memory stops" "more than [0-9]* MB of memory" \
+  limited map --filetype '(function() local s = "x" for i = 1, 40 do s = s .. s end return s end)()'
+fails "no string methods in expressions" "index a string" limited map --filetype '("x"):rep(1 << 33)'
 fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
 fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
 fails "unknown command" "unknown command" lmpio frob
