@@ -95,6 +95,10 @@ computes every rank's view from the datatypes' typemaps (native extents).
   --width N             bytes per row (default 64)
   --svg FILE            write an SVG picture (one box per block of a rank,
                         and a legend) instead of drawing in the terminal
+
+The work follows the drawing, not the number of items a view repeats: at
+most 1048576 bytes, 4096 ranks, 16777216 bytes times ranks, 1000000 blocks
+in an item of a filetype and 65536 boxes in an SVG, else an error.
 ]]
 
 -- ---- errors -----------------------------------------------------------------
@@ -450,26 +454,15 @@ end
 -- ---- map --------------------------------------------------------------------
 
 local DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-local MAX_BLOCKS = 1000000 -- blocks of one filetype item that map walks
-local MAX_BYTES = 1 << 24 -- bytes that map draws
+-- What map may do, whatever it is asked: the work and memory follow the
+-- drawing (bytes times ranks), never the number of items a view repeats.
+local MAX_BYTES = 1 << 20 -- bytes drawn
+local MAX_RANKS = 4096 -- ranks drawn (--svg; 62 in the terminal)
+local MAX_BLOCKS = 1000000 -- blocks of one item of one rank's filetype walked
+local MAX_WORK = 1 << 24 -- bytes tested and blocks walked, all ranks together
+local MAX_BOXES = 1 << 16 -- boxes of an SVG
 
--- Merges sorted-or-not intervals {first, last} (inclusive) in place.
-local function merge(list)
-  table.sort(list, function(a, b) return a[1] < b[1] end)
-  local out = {}
-  for _, iv in ipairs(list) do
-    local top = out[#out]
-    if top and iv[1] <= top[2] + 1 then
-      if iv[2] > top[2] then top[2] = iv[2] end
-    else
-      out[#out + 1] = { iv[1], iv[2] }
-    end
-  end
-  return out
-end
-
--- The views of every rank: disp, filetype, and the blocks of one filetype
--- item (offset, length).
+-- The views of every rank: disp, extent and filetype.
 local function views(o, nranks)
   local list = {}
   for r = 0, nranks - 1 do
@@ -482,36 +475,65 @@ local function views(o, nranks)
     if etype:size() == 0 or filetype:size() % etype:size() ~= 0 then
       fail("rank %d: the filetype (%d bytes of data) is not made of etypes (%d bytes)", r, filetype:size(), etype:size())
     end
-    local blocks = {}
-    for off, len in filetype:blocks() do
-      if #blocks == MAX_BLOCKS then
-        fail("--filetype: more than %d blocks in one item: too many to draw", MAX_BLOCKS)
-      end
-      blocks[#blocks + 1] = { off, len }
-    end
-    list[r] = { disp = disp, ext = ext, blocks = blocks, lb = select(2, filetype:true_extent()),
-                ub = filetype:true_lb() + filetype:true_extent() }
+    list[r] = { disp = disp, ext = ext, filetype = filetype }
   end
   return list
 end
 
--- Rank r's bytes in [0, nbytes): merged intervals {first, last}.
-local function coverage(v, nbytes)
-  local ivs = {}
-  -- items whose data can reach [0, nbytes): base + ub > 0 and base + lb < nbytes
-  local i = 0
-  if v.disp + v.ub <= 0 then i = (-(v.disp + v.ub)) // v.ext + 1 end
-  while v.disp + i * v.ext + v.lb < nbytes do
-    local base = v.disp + i * v.ext
-    for _, b in ipairs(v.blocks) do
-      local lo, hi = base + b[1], base + b[1] + b[2] - 1
-      if lo < 0 then lo = 0 end
-      if hi > nbytes - 1 then hi = nbytes - 1 end
-      if lo <= hi then ivs[#ivs + 1] = { lo, hi } end
+-- Rank r's view in [0, nbytes), without walking its items one by one.
+-- Item i's block at offset b covers file byte p = disp + b + i*ext, so p is
+-- the view's when some block byte q = disp + b (item 0) has q = p modulo
+-- the extent and q <= p.  first[c] is the least such q of each residue c
+-- of the drawing (c < min(ext, nbytes)); with the blocks in file order the
+-- first block to reach a residue gives its least q, and next[] (a "next
+-- residue not yet reached" forest) makes each residue cost one visit.
+-- Returns whether byte p is the view's: a function of p.
+local function view_bytes(v, nbytes, work)
+  local ext, disp = v.ext, v.disp
+  local R = math.min(ext, nbytes)
+  local offs, lens, sorted, walked = {}, {}, true, 0
+  for off, len in v.filetype:blocks() do
+    if walked == MAX_BLOCKS then
+      fail("--filetype: more than %d blocks in one item: too many to draw", MAX_BLOCKS)
     end
-    i = i + 1
+    walked = walked + 1
+    work(1)
+    if disp + off < nbytes then -- a block past the drawing reaches nothing in it
+      if #offs > 0 and off < offs[#offs] then sorted = false end
+      offs[#offs + 1], lens[#offs + 1] = off, len
+    end
   end
-  return merge(ivs)
+  local order = {}
+  for k = 1, #offs do order[k] = k end
+  if not sorted then table.sort(order, function(a, b) return offs[a] < offs[b] end) end
+  work(R)
+  local first, next = {}, {}
+  for c = 0, R do next[c] = c end
+  local function find(c) -- the first residue >= c not reached (R: none)
+    local root = c
+    while next[root] ~= root do root = next[root] end
+    while next[c] ~= root do c, next[c] = next[c], root end
+    return root
+  end
+  local function reach(a, b, q, c0) -- residues [a, b) from the block at q
+    local c = find(a)
+    while c < b do
+      first[c] = q + (c - c0) % ext
+      next[c] = c + 1
+      c = find(c + 1)
+    end
+  end
+  for _, k in ipairs(order) do
+    local q, len = disp + offs[k], math.min(lens[k], ext)
+    local c0 = q % ext
+    if c0 < R then reach(c0, math.min(c0 + len, R), q, c0) end
+    if c0 + len > ext then reach(0, math.min(c0 + len - ext, R), q, c0) end
+    if find(0) == R then break end -- every residue reached
+  end
+  return function(p)
+    local f = first[p % ext]
+    return f ~= nil and f <= p
+  end
 end
 
 local function xml(s) return (s:gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })) end
@@ -596,6 +618,7 @@ local function map(argv)
   end
   module()
   if lmpio.world:rank() ~= 0 then return end
+  if nranks > MAX_RANKS then fail("map: more than %d ranks: too many to draw", MAX_RANKS) end
   local vs = views(o, nranks)
   local nbytes
   if o.bytes then
@@ -606,12 +629,42 @@ local function map(argv)
     for r = 0, nranks - 1 do nbytes = math.max(nbytes, vs[r].disp + 2 * vs[r].ext) end
     nbytes = math.max(1, math.min(4096, nbytes))
   end
-  local cov, owners = {}, {}
-  for r = 0, nranks - 1 do
-    cov[r] = coverage(vs[r], nbytes)
-    for _, iv in ipairs(cov[r]) do
-      for b = iv[1], iv[2] do owners[b] = owners[b] and -2 or r end
+  if nranks * nbytes > MAX_WORK then
+    fail("map: %d bytes of %d ranks is too much to draw (at most %d bytes times ranks): draw fewer bytes (--bytes)",
+         nbytes, nranks, MAX_WORK)
+  end
+  local done = 0
+  local function work(n)
+    done = done + n
+    if done > MAX_WORK then
+      fail("map: too much work to draw these views (more than %d blocks walked and bytes tested): draw fewer bytes or ranks",
+           MAX_WORK)
     end
+  end
+  -- owners[p]: the rank of byte p, -2 for more than one; cov[r]: rank r's
+  -- runs of bytes {first, last} (for --svg only)
+  local cov, owners, boxes = {}, {}, 0
+  for r = 0, nranks - 1 do
+    local mine = view_bytes(vs[r], nbytes, work)
+    work(nbytes)
+    local runs, run = {}, nil
+    for p = 0, nbytes - 1 do
+      if mine(p) then
+        owners[p] = owners[p] and -2 or r
+        if not o.svg then -- nothing more to keep
+        elseif run and run[2] == p - 1 then
+          run[2] = p
+        else
+          boxes = boxes + 1
+          if boxes > MAX_BOXES then
+            fail("map --svg: more than %d boxes to draw: draw fewer bytes (--bytes)", MAX_BOXES)
+          end
+          run = { p, p }
+          runs[#runs + 1] = run
+        end
+      end
+    end
+    cov[r] = runs
   end
   if o.svg then
     local title = string.format("%d ranks: disp %s, etype %s, filetype %s; bytes 0-%d", nranks, o.disp or "0",
@@ -657,6 +710,11 @@ local ok, err = xpcall(main, function(e)
   return setmetatable({ msg = error_text(e), bug = debug.traceback("", 2) }, Fail)
 end, arg)
 if not ok then
+  -- Lua calls no handler for an out-of-memory error (err is its message),
+  -- nor again for a handler that failed: one line all the same, once the
+  -- memory of the work that failed is free.
+  collectgarbage()
+  if getmetatable(err) ~= Fail then err = { msg = type(err) == "string" and err or tostring(err) } end
   local rank, size = 0, 1
   if lmpio then rank, size = lmpio.world:rank(), lmpio.world:size() end
   if rank == 0 or size == 1 then

@@ -25,6 +25,8 @@ check() { # check NAME CONDITION-COMMAND...
 }
 lmpio() { timeout -k 5 "$T" "$LUA" "$CMD" "$@"; }
 lmpio_n() { n=$1; shift; timeout -k 5 "$T" "$MPIRUN" $over -n "$n" "$LUA" "$CMD" "$@"; }
+# What must end soon and stay small: a short timeout and a memory limit.
+limited() { (ulimit -v 4000000 2>/dev/null; timeout -k 5 30 "$LUA" "$CMD" "$@"); }
 lua() { timeout -k 5 "$T" "$LUA" -e "$1"; }
 same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" | sed 's/^/# /'; return 1; }; }
 
@@ -135,6 +137,25 @@ check "map --svg: items that continue one another are one block" \
   "rank 0: bytes 0-31;rank 1: bytes 16-31;"
 check "map --svg: bytes of two ranks are outlined" same "$(grep -c 'class="overlap"' "$dir/map2.svg")" 1
 check "map --svg: a legend entry per rank" same "$(grep -c '>rank [0-3]</text>' "$dir/map.svg")" 4
+# Items that overlap one another, blocks out of order, an extent larger than
+# the drawing, negative offsets: drawn as every item walked in turn would.
+out=$(lmpio map --ranks 2 --disp 'rank' --filetype 'resized(hvector(5,1,3,BYTE),0,2)' --bytes 40 --width 40)
+check "map: overlapping items" same "$out" " 0  010!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+out=$(lmpio map --ranks 3 --disp 'rank*3' --filetype 'resized(hindexed({2, 1}, {5, rank}, BYTE), 0, 7)' --bytes 48 --width 48)
+check "map: blocks out of order" same "$out" " 0  0...1000!1.!!00!1.!!00!1.!!00!1.!!00!1.!!00!1.!!"
+out=$(lmpio map --ranks 2 --filetype 'resized(hindexed({3,2},{30+rank*5,2},BYTE),0,100)' --bytes 40 --width 40)
+check "map: an extent larger than the drawing" same "$out" " 0  ..!!..........................000..111.."
+out=$(lmpio map --ranks 2 --disp 'rank*9' --filetype 'resized(hindexed({2,2},{-2,3},BYTE),-2,4)' --bytes 30 --width 30)
+check "map: negative offsets" same "$out" " 0  ..000.0!!.0!!10!!10!!10!!10!!1"
+# The work and memory of map follow what it draws: 100000 bytes of items that
+# overlap a thousand times over (a hundred million blocks walked one by one)
+# are drawn at once, under a memory limit.
+out=$(limited map --filetype 'resized(hvector(1000,1,2,BYTE),0,1)' --bytes 100000 --width 100)
+check "map: a thousand overlapping items per byte, 100000 bytes" \
+  same "$(echo "$out" | wc -l) $(echo "$out" | tr -cd '!' | wc -c) $(echo "$out" | tr -d ' 0-9!\n' | wc -c)" "1000 100000 0"
+out=$(limited map --ranks 2 --disp 'rank' --filetype 'resized(hvector(1000,1,2,BYTE),0,2)' --bytes 100000 --width 100 | sed -n '2p;$p')
+check "map: two ranks of overlapping items, first and last rows" \
+  same "$out" "$(printf '  100  %s\n99900  %s' "$(printf '01%.0s' $(seq 50))" "$(printf '01%.0s' $(seq 50))")"
 
 # ---- errors: one line on stderr, a failure status, no traceback ---------------
 fails() { # fails NAME PATTERN COMMAND...: exits non-zero, says PATTERN, no traceback
@@ -155,9 +176,7 @@ fails "bad expression" "cannot read the expression" lmpio dump "$dir/ints.dat" -
 fails "unknown type" "DUBLE" lmpio dump "$dir/ints.dat" --etype DUBLE
 fails "constructor error" "must not be negative" lmpio dump "$dir/ints.dat" --filetype 'vector(-1, 1, 1, INT)'
 fails "no sandbox escape" "os" lmpio dump "$dir/ints.dat" --filetype 'os.exit(0)'
-# Evaluating an expression is bounded in steps and memory: a one-line error
-# (under a short timeout and a memory limit here, should it not be).
-limited() { (ulimit -v 4000000 2>/dev/null; timeout -k 5 30 "$LUA" "$CMD" "$@"); }
+# Evaluating an expression is bounded in steps and memory: a one-line error.
 fails "an endless expression stops" "steps" limited map --filetype '(function() while true do end end)()'
 fails "an endless expression in --disp stops" "steps" limited dump "$dir/ints.dat" --disp '(function() while true do end end)()'
 fails "an expression that eats memory stops" "more than [0-9]* MB of memory" \
@@ -208,6 +227,15 @@ SHRINK="$dir/big.dat" fails "convert: IN shrinks while converting" "fewer" \
 fails "convert: not whole elements" "not a whole number" lmpio convert "$dir/nat.dat" "$dir/o.dat" --type "contiguous(3, DOUBLE)"
 fails "bad datarep file" "datarep-file" lmpio dump "$dir/ints.dat" --datarep-file "$dir/nothing.lua"
 fails "map: zero extent" "extent" lmpio map --filetype 'resized(INT, 0, 0)'
+# Requests too big to draw: a one-line error at once.
+fails "map: too many ranks times bytes" "too much" limited map --ranks 60 --bytes 1000000
+fails "map: too many blocks in an item" "blocks" limited map --filetype 'vector(3000000, 1, 2, BYTE)'
+fails "map --svg: too many boxes" "boxes" limited map --ranks 2 --disp 'rank' --filetype 'resized(BYTE, 0, 2)' --bytes 400000 --svg "$dir/big.svg"
+# The error path itself holds when memory runs out (here: one line of
+# thirty million values, under a memory limit).
+head -c 30000000 /dev/zero > "$dir/zeros.dat"
+fails "out of memory: one line, no traceback" "not enough memory" \
+  sh -c 'ulimit -v 400000; exec timeout -k 5 60 "$0" "$1" dump "$2" --columns 30000000' "$LUA" "$CMD" "$dir/zeros.dat"
 lmpio_n 2 convert "$dir/nothing.dat" "$dir/o.dat" --type DOUBLE >/dev/null 2>"$dir/err"
 check "error at 2 ranks: a failure status and the message" \
   sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*No such file" "$1"' $? "$dir/err"
