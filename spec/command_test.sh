@@ -32,7 +32,7 @@ same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" |
 
 # ---- --help -------------------------------------------------------------------
 out=$(lmpio --help) && check "--help prints the usage" same "$(echo "$out" | head -n 1)" "usage: lmpio COMMAND [ARGS] [OPTIONS]"
-for c in dump convert map; do
+for c in dump convert map run; do
   out=$(lmpio $c --help) && check "$c --help" same "$(echo "$out" | head -n 1 | cut -d' ' -f1-3)" "usage: lmpio $c"
 done
 lmpio >/dev/null 2>"$dir/err"
@@ -185,6 +185,7 @@ fails "no string methods in expressions" "index a string" limited map --filetype
 fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
 fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
 fails "unknown command" "unknown command" lmpio frob
+fails "run without a program" "say what to run" lmpio run
 fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
 fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
 # OUT naming IN another way is refused before anything is written: IN intact.
