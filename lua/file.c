@@ -373,7 +373,9 @@ Opens rank 0's standard output as a stream (a shortcut for
 @{file:write_ordered} comes out in rank order, as one process would have
 written it; @{file:write_shared} writes whole records in some order.
 A reader that has gone (`| head`) makes the writes fail with
-`MPI_ERR_IO` on every rank.
+`MPI_ERR_IO` on every rank.  In a pipeline, start the program with
+`lmpio run` (the `lmpio` command) rather than plain `mpirun`: Open MPI 4.1's
+`mpirun` crashes in some runs forwarding standard input and output.
 @function lmpio.stdout
 @tparam[opt=lmpio.world] comm comm the ranks that write
 @treturn file the open stream
