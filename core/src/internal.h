@@ -32,8 +32,73 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
 /* The same with one value that must match (0 on every rank: none). */
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 
+/* The first exchange of every collective call on a file, before any other
+ * communication of the call on the file's communicators: the agreement
+ * above (same, labels, max: at most 8 each) plus values summed over the
+ * ranks (sum: at most 2) and values of each rank (mine) gathered into
+ * table (size * nmine, the caller's) when the exchange gathers
+ * (lmpio__agree_gathers: then *gathered is set); nsame + nmax + nsum +
+ * nmine <= 16.  It carries the identity of the call (from `call`, its
+ * large-count form the same): ranks in different calls all fail with
+ * MPI_ERR_NOT_SAME, the message naming both calls and ranks.  f may be
+ * NULL: nothing but the outcome and the identity. */
+typedef struct {
+  const long long *same;
+  int nsame;
+  const char *labels;
+  long long *max;
+  int nmax;
+  long long *sum;
+  int nsum;
+  const long long *mine;
+  int nmine;
+  long long *table;
+  int gathered;
+} lmpio__first;
+int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+/* Whether the first exchange among size ranks gathers every rank's values. */
+int lmpio__agree_gathers(int size);
+/* Whether this thread's last lmpio__pending handed out a binding's failure
+ * (the call stands in for one that failed before it began); cleared. */
+int lmpio__take_standin(void);
+/* Marks this thread's next first agreement as such a stand-in (a job run
+ * for a call initiated on another thread). */
+void lmpio__set_standin(void);
+
 #include "os.h"
 #include "hints.h"
+
+/* ---- nodes: where the ranks run, and the aggregators (nodes.c) --------- */
+
+/* The nodes of a communicator's ranks, numbered in the order of their
+ * lowest rank. */
+typedef struct {
+  int size, nnodes;
+  int *node_of;   /* [size]: the node of each rank */
+  int *first;     /* [nnodes + 1]: node j's ranks are by_node[first[j] .. first[j + 1]) */
+  int *by_node;   /* [size]: ranks grouped by node, ascending within each */
+  int *name_at;   /* [nnodes]: where node j's processor name starts in names */
+  char *names;
+} lmpio__nodes;
+
+/* Finds the layout of comm's ranks (collective, agreed): nodes by
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), named by MPI_Get_processor_name;
+ * or as the environment variable LMPIO_TEST_NODES says (tests only). */
+int lmpio__nodes_find(MPI_Comm comm, lmpio__nodes *n, const char *call);
+/* The layout of size ranks: leader[r] the lowest rank of r's node (NULL:
+ * ranks with equal names share a node); rank r's name at names + name_at[r]
+ * (needed for the leaders only).  Pure; -1 when out of memory. */
+int lmpio__nodes_build(lmpio__nodes *n, int size, const int *leader, const char *names, const int *name_at);
+void lmpio__nodes_free(lmpio__nodes *n);
+/* Whether list is a valid cb_config_list: 0, or -1. */
+int lmpio__nodes_config_check(const char *list);
+/* The cb_config_list in effect: list, or the default for the layout
+ * ("*:1"; "*:*" on one node or when cb_nodes alone was given). */
+const char *lmpio__nodes_list(const lmpio__nodes *n, const char *list, long long cb_nodes);
+/* The aggregators for cb_config_list list ("" or NULL: the default) and
+ * cb_nodes (0: not given), at most max: their ranks, ascending, into agg;
+ * returns how many (at least 1), or -1 when out of memory.  Pure. */
+int lmpio__nodes_aggregators(const lmpio__nodes *n, const char *list, long long cb_nodes, int *agg, int max);
 
 /* ---- typemap: flattened datatypes ----------------------------------- */
 
@@ -194,6 +259,7 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 
+#include "driver.h"
 #include "plan.h"
 
 /* ---- convert: data representations on the data path (convert.c) ------- */
@@ -240,6 +306,10 @@ struct lmpio_file_s {
   int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
   int fd_in_memory;         /* the file is on tmpfs/ramfs (os.c) */
   int one_node;             /* every rank on one node: one page cache for all */
+  lmpio__nodes nodes;       /* where the ranks run (found at open) */
+  int naggr;                /* two-phase aggregators in effect (hints and nodes) */
+  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied with the handle) */
+  MPI_Offset fs_block;      /* the file system's block size (agreed at open) */
   int atomic;
   int busy;                 /* calls in progress on this handle (close refuses) */
   lmpio__view view;
@@ -248,8 +318,11 @@ struct lmpio_file_s {
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__worker *async[2];  /* run the handle's nonblocking operations, one per lane (async.c), or NULL */
-  lmpio__pipe *pipe;        /* a stream (stream.c): only rank 0 has a descriptor; else NULL */
+  const lmpio__driver *drv; /* the file system's operations (driver.h), chosen at open */
+  char drv_why[256];        /* why that driver: for get_info */
+  lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
+  struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -288,6 +361,8 @@ int lmpio__async_fd(lmpio_file fh, int lane);
  * the first call (collective); prepares the collective lane. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);
 void lmpio__async_join(lmpio_file fh, lmpio__job *job);
+/* One more reference to a submitted job (dropped with lmpio__async_release). */
+void lmpio__async_retain(lmpio__job *job);
 void lmpio__async_release(lmpio__job *job);
 /* Until every job of fh has run; _independent: every job of that lane
  * (which never waits for other ranks). */
@@ -295,6 +370,11 @@ void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
 /* Frees the memory request.c keeps for staged transfers (at close). */
 void lmpio__stage_trim(void);
+/* At close, once every job of fh ran: its requests no longer name fh, and
+ * a read of a user representation whose request was freed before its
+ * conversion ran (MPI_Request_free) converts now, on this thread
+ * (request.c). */
+void lmpio__requests_close(lmpio_file fh);
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio_file fh);
@@ -336,6 +416,11 @@ static inline void lmpio__hold_all(lmpio_file fh) {
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
+/* The alignment of two-phase file domains: the hint striping_unit, else
+ * the file system's block size. */
+static inline MPI_Offset lmpio__fd_alignment(const struct lmpio_file_s *fh) {
+  return fh->hints.striping_unit > 0 ? fh->hints.striping_unit : fh->fs_block;
+}
 /* A string hash (FNV-1a, nonnegative) for checking that ranks passed the
  * same argument. */
 static inline long long lmpio__hash(const char *s) {
@@ -359,6 +444,10 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
 void lmpio__shared_free(lmpio_file fh);
 /* Removes what a crashed job may have left of the pointer of file path. */
 void lmpio__shared_delete(const char *path);
+/* How many calls of this rank moved the pointer so far (or might have:
+ * seeks, views, shared and ordered accesses); read_records_ordered keeps
+ * its unfinished record only while this stays. */
+unsigned long long lmpio__shared_moves(lmpio_file fh);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
@@ -376,7 +465,9 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
 /* Its first step: the ranks' positions, and the shared pointer moved past
  * all of them; *at: this rank's first etype, *n: its etypes.  A failure
  * with *agreed set is every rank's already; otherwise (or on success) the
- * transfer's outcome still needs an agreement. */
+ * transfer's outcome still needs an agreement.  Every rank has its place
+ * once it returns: independent shared-pointer calls may follow at once (a
+ * split _begin returns to the program). */
 int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
 
@@ -406,6 +497,12 @@ int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype t
                        MPI_Count *bytes, const char *call);
 int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                         MPI_Count *bytes, int pre_rc, const char *call);
+
+/* Bytes of this rank's write_shared records sent to rank 0 and not yet
+ * received there (copies held in memory); a writer waits while they would
+ * exceed LMPIO__PIPE_INFLIGHT_MAX (rank 0 has a server thread). */
+#define LMPIO__PIPE_INFLIGHT_MAX ((MPI_Count)4 << 20)
+MPI_Count lmpio__pipe_inflight(lmpio_file fh);
 
 /* Frees read_records_ordered's state (records.c). */
 void lmpio__records_free(lmpio_file fh);
