@@ -386,7 +386,9 @@ Opens rank 0's standard output as a stream (a shortcut for
 @{file:write_ordered} comes out in rank order, as one process would have
 written it; @{file:write_shared} writes whole records in some order.
 A reader that has gone (`| head`) makes the writes fail with
-`MPI_ERR_IO` on every rank.
+`MPI_ERR_IO` on every rank.  In a pipeline, start the program with
+`lmpio run` (the `lmpio` command) rather than plain `mpirun`: Open MPI 4.1's
+`mpirun` crashes in some runs forwarding standard input and output.
 @function lmpio.stdout
 @tparam[opt=lmpio.world] comm comm the ranks that write
 @treturn file the open stream
@@ -522,6 +524,24 @@ static int l_delete(lua_State *L) {
   lmpio_lua_freeinfo(&info);
   lmpio_lua_check(L, rc);
   return 0;
+}
+
+/***
+Whether two paths name the same file: the same device and inode, symbolic
+links followed, so a hard link, a symbolic link or another spelling of a
+path is the same file.  A path that does not exist names no file (false).
+Local (no MPI call); a tool that writes `b` after reading `a` asks it before
+truncating `b` (`lmpio convert` does).
+@function lmpio.same_file
+@tparam string a a path
+@tparam string b another path
+@treturn boolean
+*/
+static int l_same_file(lua_State *L) {
+  const char *a = checkpath(L, 1), *b = checkpath(L, 2);
+  struct stat sa, sb;
+  lua_pushboolean(L, stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+  return 1;
 }
 
 /* ---- file manipulation ----------------------------------------------------- */
@@ -1902,6 +1922,8 @@ int lmpio_lua_file_open(lua_State *L) {
   lua_setfield(L, -2, "open");
   lua_pushcfunction(L, l_delete);
   lua_setfield(L, -2, "delete");
+  lua_pushcfunction(L, l_same_file);
+  lua_setfield(L, -2, "same_file");
   lua_getfield(L, -1, "open");
   lua_pushcclosure(L, l_stdout, 1);
   lua_setfield(L, -2, "stdout");

@@ -355,7 +355,7 @@ static void guard_methods(lua_State *L, const char *tname, const char *const *ke
 }
 
 static void guard_module(lua_State *L) {
-  static const char *const pure[] = {"byteswap", "wtime", "wtick", NULL};
+  static const char *const pure[] = {"byteswap", "wtime", "wtick", "same_file", NULL};
   static const char *const none[] = {NULL};
   guard_table(L, -1, pure);
   if (lua_getfield(L, -1, "type") == LUA_TTABLE) guard_table(L, -1, none);
