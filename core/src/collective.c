@@ -236,8 +236,9 @@ static int agg_write(coll *c, size_t nv, int ncontrib) {
   agg_window(c, nv, lo, hi);
   c->w.lock = LMPIO__LOCK_EXCL;
   c->w.fill = !covered;
-  /* A write-only descriptor cannot read the holes back: piece by piece. */
-  if (!covered && !c->fh->fd_readable) c->w.sieve = 0;
+  /* A write-only descriptor cannot read the holes back, and a caching
+   * client's read of them may be stale (driver.h): piece by piece. */
+  if (!covered && (!c->fh->fd_readable || !c->fh->drv->sieve_writes)) c->w.sieve = 0;
   lmpio__stream s;
   lmpio__stream_bytes(&s, c->rd, sum);
   int eof = 0;

@@ -60,6 +60,12 @@ struct lmpio__driver {
   /* The shared file pointer may live in a mapped page when every rank runs
    * under one kernel (the page cache is then one for all). */
   int map_pointer;
+  /* A sieved write (read the window, fill in the data, write it back) is
+   * safe: the read brings in what the file holds under the lock.  Not on
+   * caching clients, whose page cache can hand a concurrent local reader's
+   * older copy of a page to the sieve's read: their writes with holes go
+   * piece by piece (romio_ds_write=enable cannot override it). */
+  int sieve_writes;
   /* Handle-level operations; NULL where the generic path serves. */
   /* write_shared / read_shared, and the ordered collectives. */
   int (*shared)(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir, MPI_Count *bytes,

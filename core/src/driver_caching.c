@@ -103,6 +103,7 @@ const lmpio__driver lmpio__driver_caching = {
     .refresh = caching_refresh,
     .block = lmpio__os_block_size,
     .map_pointer = 1,
+    .sieve_writes = 0,
     .background = 1,
     .has_helper = 1,
 };

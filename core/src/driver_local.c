@@ -18,6 +18,7 @@ const lmpio__driver lmpio__driver_local = {
     .sync = lmpio__os_fsync,
     .block = lmpio__os_block_size,
     .map_pointer = 1,
+    .sieve_writes = 1,
     .background = 1,
     .has_helper = 1,
 };

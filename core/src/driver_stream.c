@@ -57,6 +57,7 @@ const lmpio__driver lmpio__driver_stream = {
     .size = no_size,
     .sync = stream_sync,
     .map_pointer = 0,
+    .sieve_writes = 0,
     .shared = lmpio__pipe_shared,
     .ordered = lmpio__pipe_ordered,
     .check_view = stream_check_view,

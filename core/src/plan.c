@@ -170,7 +170,7 @@ void lmpio__plan_stop(lmpio__plan_iter *it) {
 static int choose_sieve(const lmpio__plan *p, MPI_Count nseg, MPI_Count wdata, MPI_Count span) {
   if (nseg <= 1) return 0;
   int ds = p->dir == LMPIO__READ ? p->hints.ds_read : p->hints.ds_write;
-  if (p->dir == LMPIO__WRITE && wdata < span && !p->fd_readable) return 0;
+  if (p->dir == LMPIO__WRITE && wdata < span && (!p->fd_readable || !p->drv->sieve_writes)) return 0;
   if (ds != LMPIO__HINT_AUTOMATIC) return ds == LMPIO__HINT_ENABLE;
   MPI_Count holes = span - wdata;
   if (p->dir == LMPIO__READ) return holes < nseg * SIEVE_READ_HOLES_PER_SEGMENT;
