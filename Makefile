@@ -24,6 +24,9 @@ TESTS    := $(patsubst core/test/%.c,$(BUILD)/test/%,$(wildcard core/test/*_test
 # Programs of plain MPI (nothing of lmpio) that the dropin suite runs with
 # liblmpio-mpi.so preloaded.
 DROPIN_TESTS := $(patsubst core/test/dropin/%.c,$(BUILD)/dropin/%,$(wildcard core/test/dropin/*.c))
+# Programs of plain MPI that need ranks on two machines, run on the
+# simulated cluster of core/test/cluster/cluster.sh (make check-cluster).
+CLUSTER_TESTS := $(patsubst core/test/cluster/%.c,$(BUILD)/cluster/%,$(wildcard core/test/cluster/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 CEXAMPLES:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 LUA_SRC  := $(wildcard lua/*.c)
@@ -75,7 +78,10 @@ $(BUILD)/lmpio.pc: Makefile
 	@mkdir -p $(@D)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lmpio\nDescription: the MPI-IO file model as a library\nVersion: 0.1.0\nLibs: -L$${libdir} -llmpio\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
-tests: $(TESTS) $(DROPIN_TESTS)
+tests: $(TESTS) $(DROPIN_TESTS) $(CLUSTER_TESTS)
+$(BUILD)/cluster/%: core/test/cluster/%.c
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $< -o $@
 $(BUILD)/dropin/%: core/test/dropin/%.c core/test/dropin/check.h
 	@mkdir -p $(@D)
 	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $< -o $@
