@@ -5,7 +5,8 @@
 # Usage (as root; Debian's glusterfs-server is installed when missing):
 #
 #   sh core/test/cluster/cluster.sh [--profile P]... [--runs N] [--timeout S]
-#       [--judge 'COMMAND... @BRICK@'] -- MPIRUN-ARGS... PROGRAM ARGS...
+#       [--judge 'COMMAND... @BRICK@'] [--hosts node1:2,node2:2]
+#       -- MPIRUN-ARGS... PROGRAM ARGS...
 #
 # runs `mpirun --host node1:2,node2:2 MPIRUN-ARGS... PROGRAM ARGS...` from
 # node1, N times in each profile P (coherent, nocache, default; all three by
@@ -64,13 +65,13 @@ cl_why_not() {
 
 # Installs what is missing (cheap when everything is there).
 cl_deps() {
-  need=""
-  command -v glusterd >/dev/null 2>&1 && command -v gluster >/dev/null 2>&1 || need="$need glusterfs-server"
-  command -v glusterfs >/dev/null 2>&1 || need="$need glusterfs-client"
-  command -v ip >/dev/null 2>&1 || need="$need iproute2"
-  [ -z "$need" ] && return 0
-  echo "# cluster: installing$need" >&2
-  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need; } >&2
+  cl_need=""
+  command -v glusterd >/dev/null 2>&1 && command -v gluster >/dev/null 2>&1 || cl_need="$cl_need glusterfs-server"
+  command -v glusterfs >/dev/null 2>&1 || cl_need="$cl_need glusterfs-client"
+  command -v ip >/dev/null 2>&1 || cl_need="$cl_need iproute2"
+  [ -z "$cl_need" ] && return 0
+  echo "# cluster: installing$cl_need" >&2
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cl_need; } >&2
 }
 
 # cl_in NAME COMMAND...: runs COMMAND in the namespaces of gserver, node1 or node2.
@@ -83,35 +84,35 @@ cl_in() {
 cl_holder() {
   unshare -n -u -m --propagation private sleep infinity </dev/null >/dev/null 2>&1 &
   echo $! > "$CL_DIR/$1.pid"
-  i=0
+  cl_i=0
   # (unshare execs sleep once the namespaces exist)
   while [ "$(readlink /proc/$!/ns/net)" = "$(readlink /proc/self/ns/net)" ] ||
         [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do
-    i=$((i + 1)); [ $i -lt 100 ] || return 1
+    cl_i=$((cl_i + 1)); [ $cl_i -lt 100 ] || return 1
     sleep 0.05
   done
 }
 
 # Every PID (but the holder's) in the network namespace of NAME's holder.
 cl_pids_in() {
-  h=$(cat "$CL_DIR/$1.pid" 2>/dev/null) || return 0
-  ns=$(readlink "/proc/$h/ns/net" 2>/dev/null) || return 0
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    [ "$p" != "$h" ] && [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$ns" ] && echo "$p"
+  cl_h=$(cat "$CL_DIR/$1.pid" 2>/dev/null) || return 0
+  cl_ns=$(readlink "/proc/$cl_h/ns/net" 2>/dev/null) || return 0
+  for cl_p in /proc/[0-9]*; do
+    cl_p=${cl_p#/proc/}
+    [ "$cl_p" != "$cl_h" ] && [ "$(readlink "/proc/$cl_p/ns/net" 2>/dev/null)" = "$cl_ns" ] && echo "$cl_p"
   done
 }
 
 # cl_wait_gone PID...: up to 5 s, then SIGKILL.
 cl_wait_gone() {
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    alive=""
-    for p in "$@"; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
-    [ -z "$alive" ] && return 0
+  for cl_i in 1 2 3 4 5 6 7 8 9 10; do
+    cl_alive=""
+    for cl_p in "$@"; do kill -0 "$cl_p" 2>/dev/null && cl_alive="$cl_alive $cl_p"; done
+    [ -z "$cl_alive" ] && return 0
     sleep 0.5
   done
   # shellcheck disable=SC2086
-  kill -9 $alive 2>/dev/null
+  kill -9 $cl_alive 2>/dev/null
 }
 
 cl_up() {
@@ -121,62 +122,62 @@ cl_up() {
   mkdir -p "$CL_DIR/gserver/lib" "$CL_DIR/gserver/log" "$CL_DIR/gserver/run" "$CL_DIR/node1/log" "$CL_DIR/node2/log"
   cp -r /var/lib/glusterd/groups "$CL_DIR/gserver/lib/" 2>/dev/null
   printf '127.0.0.1 localhost\n%s.1 gserver\n%s.11 node1\n%s.12 node2\n' $CL_NET $CL_NET $CL_NET > "$CL_DIR/hosts"
-  id=$(($$ % 100000))
-  for m in gserver node1 node2; do cl_holder $m || { echo "# cluster: cannot start $m" >&2; return 1; }; done
+  cl_id=$(($$ % 100000))
+  for cl_m in gserver node1 node2; do cl_holder $cl_m || { echo "# cluster: cannot start $cl_m" >&2; return 1; }; done
 
   # gserver: the bridge, glusterd with its state in $CL_DIR/gserver.
   cl_in gserver sh -c "hostname gserver &&
     mount --bind '$CL_DIR/gserver/lib' /var/lib/glusterd && mount --bind '$CL_DIR/gserver/log' /var/log/glusterfs &&
     mount --bind '$CL_DIR/gserver/run' /run && mount --bind '$CL_DIR/hosts' /etc/hosts &&
     ip link set lo up && ip link add br0 type bridge && ip addr add $CL_NET.1/24 dev br0 && ip link set br0 up" || return 1
-  n=11
-  for m in node1 node2; do
-    cat /proc/sys/kernel/random/uuid > "$CL_DIR/$m/boot_id"
-    ip link add "lmc${id}$m" type veth peer name "lmc${id}s$n" netns "$(cat "$CL_DIR/gserver.pid")" &&
-      ip link set "lmc${id}$m" netns "$(cat "$CL_DIR/$m.pid")" &&
-      cl_in gserver sh -c "ip link set lmc${id}s$n master br0 && ip link set lmc${id}s$n up" &&
-      cl_in $m sh -c "hostname $m && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
-        mount --bind '$CL_DIR/hosts' /etc/hosts && mount --bind '$CL_DIR/$m/boot_id' /proc/sys/kernel/random/boot_id &&
-        mount --bind '$CL_DIR/$m/log' /var/log/glusterfs &&
-        ip link set lo up && ip link set lmc${id}$m name eth0 && ip addr add $CL_NET.$n/24 dev eth0 && ip link set eth0 up" ||
+  cl_n=11
+  for cl_m in node1 node2; do
+    cat /proc/sys/kernel/random/uuid > "$CL_DIR/$cl_m/boot_id"
+    ip link add "lmc${cl_id}$cl_m" type veth peer name "lmc${cl_id}s$cl_n" netns "$(cat "$CL_DIR/gserver.pid")" &&
+      ip link set "lmc${cl_id}$cl_m" netns "$(cat "$CL_DIR/$cl_m.pid")" &&
+      cl_in gserver sh -c "ip link set lmc${cl_id}s$cl_n master br0 && ip link set lmc${cl_id}s$cl_n up" &&
+      cl_in $cl_m sh -c "hostname $cl_m && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
+        mount --bind '$CL_DIR/hosts' /etc/hosts && mount --bind '$CL_DIR/$cl_m/boot_id' /proc/sys/kernel/random/boot_id &&
+        mount --bind '$CL_DIR/$cl_m/log' /var/log/glusterfs &&
+        ip link set lo up && ip link set lmc${cl_id}$cl_m name eth0 && ip addr add $CL_NET.$cl_n/24 dev eth0 && ip link set eth0 up" ||
       return 1
-    n=$((n + 1))
+    cl_n=$((cl_n + 1))
   done
 
   cl_in gserver glusterd -p /run/glusterd.pid || return 1
-  i=0
+  cl_i=0
   until cl_in gserver gluster --mode=script pool list >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -lt 60 ] || { echo "# cluster: glusterd does not answer" >&2; return 1; }
+    cl_i=$((cl_i + 1)); [ $cl_i -lt 60 ] || { echo "# cluster: glusterd does not answer" >&2; return 1; }
     sleep 0.5
   done
-  for p in $cl_profiles; do
-    mkdir -p "$CL_DIR/brick/$p" "$CL_DIR/mnt/$p"
-    cl_in gserver gluster --mode=script volume create "lmpio-$p" "$CL_NET.1:$CL_DIR/brick/$p" force >/dev/null || return 1
-    case $p in
+  for cl_p in $cl_profiles; do
+    mkdir -p "$CL_DIR/brick/$cl_p" "$CL_DIR/mnt/$cl_p"
+    cl_in gserver gluster --mode=script volume create "lmpio-$cl_p" "$CL_NET.1:$CL_DIR/brick/$cl_p" force >/dev/null || return 1
+    case $cl_p in
     coherent | nocache)
-      for o in write-behind read-ahead io-cache quick-read stat-prefetch open-behind readdir-ahead nl-cache; do
-        cl_in gserver gluster --mode=script volume set "lmpio-$p" "performance.$o" off >/dev/null || return 1
+      for cl_o in write-behind read-ahead io-cache quick-read stat-prefetch open-behind readdir-ahead nl-cache; do
+        cl_in gserver gluster --mode=script volume set "lmpio-$cl_p" "performance.$cl_o" off >/dev/null || return 1
       done ;;
     default) ;;
-    *) echo "# cluster: no profile $p" >&2; return 1 ;;
+    *) echo "# cluster: no profile $cl_p" >&2; return 1 ;;
     esac
-    cl_in gserver gluster --mode=script volume start "lmpio-$p" >/dev/null || return 1
+    cl_in gserver gluster --mode=script volume start "lmpio-$cl_p" >/dev/null || return 1
   done
 
   # Each node mounts each volume with its own client.
-  for m in node1 node2; do
-    for p in $cl_profiles; do
-      case $p in
-      coherent) o="--direct-io-mode=enable --attribute-timeout=0 --entry-timeout=0 --negative-timeout=0" ;;
-      nocache) o="--direct-io-mode=disable" ;;
-      default) o="" ;;
+  for cl_m in node1 node2; do
+    for cl_p in $cl_profiles; do
+      case $cl_p in
+      coherent) cl_o="--direct-io-mode=enable --attribute-timeout=0 --entry-timeout=0 --negative-timeout=0" ;;
+      nocache) cl_o="--direct-io-mode=disable" ;;
+      default) cl_o="" ;;
       esac
       # shellcheck disable=SC2086
-      cl_in $m glusterfs --process-name fuse --volfile-server=gserver --volfile-id="lmpio-$p" \
-        -p "$CL_DIR/$m/$p.pid" -l "$CL_DIR/$m/$p.log" $o "$CL_DIR/mnt/$p" || return 1
-      i=0
-      until cl_in $m mountpoint -q "$CL_DIR/mnt/$p"; do
-        i=$((i + 1)); [ $i -lt 60 ] || { echo "# cluster: $m cannot mount lmpio-$p" >&2; return 1; }
+      cl_in $cl_m glusterfs --process-name fuse --volfile-server=gserver --volfile-id="lmpio-$cl_p" \
+        -p "$CL_DIR/$cl_m/$cl_p.pid" -l "$CL_DIR/$cl_m/$cl_p.log" $cl_o "$CL_DIR/mnt/$cl_p" || return 1
+      cl_i=0
+      until cl_in $cl_m mountpoint -q "$CL_DIR/mnt/$cl_p"; do
+        cl_i=$((cl_i + 1)); [ $cl_i -lt 60 ] || { echo "# cluster: $cl_m cannot mount lmpio-$cl_p" >&2; return 1; }
         sleep 0.5
       done
     done
@@ -200,46 +201,46 @@ EOF
 
 # Kills whatever runs in the nodes' namespaces but the file-system clients.
 cl_reap() {
-  keep=" $(cat "$CL_DIR"/node1/*.pid "$CL_DIR"/node2/*.pid 2>/dev/null | tr '\n' ' ') "
-  stray=""
-  for m in node1 node2; do
-    for p in $(cl_pids_in $m); do
-      case $keep in *" $p "*) ;; *) stray="$stray $p" ;; esac
+  cl_keep=" $(cat "$CL_DIR"/node1/*.pid "$CL_DIR"/node2/*.pid 2>/dev/null | tr '\n' ' ') "
+  cl_stray=""
+  for cl_m in node1 node2; do
+    for cl_p in $(cl_pids_in $cl_m); do
+      case $cl_keep in *" $cl_p "*) ;; *) cl_stray="$cl_stray $cl_p" ;; esac
     done
   done
-  [ -z "$stray" ] && return 0
+  [ -z "$cl_stray" ] && return 0
   # shellcheck disable=SC2086
-  kill $stray 2>/dev/null
+  kill $cl_stray 2>/dev/null
   # shellcheck disable=SC2086
-  cl_wait_gone $stray
+  cl_wait_gone $cl_stray
 }
 
 cl_down() {
   [ -n "$CL_DIR" ] && [ -d "$CL_DIR" ] || return 0
-  for m in node1 node2; do
-    [ -f "$CL_DIR/$m.pid" ] || continue
-    for mp in "$CL_DIR"/mnt/*; do
-      [ -d "$mp" ] && cl_in $m sh -c "mountpoint -q '$mp' && umount '$mp' || { mountpoint -q '$mp' && umount -l '$mp'; }" 2>/dev/null
+  for cl_m in node1 node2; do
+    [ -f "$CL_DIR/$cl_m.pid" ] || continue
+    for cl_mp in "$CL_DIR"/mnt/*; do
+      [ -d "$cl_mp" ] && cl_in $cl_m sh -c "mountpoint -q '$cl_mp' && umount '$cl_mp' || { mountpoint -q '$cl_mp' && umount -l '$cl_mp'; }" 2>/dev/null
     done
   done
   # Everything in the namespaces, by PID: clients, bricks, glusterd, strays.
-  all=""
-  for m in node1 node2 gserver; do all="$all $(cl_pids_in $m | tr '\n' ' ')"; done
-  if [ -n "${all# }" ]; then
+  cl_all=""
+  for cl_m in node1 node2 gserver; do cl_all="$cl_all $(cl_pids_in $cl_m | tr '\n' ' ')"; done
+  if [ -n "${cl_all# }" ]; then
     # shellcheck disable=SC2086
-    kill $all 2>/dev/null
+    kill $cl_all 2>/dev/null
     # shellcheck disable=SC2086
-    cl_wait_gone $all
+    cl_wait_gone $cl_all
   fi
-  holders=""
-  for m in node1 node2 gserver; do
-    [ -f "$CL_DIR/$m.pid" ] && holders="$holders $(cat "$CL_DIR/$m.pid")"
+  cl_holders=""
+  for cl_m in node1 node2 gserver; do
+    [ -f "$CL_DIR/$cl_m.pid" ] && cl_holders="$cl_holders $(cat "$CL_DIR/$cl_m.pid")"
   done
-  if [ -n "$holders" ]; then
+  if [ -n "$cl_holders" ]; then
     # shellcheck disable=SC2086
-    kill $holders 2>/dev/null
+    kill $cl_holders 2>/dev/null
     # shellcheck disable=SC2086
-    cl_wait_gone $holders
+    cl_wait_gone $cl_holders
   fi
   rm -rf "$CL_DIR"
   CL_DIR=""
@@ -247,60 +248,62 @@ cl_down() {
 
 # cl_subst WORD: @DIR@ and @BRICK@ of the current profile.
 cl_subst() {
-  printf '%s' "$1" | sed "s|@DIR@|$CL_DIR/mnt/$cl_p|g; s|@BRICK@|$CL_DIR/brick/$cl_p|g"
+  printf '%s' "$1" | sed "s|@DIR@|$CL_DIR/mnt/$cl_prof|g; s|@BRICK@|$CL_DIR/brick/$cl_prof|g"
 }
 
 # cl_count LABEL FILE: prints FILE's result lines with the label, counts them.
 cl_count() {
   sed -n -e "s/^ok /ok [$1] /p" -e "s/^not ok /not ok [$1] /p" -e "/^# /p" "$2"
-  p=$(grep -c '^ok ' "$2")
-  f=$(grep -c '^not ok ' "$2")
-  CL_PASSED=$((CL_PASSED + p))
-  CL_FAILED=$((CL_FAILED + f))
+  cl_p=$(grep -c '^ok ' "$2")
+  cl_f=$(grep -c '^not ok ' "$2")
+  CL_PASSED=$((CL_PASSED + cl_p))
+  CL_FAILED=$((CL_FAILED + cl_f))
 }
 
 # cl_run LABEL PROFILE TIMEOUT JUDGE MPIRUN-ARGS...: one run (JUDGE may be "").
 cl_run() {
-  cl_label=$1 cl_p=$2 cl_timeout=$3 cl_judge=$4
+  cl_label=$1 cl_prof=$2 cl_timeout=$3 cl_judge=$4
   shift 4
-  mp=$CL_DIR/mnt/$cl_p
+  cl_mp=$CL_DIR/mnt/$cl_prof
   # A fresh volume: what the last run left is removed through node1.
-  cl_in node1 find "$mp" -mindepth 1 -delete 2>/dev/null
-  n=$#
-  while [ "$n" -gt 0 ]; do
-    a=$1; shift
-    case $a in *@DIR@* | *@BRICK@*) a=$(cl_subst "$a") ;; esac
-    set -- "$@" "$a"
-    n=$((n - 1))
+  cl_in node1 find "$cl_mp" -mindepth 1 -delete 2>/dev/null
+  cl_n=$#
+  while [ "$cl_n" -gt 0 ]; do
+    cl_a=$1; shift
+    case $cl_a in *@DIR@* | *@BRICK@*) cl_a=$(cl_subst "$cl_a") ;; esac
+    set -- "$@" "$cl_a"
+    cl_n=$((cl_n - 1))
   done
-  out=$CL_DIR/out
+  cl_out=$CL_DIR/out
   cl_in node1 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 10 "$cl_timeout" mpirun --host node1:2,node2:2 --bind-to none \
+    timeout -k 10 "$cl_timeout" mpirun --host "${CL_HOSTS:-node1:2,node2:2}" --bind-to none \
     --mca plm_rsh_agent "$CL_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include $CL_NET.0/24 --mca btl_tcp_if_include $CL_NET.0/24 \
-    -x LMPIO_TEST_DIR="$mp" "$@" </dev/null >"$out" 2>&1
-  rc=$?
+    -x LMPIO_TEST_DIR="$cl_mp" "$@" </dev/null >"$cl_out" 2>&1
+  cl_rc=$?
   cl_reap
-  f0=$CL_FAILED
-  cl_count "$cl_label" "$out"
-  if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$out"; then
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "not ok [$cl_label] (timed out after $cl_timeout s)"
-    else echo "not ok [$cl_label] (exit status $rc)"; fi
+  cl_f0=$CL_FAILED
+  cl_count "$cl_label" "$cl_out"
+  if [ "$cl_rc" -eq 124 ] || [ "$cl_rc" -eq 137 ]; then
+    echo "not ok [$cl_label] (timed out after $cl_timeout s)"
+    CL_FAILED=$((CL_FAILED + 1))
+  elif [ "$cl_rc" -ne 0 ] && ! grep -q '^not ok ' "$cl_out"; then
+    echo "not ok [$cl_label] (exit status $cl_rc)"
     CL_FAILED=$((CL_FAILED + 1))
   fi
   if [ -n "$cl_judge" ]; then
-    j=$(cl_subst "$cl_judge")
-    sh -c "$j" >"$out.judge" 2>&1
-    jrc=$?
-    cl_count "$cl_label" "$out.judge"
-    if [ "$jrc" -ne 0 ] && ! grep -q '^not ok ' "$out.judge"; then
-      echo "not ok [$cl_label] judge (exit status $jrc)"
+    cl_j=$(cl_subst "$cl_judge")
+    sh -c "$cl_j" >"$cl_out.judge" 2>&1
+    cl_jrc=$?
+    cl_count "$cl_label" "$cl_out.judge"
+    if [ "$cl_jrc" -ne 0 ] && ! grep -q '^not ok ' "$cl_out.judge"; then
+      echo "not ok [$cl_label] judge (exit status $cl_jrc)"
       CL_FAILED=$((CL_FAILED + 1))
     fi
-    cat "$out.judge" >> "$out"
+    cat "$cl_out.judge" >> "$cl_out"
   fi
   # What else the programs said, when something failed.
-  [ "$CL_FAILED" -gt "$f0" ] && grep -v -e '^ok ' -e '^not ok ' -e '^# ' "$out" | tail -n 30 | sed 's/^/    /'
+  [ "$CL_FAILED" -gt "$cl_f0" ] && grep -v -e '^ok ' -e '^not ok ' -e '^# ' "$cl_out" | tail -n 30 | sed 's/^/    /'
   return 0
 }
 
@@ -314,6 +317,7 @@ while [ $# -gt 0 ]; do
   --runs) runs=$2; shift 2 ;;
   --timeout) timeout=$2; shift 2 ;;
   --judge) judge=$2; shift 2 ;;
+  --hosts) CL_HOSTS=$2; shift 2 ;;
   --) shift; break ;;
   -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "cluster.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
