@@ -224,15 +224,33 @@ static int posix_all(int wr, int fd, void *buf, size_t len, off_t off) {
   return 1;
 }
 
+/* LMPIO_BENCH_INFO="key=value,key=value": hints for every open (lmpio and
+ * MPI-IO alike), e.g. romio_cb_write=enable to time two-phase on one node. */
+static MPI_Info bench_info = MPI_INFO_NULL;
+
+static void parse_info(void) {
+  const char *s = getenv("LMPIO_BENCH_INFO");
+  if (!s || !*s) return;
+  MPI_Info_create(&bench_info);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (!eq) die("LMPIO_BENCH_INFO: key=value expected");
+    *eq = '\0';
+    MPI_Info_set(bench_info, kv, eq + 1);
+  }
+}
+
 static int b_open(int b, const workload *w, bfile *f) {
   int rc = MPI_SUCCESS;
   int amode = MPI_MODE_CREATE | MPI_MODE_RDWR;
   if (b == B_LMPIO) {
-    rc = lmpio_file_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &f->l);
+    rc = lmpio_file_open(MPI_COMM_WORLD, path, amode, bench_info, &f->l);
     if (rc == MPI_SUCCESS && w->ftype != MPI_DATATYPE_NULL)
       rc = lmpio_file_set_view(f->l, w->disp, w->etype, w->ftype, "native", MPI_INFO_NULL);
   } else if (b == B_MPIIO) {
-    rc = MPI_File_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &f->m);
+    rc = MPI_File_open(MPI_COMM_WORLD, path, amode, bench_info, &f->m);
     if (rc == MPI_SUCCESS && w->ftype != MPI_DATATYPE_NULL)
       rc = MPI_File_set_view(f->m, w->disp, w->etype, w->ftype, "native", MPI_INFO_NULL);
   } else {
@@ -415,6 +433,7 @@ int main(int argc, char **argv) {
   MPI_Offset strided = (MPI_Offset)envl("LMPIO_BENCH_STRIDED_MB", 32) << 20;
   MPI_Offset strided8 = (MPI_Offset)envl("LMPIO_BENCH_STRIDED8_MB", 4) << 20;
   int subn = (int)envl("LMPIO_BENCH_SUB_N", 1448);
+  parse_info();
 
   /* One file name for the whole launch, chosen by rank 0. */
   int id = (int)getpid();
@@ -484,6 +503,7 @@ int main(int argc, char **argv) {
     if (ws[i].ftype != MPI_DATATYPE_NULL) MPI_Type_free(&ws[i].ftype);
   free(wbuf);
   free(rbuf);
+  if (bench_info != MPI_INFO_NULL) MPI_Info_free(&bench_info);
   MPI_Finalize();
   return 0;
 }

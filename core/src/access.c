@@ -139,7 +139,7 @@ int lmpio_file_seek(lmpio_file fh, MPI_Offset offset, int whence) {
   case MPI_SEEK_CUR: base = fh->fp; break;
   case MPI_SEEK_END: {
     MPI_Offset size;
-    if (lmpio__os_size(fh->fd, &size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
+    if (fh->drv->size(fh->fd, &size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
     /* End of file in this view: the etypes that start before it, rounded up. */
     MPI_Offset data = lmpio__view_data_before(&fh->view, size);
     base = data / fh->view.esize + (data % fh->view.esize != 0);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_VALUES 8
+#define MAX_VALUES 16
 #define MSG_MAX 1024
 
 int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,

@@ -12,10 +12,11 @@
  *                    Non-native representations and atomic mode always take
  *                    the independent path.
  *  3. file_domains:  the union of the ranges split into one domain per
- *                    aggregator (hint cb_nodes, at most LMPIO__MAX_AGGREGATORS),
- *                    aligned to ALIGN bytes when the domains are that large;
- *                    each domain is done in rounds of windows of at most
- *                    cb_buffer_size bytes.
+ *                    aggregator (chosen at open by node: hints cb_config_list
+ *                    and cb_nodes, nodes.c), in rank order, aligned to the
+ *                    stripe (hint striping_unit) or the file system's block
+ *                    when the domains are that large; each domain is done in
+ *                    rounds of windows of at most cb_buffer_size bytes.
  *  4. my_pieces:     for each window, the (offset, length) pieces of my
  *                    access in it, as strided vectors (a strided view gives
  *                    one vector per window), and the contiguous range of my
@@ -42,7 +43,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define ALIGN 4096
 #define MAX_CB_TOTAL (1 << 30) /* aggregators x cb_buffer_size, so int counts fit */
 
 typedef lmpio__vec vec;
@@ -64,7 +64,7 @@ typedef struct {
   MPI_Offset start, end;   /* file bytes it touches */
   /* domains */
   int naggr, me;           /* me: my aggregator index or -1 */
-  int *agg;                /* rank of aggregator k */
+  const int *agg;          /* rank of aggregator k (the handle's) */
   MPI_Offset gmin, gmax, base, fd, cb;
   MPI_Offset rounds;
   /* buffers, grown as needed */
@@ -118,24 +118,19 @@ static void window(const coll *c, int k, int r, MPI_Offset *ws, MPI_Offset *we) 
   *we = hi;
 }
 
-static void file_domains(coll *c, MPI_Offset cb_nodes, MPI_Offset cb_size) {
-  int size = c->fh->size;
-  MPI_Offset n = cb_nodes < 1 ? 1 : cb_nodes;
-  if (n > size) n = size;
-  if (n > LMPIO__MAX_AGGREGATORS) n = LMPIO__MAX_AGGREGATORS;
-  c->naggr = (int)n;
+static void file_domains(coll *c, MPI_Offset cb_size) {
+  c->naggr = c->fh->naggr;
+  c->agg = c->fh->aggr;
   c->me = -1;
-  for (int k = 0; k < c->naggr; k++) {
-    c->agg[k] = (int)((long long)k * size / c->naggr);
+  for (int k = 0; k < c->naggr; k++)
     if (c->agg[k] == c->fh->rank) c->me = k;
-  }
-  MPI_Offset span = c->gmax - c->gmin;
+  MPI_Offset span = c->gmax - c->gmin, align = lmpio__fd_alignment(c->fh);
   c->base = c->gmin;
   c->fd = (span + c->naggr - 1) / c->naggr;
-  if (c->fd >= ALIGN) {
-    c->base = c->gmin / ALIGN * ALIGN;
+  if (c->fd >= align) {
+    c->base = c->gmin / align * align;
     c->fd = (c->gmax - c->base + c->naggr - 1) / c->naggr;
-    c->fd = (c->fd + ALIGN - 1) / ALIGN * ALIGN;
+    c->fd = (c->fd + align - 1) / align * align;
   }
   if (c->fd < 1) c->fd = 1;
   MPI_Offset cb = cb_size < 1 ? 1 : cb_size;
@@ -474,7 +469,6 @@ static void coll_free(coll *c) {
   lmpio__window_free(&c->w);
   free(c->scnt);
   free(c->sdsp);
-  free(c->agg);
   free(c->d0);
   if (c->plan.ft) lmpio__plan_free(&c->plan);
   if (c->m) {
@@ -531,7 +525,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   c->valid = c->total;
   if (c->dir == LMPIO__READ && c->total > 0) {
     MPI_Offset size;
-    if (lmpio__os_size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
+    if (c->fh->drv->size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
     if (c->end > size) {
       MPI_Offset v = lmpio__view_data_before(&c->fh->view, size) - c->pos;
       c->valid = v < 0 ? 0 : v < c->total ? v : c->total;
@@ -543,7 +537,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
 
 /* Two-phase, from the file domains on; returns this rank's outcome. */
 static int two_phase(coll *c, int rc) {
-  file_domains(c, c->fh->hints.cb_nodes, c->fh->hints.cb_buffer_size);
+  file_domains(c, c->fh->hints.cb_buffer_size);
   take_kept(c);
   /* A rank that fails says so in the next round's counts; all stop there. */
   MPI_Offset next = 0;
@@ -589,10 +583,9 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   int nagg = size < LMPIO__MAX_AGGREGATORS ? size : LMPIO__MAX_AGGREGATORS;
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
-  c.agg = malloc(sizeof(int) * (size_t)size);
   c.d0 = malloc(sizeof(MPI_Offset) * (size_t)nagg);
   long long *g = malloc(sizeof(long long) * G_N * (size_t)size);
-  if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.agg || !c.d0 || !g))
+  if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.d0 || !g))
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type);
 

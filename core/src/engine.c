@@ -99,8 +99,13 @@ static void copy_vec(lmpio__stream *s, char *stage, MPI_Offset lo, const lmpio__
 
 static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offset off, MPI_Offset *got,
               const char *call) {
-  long long n = dir == LMPIO__READ ? lmpio__os_pread_all(p->fd, mem, len, off)
-                                   : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  if (n < 0 && errno == ESTALE)
+    return lmpio__err(MPI_ERR_IO, call,
+                      "pread of \"%s\" at offset %lld came back short of the size the file server gives, twice: "
+                      "the client's cache (driver %s) cannot be refreshed; turn its caches off, or open the file "
+                      "with the hint lmpio_fs_driver naming a driver that fits",
+                      p->path, (long long)off, p->drv->name);
   if (n < 0) return lmpio__os_error(errno, call, dir == LMPIO__READ ? "pread of" : "pwrite to", p->path);
   *got = n;
   return MPI_SUCCESS;
@@ -181,7 +186,7 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
                          lmpio__stream *s, int *eof, const char *call) {
   MPI_Offset span = w->hi - w->lo, got = 0;
   int rc = MPI_SUCCESS;
-  if (w->lock != LMPIO__LOCK_NONE && lmpio__os_lock(p->fd, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
+  if (w->lock != LMPIO__LOCK_NONE && p->drv->lock(p->fd, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
     return lmpio__os_error(errno, call, "byte-range lock on", p->path);
   if (!w->sieve) {
     for (size_t i = 0; i < w->n && rc == MPI_SUCCESS && !*eof; i++)
@@ -205,7 +210,11 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
       if (rc == MPI_SUCCESS) rc = io(p, LMPIO__WRITE, e->stage, span, w->lo, &got, call);
     }
   }
-  if (w->lock != LMPIO__LOCK_NONE) lmpio__os_unlock(p->fd, w->lo, span);
+  /* A caching client flushes what it wrote before the lock goes: a failure
+   * there is the write's. */
+  if (w->lock != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, w->lo, span) < 0 &&
+      rc == MPI_SUCCESS)
+    rc = lmpio__os_error(errno, call, "flush and unlock of", p->path);
   return rc;
 }
 
@@ -241,7 +250,7 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
         lmpio__cursor_free(&c);
       }
     }
-    if (rc == MPI_SUCCESS && lmpio__os_lock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
+    if (rc == MPI_SUCCESS && p->drv->lock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
       rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
       hi = lo;
     }
@@ -255,7 +264,8 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     }
     rc = lmpio__engine_window(p, &e, &w, s, &eof, call);
   }
-  if (p->atomic && hi > lo) lmpio__os_unlock(p->fd, lo, hi - lo);
+  if (p->atomic && hi > lo && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0 && rc == MPI_SUCCESS)
+    rc = lmpio__os_error(errno, call, "flush and unlock of", p->path);
   lmpio__plan_stop(&it);
   lmpio__window_free(&w);
   lmpio__engine_free(&e);

@@ -7,13 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ROMIO-style "ufs:" prefixes name the file system; the path follows. */
-static const char *strip_prefix(const char *name) {
-  if (strncmp(name, "ufs:", 4) == 0) return name + 4;
-  if (strncmp(name, "nfs:", 4) == 0) return name + 4;
-  return name;
-}
-
 static int check_fh(const struct lmpio_file_s *fh, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   return MPI_SUCCESS;
@@ -69,8 +62,20 @@ static int open_fd(const char *path, int amode, int create, int *readable, int *
   return fd;
 }
 
+/* The aggregators of two-phase calls for hints h on fh's nodes. */
+static int choose_aggregators(lmpio_file fh, const lmpio__hints *h, int *agg, int *n, const char *call) {
+  *n = lmpio__nodes_aggregators(&fh->nodes, h->cb_config_list, h->cb_nodes, agg, LMPIO__MAX_AGGREGATORS);
+  return *n < 0 ? lmpio__err(MPI_ERR_NO_MEM, call, "out of memory") : MPI_SUCCESS;
+}
+
+static void set_aggregators(lmpio_file fh, const int *agg, int n) {
+  memcpy(fh->aggr, agg, sizeof(int) * (size_t)n);
+  fh->naggr = n;
+}
+
 static void free_handle(lmpio_file fh) {
   if (!fh) return;
+  lmpio__nodes_free(&fh->nodes);
   lmpio__pipe_free(fh);
   lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
@@ -109,7 +114,15 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, NULL, 0, call);
   if (rc != MPI_SUCCESS) return rc;
 
-  const char *path = strip_prefix(filename);
+  /* The driver: a prefix names it, else the hint, else the file system
+   * (below, once the file is open). */
+  char why[256] = "";
+  int drv_id = -1;
+  const char *path = lmpio__driver_prefix(filename, &drv_id, why, sizeof why);
+  if (hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
+    drv_id = hints.fs_driver - 1;
+    snprintf(why, sizeof why, "the hint lmpio_fs_driver");
+  }
   int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
   /* Rank 0 looks whether the path is a stream (a pipe, a FIFO, a terminal,
    * "/dev/stdout"): then only rank 0 opens it (stream.c). */
@@ -128,15 +141,20 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     errno = e;
     if (e == 0 && rank != 0) fd = -2; /* no descriptor, and no failure */
   } else if (create) {
+    /* Rank 0 creates the file and closes it again; then every rank opens
+     * it alike.  A caching client keeps pages of the descriptor that
+     * created the file, which other machines' writes do not refresh. */
     int e = 0;
     if (rank == 0) {
       fd = open_fd(path, amode, 1, &readable, &created);
       e = fd < 0 ? errno : 0;
+      if (fd >= 0) lmpio__os_close(fd);
+      fd = -1;
     }
     MPI_Bcast(&e, 1, MPI_INT, 0, comm);
     int unused;
-    if (e == 0 && rank != 0) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 0, &readable, &unused);
-    else if (e != 0) errno = e;
+    if (e == 0) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 0, &readable, &unused);
+    else errno = e;
   } else {
     fd = open_fd(path, amode, 0, &readable, &created);
   }
@@ -161,6 +179,14 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->amode = amode;
     fh->fd_readable = readable;
     fh->fd_in_memory = lmpio__os_in_memory(fd);
+    if (stream) {
+      drv_id = LMPIO__FS_STREAM;
+      snprintf(why, sizeof why, "a pipe, FIFO, socket, terminal or standard stream");
+    } else if (drv_id < 0) {
+      drv_id = lmpio__driver_of_fd(fd, why, sizeof why);
+    }
+    fh->drv = lmpio__driver_by_id(drv_id);
+    snprintf(fh->drv_why, sizeof fh->drv_why, "%s", why);
     fh->rank = rank;
     fh->size = size;
     fh->hints = hints;
@@ -169,23 +195,29 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   if (rc == MPI_SUCCESS && stream) rc = lmpio__pipe_init(fh, call);
   if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND) && !stream) {
     /* The default view counts bytes: the pointers start at the end. */
-    if (lmpio__os_size(fd, &fh->fp) < 0) rc = lmpio__os_error(errno, call, "cannot stat", path);
+    if (fh->drv->size(fd, &fh->fp) < 0) rc = lmpio__os_error(errno, call, "cannot stat", path);
   }
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
   if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(comm, lmpio__pipe_comm(fh, call), 0, call);
-  if (rc == MPI_SUCCESS) { /* the same answer on every rank: both calls are collective */
-    MPI_Comm node;
-    int n = 0;
-    if (MPI_Comm_split_type(fh->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-      MPI_Comm_size(node, &n);
-      MPI_Comm_free(&node);
+  /* The nodes and the aggregators; the most cautious driver any rank chose
+   * (ranks whose clients differ, one caches, one does not, all take the
+   * caching one's care); the largest block any rank's file system reports,
+   * so that every rank cuts the same file domains. */
+  if (rc == MPI_SUCCESS) rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
+  if (rc == MPI_SUCCESS) {
+    int agg[LMPIO__MAX_AGGREGATORS], n = 0;
+    long long max[2] = {fh->drv->id, fh->drv->block && fd >= 0 ? fh->drv->block(fd) : 0};
+    rc = lmpio__agree_values(fh->comm, choose_aggregators(fh, &fh->hints, agg, &n, call), NULL, 0, NULL, max, 2,
+                             call);
+    if (rc == MPI_SUCCESS) set_aggregators(fh, agg, n);
+    fh->one_node = fh->nodes.nnodes == 1;
+    if (max[0] != fh->drv->id) {
+      fh->drv = lmpio__driver_by_id((int)max[0]);
+      snprintf(fh->drv_why, sizeof fh->drv_why, "another rank's file system (this rank's: %s)", why);
     }
-    long long all = n == size;
-    long long notall = !all;
-    rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, &notall, 1, call);
-    fh->one_node = !notall;
+    fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }
   if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
   if (rc != MPI_SUCCESS) {
@@ -245,7 +277,9 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
   const char *call = "lmpio_file_delete";
   (void)info;
   if (!filename || !*filename) return lmpio__err(MPI_ERR_BAD_FILE, call, "empty or NULL file name");
-  const char *path = strip_prefix(filename);
+  char why[256];
+  int id;
+  const char *path = lmpio__driver_prefix(filename, &id, why, sizeof why);
   if (lmpio__os_unlink(path) < 0) return lmpio__os_error(errno, call, "cannot delete", path);
   lmpio__shared_delete(path);
   return MPI_SUCCESS;
@@ -265,7 +299,7 @@ static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *cal
   if (rc != MPI_SUCCESS) return rc;
   if (fh->rank == 0) {
     MPI_Offset now;
-    if (lmpio__os_size(fh->fd, &now) < 0) {
+    if (fh->drv->size(fh->fd, &now) < 0) {
       rc = lmpio__os_error(errno, call, "cannot stat", fh->path);
     } else if (!grow_only) {
       if (now != size && lmpio__os_ftruncate(fh->fd, size) < 0)
@@ -292,11 +326,8 @@ int lmpio_file_get_size(lmpio_file fh, MPI_Offset *size) {
   int rc = check_fh(fh, call);
   if (rc) return rc;
   if (!size) return lmpio__err(MPI_ERR_ARG, call, "size is NULL");
-  if (fh->pipe)
-    return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
-                      "file \"%s\" is a stream (a pipe, FIFO, socket, terminal or standard stream): it has no size",
-                      fh->path);
-  if (lmpio__os_size(fh->fd, size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
+  if (fh->drv->no_size) return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "file \"%s\" is %s", fh->path, fh->drv->no_size);
+  if (fh->drv->size(fh->fd, size) < 0) return lmpio__os_error(errno, call, "cannot stat", fh->path);
   return MPI_SUCCESS;
 }
 
@@ -323,14 +354,19 @@ int lmpio_file_get_amode(lmpio_file fh, int *amode) {
 static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   lmpio__pipe_enter(fh, call);
   lmpio__hints h = fh->hints;
+  int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   rc = lmpio__pending(rc, call);
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);
   long long same[LMPIO__HINTS_SAME];
   lmpio__hints_same(&h, rc == MPI_SUCCESS, same);
   char labels[512] = "";
   lmpio__hints_same_labels(labels, sizeof labels);
   rc = lmpio__agree_values(fh->comm, rc, same, LMPIO__HINTS_SAME, labels, NULL, 0, call);
-  if (rc == MPI_SUCCESS) fh->hints = h;
+  if (rc == MPI_SUCCESS) {
+    fh->hints = h;
+    set_aggregators(fh, agg, n);
+  }
   return rc;
 }
 
@@ -341,6 +377,32 @@ int lmpio_file_set_info(lmpio_file fh, MPI_Info info) {
   return set_hints(fh, info, MPI_SUCCESS, call);
 }
 
+/* What the nodes decide: cb_nodes and cb_config_list in effect, the
+ * aggregators' ranks (lmpio_aggregators, "0,2"; cut after the last rank
+ * that fits, then "...") and the alignment of file domains
+ * (lmpio_fd_alignment, bytes). */
+static int nodes_to_info(lmpio_file fh, MPI_Info info) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  snprintf(v, sizeof v, "%d", fh->naggr);
+  if (MPI_Info_set(info, "cb_nodes", v) != MPI_SUCCESS) return MPI_ERR_INFO;
+  const char *list = lmpio__nodes_list(&fh->nodes, fh->hints.cb_config_list, fh->hints.cb_nodes);
+  if (MPI_Info_set(info, "cb_config_list", list) != MPI_SUCCESS) return MPI_ERR_INFO;
+  size_t used = 0;
+  for (int k = 0; k < fh->naggr; k++) {
+    char r[16];
+    int w = snprintf(r, sizeof r, "%s%d", k ? "," : "", fh->aggr[k]);
+    if (used + (size_t)w + (k + 1 < fh->naggr ? 4 : 0) > MPI_MAX_INFO_VAL) {
+      strcpy(v + used, ",...");
+      break;
+    }
+    memcpy(v + used, r, (size_t)w + 1);
+    used += (size_t)w;
+  }
+  if (MPI_Info_set(info, "lmpio_aggregators", v) != MPI_SUCCESS) return MPI_ERR_INFO;
+  snprintf(v, sizeof v, "%lld", (long long)lmpio__fd_alignment(fh));
+  return MPI_Info_set(info, "lmpio_fd_alignment", v) != MPI_SUCCESS ? MPI_ERR_INFO : MPI_SUCCESS;
+}
+
 int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   const char *call = "lmpio_file_get_info";
   int rc = check_fh(fh, call);
@@ -348,7 +410,12 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   if (!info_used) return lmpio__err(MPI_ERR_ARG, call, "info_used is NULL");
   MPI_Info info;
   if (MPI_Info_create(&info) != MPI_SUCCESS) return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_create failed");
-  if (lmpio__hints_to_info(&fh->hints, info) != MPI_SUCCESS || MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS) {
+  /* The hint lmpio_fs_driver says the driver in effect; a second key why. */
+  lmpio__hints h = fh->hints;
+  h.fs_driver = fh->drv->id + 1;
+  if (lmpio__hints_to_info(&h, info) != MPI_SUCCESS || nodes_to_info(fh, info) != MPI_SUCCESS ||
+      MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS ||
+      MPI_Info_set(info, "lmpio_fs_driver_reason", fh->drv_why) != MPI_SUCCESS) {
     MPI_Info_free(&info);
     return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_set failed");
   }
@@ -384,7 +451,7 @@ int lmpio_file_sync(lmpio_file fh) {
   lmpio__async_wait(fh); /* what outstanding writes wrote is synced too */
   lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
-  if (rc == MPI_SUCCESS && !fh->pipe && lmpio__os_fsync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "fsync of", fh->path);
+  if (rc == MPI_SUCCESS && fh->drv->sync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "sync of", fh->path);
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
@@ -422,15 +489,10 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   lmpio__hints h = fh->hints;
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, !(fh->amode & MPI_MODE_RDONLY), call);
-  /* A stream's bytes are the view's data as they are in memory. */
-  if (rc == MPI_SUCCESS && fh->pipe && nv.rep)
-    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
-                    "file \"%s\" is a stream: its data representation can only be \"native\", not \"%s\"", fh->path,
-                    nv.datarep);
-  else if (rc == MPI_SUCCESS && fh->pipe && !nv.contiguous && !nv.empty)
-    rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
-                    "file \"%s\" is a stream: a filetype with holes has no meaning there", fh->path);
+  if (rc == MPI_SUCCESS && fh->drv->check_view) rc = fh->drv->check_view(fh, &nv, call);
+  int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
+  if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);
   /* The data representation, the etype extent and the hints that must
    * match agree on every rank; the same reduction tells every rank whether
    * some view has holes. */
@@ -450,6 +512,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view = nv;
   fh->fp = 0;
   fh->hints = h;
+  set_aggregators(fh, agg, n);
   return lmpio__shared_reset(fh, call);
 }
 

@@ -11,6 +11,8 @@
 
 /* Modes of the romio_ds_* and romio_cb_* hints. */
 enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
+/* Values of lmpio_fs_driver (read at open): automatic, or the driver. */
+enum { LMPIO__HINT_FS_AUTOMATIC };
 
 typedef struct {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
@@ -18,7 +20,10 @@ typedef struct {
   int ds_read, ds_write;                            /* romio_ds_read / romio_ds_write */
   int cb_read, cb_write;                            /* romio_cb_read / romio_cb_write */
   MPI_Offset cb_buffer_size;                        /* two-phase window per aggregator */
-  MPI_Offset cb_nodes;                              /* aggregators, at most the ranks */
+  MPI_Offset cb_nodes;                              /* aggregators, at most the ranks; 0: not given */
+  char cb_config_list[MPI_MAX_INFO_VAL + 1];        /* aggregators per node; "": not given */
+  MPI_Offset striping_factor, striping_unit;        /* 0: not given */
+  int fs_driver;                                    /* lmpio_fs_driver: automatic, or 1 + LMPIO__FS_* */
 } lmpio__hints;
 
 void lmpio__hints_default(lmpio__hints *h, int nranks);
@@ -30,10 +35,12 @@ int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *c
  * into out[LMPIO__HINTS_SAME] (zeros when ok is 0, a rank that failed), and
  * their labels for lmpio__agree_values ("values of the hint cb_nodes|..."),
  * appended to what buf holds. */
-#define LMPIO__HINTS_SAME 4
+#define LMPIO__HINTS_SAME 7
 void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out);
 void lmpio__hints_same_labels(char *buf, size_t n);
-/* The values in effect, set into info. */
+/* The values in effect, set into info: those given or defaulted; not
+ * cb_nodes and cb_config_list, which depend on the nodes (file.c reports
+ * them), nor the striping hints when not given. */
 int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info);
 /* Row i of the README's table of hints ("| key | default | values |"), or
  * NULL past the last row. */

@@ -35,6 +35,38 @@ int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 #include "os.h"
 #include "hints.h"
 
+/* ---- nodes: where the ranks run, and the aggregators (nodes.c) --------- */
+
+/* The nodes of a communicator's ranks, numbered in the order of their
+ * lowest rank. */
+typedef struct {
+  int size, nnodes;
+  int *node_of;   /* [size]: the node of each rank */
+  int *first;     /* [nnodes + 1]: node j's ranks are by_node[first[j] .. first[j + 1]) */
+  int *by_node;   /* [size]: ranks grouped by node, ascending within each */
+  int *name_at;   /* [nnodes]: where node j's processor name starts in names */
+  char *names;
+} lmpio__nodes;
+
+/* Finds the layout of comm's ranks (collective, agreed): nodes by
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), named by MPI_Get_processor_name;
+ * or as the environment variable LMPIO_TEST_NODES says (tests only). */
+int lmpio__nodes_find(MPI_Comm comm, lmpio__nodes *n, const char *call);
+/* The layout of size ranks: leader[r] the lowest rank of r's node (NULL:
+ * ranks with equal names share a node); rank r's name at names + name_at[r]
+ * (needed for the leaders only).  Pure; -1 when out of memory. */
+int lmpio__nodes_build(lmpio__nodes *n, int size, const int *leader, const char *names, const int *name_at);
+void lmpio__nodes_free(lmpio__nodes *n);
+/* Whether list is a valid cb_config_list: 0, or -1. */
+int lmpio__nodes_config_check(const char *list);
+/* The cb_config_list in effect: list, or the default for the layout
+ * ("*:1"; "*:*" on one node or when cb_nodes alone was given). */
+const char *lmpio__nodes_list(const lmpio__nodes *n, const char *list, long long cb_nodes);
+/* The aggregators for cb_config_list list ("" or NULL: the default) and
+ * cb_nodes (0: not given), at most max: their ranks, ascending, into agg;
+ * returns how many (at least 1), or -1 when out of memory.  Pure. */
+int lmpio__nodes_aggregators(const lmpio__nodes *n, const char *list, long long cb_nodes, int *agg, int max);
+
 /* ---- typemap: flattened datatypes ----------------------------------- */
 
 typedef struct lmpio__tm_node lmpio__tm_node;
@@ -194,6 +226,7 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 
+#include "driver.h"
 #include "plan.h"
 
 /* ---- convert: data representations on the data path (convert.c) ------- */
@@ -240,6 +273,10 @@ struct lmpio_file_s {
   int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
   int fd_in_memory;         /* the file is on tmpfs/ramfs (os.c) */
   int one_node;             /* every rank on one node: one page cache for all */
+  lmpio__nodes nodes;       /* where the ranks run (found at open) */
+  int naggr;                /* two-phase aggregators in effect (hints and nodes) */
+  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied with the handle) */
+  MPI_Offset fs_block;      /* the file system's block size (agreed at open) */
   int atomic;
   int busy;                 /* calls in progress on this handle (close refuses) */
   lmpio__view view;
@@ -248,7 +285,9 @@ struct lmpio_file_s {
   lmpio__shared *shared;    /* the shared file pointer (shared.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__worker *async[2];  /* run the handle's nonblocking operations, one per lane (async.c), or NULL */
-  lmpio__pipe *pipe;        /* a stream (stream.c): only rank 0 has a descriptor; else NULL */
+  const lmpio__driver *drv; /* the file system's operations (driver.h), chosen at open */
+  char drv_why[256];        /* why that driver: for get_info */
+  lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
 };
 
@@ -336,6 +375,11 @@ static inline void lmpio__hold_all(lmpio_file fh) {
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
+/* The alignment of two-phase file domains: the hint striping_unit, else
+ * the file system's block size. */
+static inline MPI_Offset lmpio__fd_alignment(const struct lmpio_file_s *fh) {
+  return fh->hints.striping_unit > 0 ? fh->hints.striping_unit : fh->fs_block;
+}
 /* A string hash (FNV-1a, nonnegative) for checking that ranks passed the
  * same argument. */
 static inline long long lmpio__hash(const char *s) {

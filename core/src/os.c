@@ -4,8 +4,10 @@
 
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -15,6 +17,9 @@
 static int real_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 static int real_fcntl_lock(int fd, int cmd, struct flock *fl) { return fcntl(fd, cmd, fl); }
 static int real_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+static int real_statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf) {
+  return statx(dirfd, path, flags, mask, buf);
+}
 static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags) {
   return sync_file_range(fd, offset, nbytes, flags);
 }
@@ -22,12 +27,12 @@ static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;
@@ -256,10 +261,64 @@ long long lmpio__os_write_all(int fd, const void *buf, MPI_Offset len) {
   return (long long)done;
 }
 
+int lmpio__os_drop_cache(int fd, MPI_Offset off, MPI_Offset len) {
+  /* Whole pages: a partial page at either end is dropped with the rest of
+   * it (its other bytes are read again too, which is only slower). */
+  const MPI_Offset page = 4096;
+  MPI_Offset lo = off / page * page;
+  MPI_Offset n = len > 0 ? (len > INT64_MAX - off - page ? 0 : (off + len + page - 1) / page * page - lo) : 0;
+  int e;
+  do e = lmpio__os.fadvise(fd, (off_t)lo, (off_t)n, POSIX_FADV_DONTNEED);
+  while (e == EINTR);
+  if (e == 0) return 0;
+  errno = e;
+  return -1;
+}
+
+int lmpio__os_size_fresh(int fd, MPI_Offset *size) {
+  struct statx sx;
+  int r;
+  do r = lmpio__os.statx(fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_SIZE, &sx);
+  while (r < 0 && errno == EINTR);
+  if (r < 0 && (errno == ENOSYS || errno == EINVAL)) return lmpio__os_size(fd, size); /* no statx */
+  if (r < 0) return -1;
+  *size = (MPI_Offset)sx.stx_size;
+  return 0;
+}
+
+int lmpio__os_fs_type(int fd, long *magic, char *type, size_t n) {
+  struct statfs sf;
+  struct stat st;
+  if (n) type[0] = '\0';
+  if (lmpio__os.fstatfs(fd, &sf) != 0 || lmpio__os_fstat(fd, &st) != 0) return -1;
+  *magic = (long)sf.f_type;
+  /* The mount table names FUSE file systems ("fuse.glusterfs"), which
+   * statfs cannot tell apart; a missing /proc only loses the name. */
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f) return 0;
+  char line[4096];
+  unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+  while (fgets(line, sizeof line, f)) {
+    unsigned a, b;
+    if (sscanf(line, "%*d %*d %u:%u", &a, &b) != 2 || a != maj || b != min) continue;
+    const char *sep = strstr(line, " - ");
+    char fstype[256];
+    if (sep && sscanf(sep + 3, "%255s", fstype) == 1) snprintf(type, n, "%s", fstype);
+  }
+  fclose(f);
+  return 0;
+}
+
 int lmpio__os_in_memory(int fd) {
   struct statfs sf;
   if (lmpio__os.fstatfs(fd, &sf) != 0) return 0;
   return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
+MPI_Offset lmpio__os_block_size(int fd) {
+  struct statfs sf;
+  if (lmpio__os.fstatfs(fd, &sf) != 0 || sf.f_bsize <= 0) return 0;
+  return (MPI_Offset)sf.f_bsize;
 }
 
 int lmpio__os_class(int e) {

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/vfs.h>
+#include <sys/stat.h> /* statx */
 
 /* The system calls, with the signatures of their POSIX originals (fallocate:
  * posix_fallocate's, returning an errno value).  A replaced entry must
@@ -40,6 +41,9 @@ typedef struct {
   ssize_t (*write)(int fd, const void *buf, size_t count);
   int (*stat)(const char *path, struct stat *st);
   int (*dup)(int fd);
+  /* file-system drivers (driver*.c): cache drops and sizes from the server */
+  int (*fadvise)(int fd, off_t offset, off_t len, int advice); /* posix_fadvise's: returns an errno value */
+  int (*statx)(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;
@@ -84,9 +88,23 @@ long long lmpio__os_read_all(int fd, void *buf, MPI_Offset len);
  * raised is consumed), never killing the process. */
 long long lmpio__os_write_all(int fd, const void *buf, MPI_Offset len);
 
+/* Drops this client's cached pages of [off, off + len) (whole pages; len 0:
+ * to the end), writing dirty ones back first: the next read asks the
+ * server.  Returns -1 with errno when the pages could not be dropped. */
+int lmpio__os_drop_cache(int fd, MPI_Offset off, MPI_Offset len);
+/* The size of fd's file, asked of the server (a network client's cached
+ * attributes are not trusted). */
+int lmpio__os_size_fresh(int fd, MPI_Offset *size);
+/* fd's file system: its statfs magic number and, from the mount table, its
+ * type name ("ext4", "nfs4", "fuse.glusterfs"; "" when not found). */
+int lmpio__os_fs_type(int fd, long *magic, char *type, size_t n);
+
 /* Whether fd's file lives in memory (tmpfs, ramfs): system calls are cheap
  * there, so moving small blocks one by one pays off sooner. */
 int lmpio__os_in_memory(int fd);
+/* The block size fd's file system reports (statfs f_bsize), or 0 when it
+ * cannot be known. */
+MPI_Offset lmpio__os_block_size(int fd);
 
 /* The MPI error class of an errno value, and the detailed message of a
  * failed system call: records "<what> "<path>": <strerror>" for call and

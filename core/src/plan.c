@@ -52,6 +52,7 @@ enum { KIND_CONTIG, KIND_STRIDED, KIND_WALK };
 void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
   p->dir = dir;
   p->fd = fh->fd;
+  p->drv = fh->drv;
   p->fd_readable = fh->fd_readable;
   p->fd_in_memory = fh->fd_in_memory;
   p->path = fh->path;

@@ -27,6 +27,7 @@ typedef struct {
 typedef struct {
   int dir;
   int fd, fd_readable, fd_in_memory;
+  const lmpio__driver *drv; /* the file system's operations on fd */
   const char *path;     /* for messages; the handle is held while a plan runs */
   MPI_Offset disp;
   const lmpio__tm_node *ft; /* retained */

@@ -143,7 +143,6 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
    * stays, [o + c, o + len) to the carry. */
   MPI_Count keep_from = 0, keep_to = 0, incoming = 0;
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * (2 * (size_t)fh->size + 2));
-  int nreq = 0;
   char *out = NULL, *carry = NULL;
   long long carry_total = eof ? 0 : total - endc;
   int bad = reqs == NULL;
@@ -177,6 +176,7 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
   if (rc == MPI_SUCCESS) {
     if (keep_to > keep_from) memcpy(out, buf + keep_from, (size_t)(keep_to - keep_from));
     MPI_Count at = keep_to - keep_from, cat = 0;
+    int nreq = 0;
     for (int s = 0; s < fh->size; s++) {
       long long dest = piece[3 * s], pc = piece[3 * s + 1], cc = piece[3 * s + 2];
       if (dest == fh->rank && pc > 0) {

@@ -271,7 +271,7 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
  * representation's conversions run on the caller's thread: stage_user.) */
 static int can_run_later(lmpio_file fh) {
   /* Streams (stream.c) complete at initiation: their bytes go through rank 0 in program order. */
-  return lmpio__async_available() && !fh->pipe;
+  return lmpio__async_available() && fh->drv->background;
 }
 
 /* The record of a transfer starting at etype offset etpos (checked by the

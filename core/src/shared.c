@@ -175,9 +175,16 @@ static int helper_create(lmpio_file fh, shstate *st, unsigned long long id, cons
     sh->fd = lmpio__os_open(name, O_RDWR | O_CLOEXEC, 0600);
     if (sh->fd < 0) rc = lmpio__os_error(errno, call, "cannot open the shared file pointer", name);
   }
-  if (rc == MPI_SUCCESS && st->mode == MODE_MMAP && !(st->map = lmpio__os_mmap(HELPER_SIZE, sh->fd)))
-    rc = lmpio__os_error(errno, call, "cannot map the shared file pointer", name);
-  rc = lmpio__agree(fh->comm, rc, 0, call); /* every rank holds it (or none goes on) */
+  /* A file system that cannot map the helper (a FUSE mount with direct
+   * I/O: ENODEV) keeps it in LOCK mode instead, on every rank. */
+  long long unmapped = 0;
+  if (rc == MPI_SUCCESS && st->mode == MODE_MMAP && !(st->map = lmpio__os_mmap(HELPER_SIZE, sh->fd))) unmapped = 1;
+  rc = lmpio__agree_values(fh->comm, rc, NULL, 0, NULL, &unmapped, 1, call); /* every rank holds it (or none goes on) */
+  if (rc == MPI_SUCCESS && unmapped) {
+    lmpio__os_munmap(st->map, HELPER_SIZE);
+    st->map = NULL;
+    st->mode = MODE_LOCK;
+  }
   if (fh->rank == 0) lmpio__os_unlink(name);
   return rc;
 }
@@ -208,7 +215,9 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   fh->shared = sh;
   shstate *st = st_of(fh);
   /* A stream has no helper: its bytes go through rank 0 (stream.c). */
-  st->mode = fh->size == 1 || fh->pipe ? MODE_LOCAL : (in[2] == -in[3] && !in[4]) ? MODE_MMAP : MODE_LOCK;
+  st->mode = fh->size == 1 || !fh->drv->has_helper ? MODE_LOCAL
+             : in[2] == -in[3] && !in[4] && fh->drv->map_pointer ? MODE_MMAP
+                                                                   : MODE_LOCK;
   st->base = in[1];
   st->view_ok = 1; /* everyone starts with the default view */
   if (st->mode != MODE_LOCAL) rc = helper_create(fh, st, (unsigned long long)in[0], call);
@@ -268,10 +277,13 @@ static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offs
     return MPI_SUCCESS;
   }
   int write = set || add;
-  if (lmpio__os_lock(fh->shared->fd, write, 0, sizeof(int64_t)) < 0)
+  /* Through the file's driver: a caching client drops its cached page of
+   * the helper under the lock and flushes the new value before unlocking. */
+  const lmpio__driver *drv = fh->drv;
+  if (drv->lock(fh->shared->fd, write, 0, sizeof(int64_t)) < 0)
     return lmpio__os_error(errno, call, "cannot lock the shared file pointer of", fh->path);
   int64_t cur = 0;
-  long long got = lmpio__os_pread_all(fh->shared->fd, &cur, sizeof cur, 0);
+  long long got = drv->pread(fh->shared->fd, &cur, sizeof cur, 0);
   if (got < 0) rc = lmpio__os_error(errno, call, "cannot read the shared file pointer of", fh->path);
   else if (got < (long long)sizeof cur) cur = 0; /* fresh helper */
   if (rc == MPI_SUCCESS && write) {
@@ -279,7 +291,8 @@ static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offs
     if (lmpio__os_pwrite_all(fh->shared->fd, &v, sizeof v, 0) < 0)
       rc = lmpio__os_error(errno, call, "cannot write the shared file pointer of", fh->path);
   }
-  lmpio__os_unlock(fh->shared->fd, 0, sizeof(int64_t));
+  if (drv->unlock(fh->shared->fd, write && rc == MPI_SUCCESS, 0, sizeof(int64_t)) < 0 && rc == MPI_SUCCESS)
+    rc = lmpio__os_error(errno, call, "cannot write the shared file pointer of", fh->path);
   *old = cur;
   return rc;
 }
@@ -379,8 +392,8 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
                          MPI_Status *status, const char *call) {
   MPI_Offset at, n;
   MPI_Count bytes = 0;
-  if (fh != LMPIO_FILE_NULL && fh->pipe) {
-    int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
+  if (fh != LMPIO_FILE_NULL && fh->drv->shared) {
+    int rc = fh->drv->shared(fh, buf, count, type, dir, &bytes, call);
     lmpio__set_status(status, bytes);
     return rc;
   }
@@ -427,7 +440,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
      * (ranks on different machines may see a size a little late). */
     MPI_Offset size = 0;
     long long maxsize;
-    if (lmpio__os_size(fh->fd, &size) < 0) rc = lmpio__os_error(errno, call, "cannot stat", fh->path);
+    if (fh->drv->size(fh->fd, &size) < 0) rc = lmpio__os_error(errno, call, "cannot stat", fh->path);
     rc = lmpio__agree(fh->comm, rc, 0, call);
     if (rc != MPI_SUCCESS) return rc;
     if (fh->size > 1) MPI_Allreduce(&size, &maxsize, 1, MPI_LONG_LONG, MPI_MAX, fh->comm);
@@ -522,7 +535,7 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
-  if (fh->pipe) return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  if (fh->drv->ordered) return fh->drv->ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
   MPI_Offset at, n, moved;
   int agreed;
   int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);

@@ -245,11 +245,10 @@ static int recv_and_put(lmpio_file fh, int src, MPI_Count n, int tag, int rc, co
  * shorter chunk (perhaps empty) ends the reply.  *got: the bytes sent. */
 static int get_and_send(lmpio_file fh, int dst, MPI_Count n, MPI_Count *got, const char *call) {
   lmpio__pipe *p = fh->pipe;
-  int rc = MPI_SUCCESS;
   *got = 0;
   for (;;) {
     MPI_Count want = n - *got < CHUNK ? n - *got : CHUNK, g = 0;
-    rc = get(fh, p->chunk, want, &g, call);
+    int rc = get(fh, p->chunk, want, &g, call);
     if (rc != MPI_SUCCESS) {
       int cls = rc;
       MPI_Send(&cls, 1, MPI_INT, dst, TAG_RERR, p->comm);

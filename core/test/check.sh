@@ -68,6 +68,11 @@ for suite in $suites; do
         echo "--oversubscribe -n 3 --mca io romio321" >> "$log.cfg"
         echo "--oversubscribe -n 8 --mca io romio321" >> "$log.cfg"
       fi
+      # Collective calls with the ranks on two pretended nodes (nodes.c):
+      # the multi-node path, two-phase by default, one aggregator per node.
+      if [ "$(basename "$t")" = collective_test ] && is_openmpi; then
+        echo "--oversubscribe -n 4 -x LMPIO_TEST_NODES=a,a,b,b --mca io romio321" >> "$log.cfg"
+      fi
       # Streams without threads too (rank 0 then serves inside its own calls).
       if [ "$(basename "$t")" = stream_test ] && is_openmpi; then
         echo "--oversubscribe -n 4 -x LMPIO_ASYNC=0 --mca io romio321" >> "$log.cfg"

@@ -30,6 +30,10 @@ static void test_invalid_values(void) {
   expect_bad("ind_rd_buffer_size", "-4096", "a size in bytes");
   expect_bad("lmpio_conversion_buffer_size", "0", "a size in bytes");
   expect_bad("cb_nodes", "99999999999999999999", "a number of processes");
+  expect_bad("cb_config_list", "node1:", "host:count entries");
+  expect_bad("cb_config_list", "*x:2", "host:count entries");
+  expect_bad("striping_factor", "0", "a number from 1");
+  expect_bad("striping_unit", "-1", "a size in bytes");
   /* set_info and set_view refuse them too, and keep what was in effect */
   char *path = tl_path("hints");
   lmpio_file fh;
@@ -81,6 +85,49 @@ static void test_values_in_effect(void) {
   tl_unlink(path);
 }
 
+/* The values of the mode hints are case-insensitive, as ROMIO's and
+ * OMPIO's are ("ENABLE" is a common spelling); get_info reports them in
+ * lower case. */
+static void test_mode_case(void) {
+  char *path = tl_path("case");
+  MPI_Info info, used;
+  MPI_Info_create(&info);
+  set(info, "romio_cb_write", "ENABLE");
+  set(info, "romio_cb_read", "Disable");
+  set(info, "romio_ds_write", "AUTOMATIC");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  if (fh == LMPIO_FILE_NULL) {
+    MPI_Info_free(&info);
+    tl_unlink(path);
+    return;
+  }
+  TL_OK(lmpio_file_get_info(fh, &used));
+  char v[MPI_MAX_INFO_VAL + 1];
+  int flag = 0;
+  MPI_Info_get(used, "romio_cb_write", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "enable") == 0);
+  MPI_Info_get(used, "romio_cb_read", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "disable") == 0);
+  MPI_Info_get(used, "romio_ds_write", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "automatic") == 0);
+  MPI_Info_free(&used);
+  /* set_info and set_view too */
+  set(info, "romio_cb_write", "DISABLE");
+  set(info, "romio_ds_read", "eNaBlE");
+  TL_OK(lmpio_file_set_info(fh, info));
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info));
+  TL_OK(lmpio_file_get_info(fh, &used));
+  MPI_Info_get(used, "romio_cb_write", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "disable") == 0);
+  MPI_Info_get(used, "romio_ds_read", MPI_MAX_INFO_VAL, v, &flag);
+  TL_CHECK(flag && strcmp(v, "enable") == 0);
+  MPI_Info_free(&used);
+  MPI_Info_free(&info);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 /* Collective-buffering hints must match on every rank: a mismatch is
  * MPI_ERR_NOT_SAME on every rank, not a hang or a silent choice. */
 static void test_must_agree(void) {
@@ -98,6 +145,14 @@ static void test_must_agree(void) {
   MPI_Info_set(info, "romio_cb_write", tl_rank == 1 ? "enable" : "disable");
   TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
   TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint romio_cb_write") != NULL);
+  MPI_Info_delete(info, "romio_cb_write");
+  MPI_Info_set(info, "cb_config_list", tl_rank == 1 ? "*:2" : "*:1");
+  TL_RC(lmpio_file_set_info(fh, info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint cb_config_list") != NULL);
+  MPI_Info_delete(info, "cb_config_list");
+  MPI_Info_set(info, "striping_unit", tl_rank == 1 ? "65536" : "1048576");
+  TL_RC(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info), MPI_ERR_NOT_SAME);
+  TL_CHECK(strstr(lmpio_last_error_message(), "values of the hint striping_unit") != NULL);
   TL_OK(lmpio_file_close(&fh));
   MPI_Info_free(&info);
   tl_unlink(path);
@@ -130,6 +185,7 @@ int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("invalid hint values are errors naming the key", test_invalid_values);
   tl_run("get_info reports the values in effect", test_values_in_effect);
+  tl_run("mode hint values are case-insensitive", test_mode_case);
   tl_run("collective-buffering hints must match", test_must_agree);
   tl_run("README table of hints comes from the table", test_readme_table);
   return tl_finish();

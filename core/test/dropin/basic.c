@@ -181,6 +181,16 @@ int main(int argc, char **argv) {
   if (rc == MPI_SUCCESS) MPI_File_close(&fh);
   check("MPI_MODE_DELETE_ON_CLOSE", rc == MPI_SUCCESS && access(path, F_OK) != 0);
 
+  /* Hint values in capitals, as programs written for ROMIO pass them. */
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_cb_write", "ENABLE");
+  MPI_Info_set(info, "romio_ds_read", "DISABLE");
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_DELETE_ON_CLOSE, info, &fh);
+  if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+  MPI_Info_free(&info);
+  check("hint values in capitals (romio_cb_write=ENABLE)", rc == MPI_SUCCESS);
+
   MPI_Finalize();
   return check_failures != 0;
 }

@@ -1,0 +1,371 @@
+/* File-system drivers (core/src/driver*.c): which driver a file gets and
+ * why (prefix, hint, statfs), and what the caching driver does around its
+ * locks, short reads and sync, seen through the os table: the client's
+ * cached pages are simulated by a pread that serves stale bytes until they
+ * are dropped with posix_fadvise. */
+#include "testlib.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+
+static void info_value(lmpio_file fh, const char *key, char *v, size_t n) {
+  MPI_Info used;
+  int flag = 0;
+  v[0] = '\0';
+  TL_OK(lmpio_file_get_info(fh, &used));
+  char buf[MPI_MAX_INFO_VAL + 1];
+  MPI_Info_get(used, key, MPI_MAX_INFO_VAL, buf, &flag);
+  if (flag) snprintf(v, n, "%s", buf);
+  MPI_Info_free(&used);
+}
+
+static void open_with(const char *name, MPI_Info info, char *driver, char *why) {
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh));
+  if (fh == LMPIO_FILE_NULL) return;
+  info_value(fh, "lmpio_fs_driver", driver, 64);
+  info_value(fh, "lmpio_fs_driver_reason", why, 512);
+  TL_OK(lmpio_file_close(&fh));
+}
+
+static void t_statfs(void) {
+  char *path = tl_path("statfs");
+  char driver[64], why[512];
+  open_with(path, MPI_INFO_NULL, driver, why);
+  /* What the test directory is, asked independently of the library. */
+  struct statfs sf;
+  TL_EQ(statfs(getenv("LMPIO_TEST_DIR") ? getenv("LMPIO_TEST_DIR") : "/tmp", &sf), 0);
+  long m = (long)sf.f_type;
+  int local = m == EXT4_SUPER_MAGIC || m == TMPFS_MAGIC || m == XFS_SUPER_MAGIC || m == BTRFS_SUPER_MAGIC ||
+              m == OVERLAYFS_SUPER_MAGIC;
+  if (local) TL_CHECK(strcmp(driver, "local") == 0);
+  TL_CHECK(strstr(why, "statfs type") != NULL);
+  if (tl_rank == 0) fprintf(stderr, "driver %s: %s\n", driver, why);
+  tl_unlink(path);
+}
+
+static void t_prefix(void) {
+  static const struct { const char *prefix, *driver; } cases[] = {
+      {"nfs:", "caching"}, {"ufs:", "local"}, {"lustre:", "coherent"}, {"gpfs:", "coherent"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *path = tl_path("prefix");
+    char name[4200], driver[64], why[512];
+    snprintf(name, sizeof name, "%s%s", cases[i].prefix, path);
+    open_with(name, MPI_INFO_NULL, driver, why);
+    TL_CHECK(strcmp(driver, cases[i].driver) == 0);
+    TL_CHECK(strstr(why, cases[i].prefix) != NULL);
+    /* The prefix is not part of the name: the file is at path. */
+    TL_CHECK(access(path, F_OK) == 0);
+    tl_unlink(path);
+  }
+}
+
+static void t_hint(void) {
+  char *path = tl_path("hint");
+  char driver[64], why[512];
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_fs_driver", "caching");
+  open_with(path, info, driver, why);
+  TL_CHECK(strcmp(driver, "caching") == 0);
+  TL_CHECK(strstr(why, "hint") != NULL);
+  MPI_Info_set(info, "lmpio_fs_driver", "bogus");
+  lmpio_file fh;
+  TL_RC(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh), MPI_ERR_INFO_VALUE);
+  TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_fs_driver") != NULL);
+  MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+/* ---- a simulated caching client ------------------------------------------
+ * Each rank's "cache" is a copy of the file taken at its first read; reads
+ * are served from it until fadvise(DONTNEED) drops it (for the pages it
+ * names).  Calls are logged, to check the order lock, drop, ..., fsync,
+ * unlock. */
+#define CACHE_MAX 65536
+static char cache[CACHE_MAX];
+static int cache_valid[CACHE_MAX / 4096];
+static int cache_fd = -1;
+static char log_ops[256];
+static size_t nlog;
+static long drops, syncs;
+
+static void note(char c) {
+  if (nlog < sizeof log_ops - 1) log_ops[nlog++] = c;
+  log_ops[nlog] = '\0';
+}
+
+static ssize_t c_pread(int fd, void *b, size_t n, off_t o) {
+  if (fd != cache_fd || o + (off_t)n > CACHE_MAX) return lmpio__os_real.pread(fd, b, n, o);
+  note('r');
+  for (off_t p = o / 4096; p <= (o + (off_t)n - 1) / 4096 && n > 0; p++) {
+    if (cache_valid[p]) continue;
+    memset(cache + p * 4096, 0, 4096);
+    ssize_t got = lmpio__os_real.pread(fd, cache + p * 4096, 4096, p * 4096);
+    if (got < 0) return -1;
+    cache_valid[p] = 1;
+  }
+  struct stat st;
+  lmpio__os_real.fstat(fd, &st);
+  if (o >= st.st_size) return 0;
+  size_t avail = (size_t)(st.st_size - o) < n ? (size_t)(st.st_size - o) : n;
+  memcpy(b, cache + o, avail);
+  return (ssize_t)avail;
+}
+static ssize_t c_pwrite(int fd, const void *b, size_t n, off_t o) {
+  ssize_t w = lmpio__os_real.pwrite(fd, b, n, o);
+  if (fd == cache_fd && w > 0 && o + w <= CACHE_MAX) {
+    note('w');
+    memcpy(cache + o, b, (size_t)w); /* a write-through client updates its pages */
+  }
+  return w;
+}
+static int c_fadvise(int fd, off_t o, off_t n, int advice) {
+  if (fd == cache_fd && advice == POSIX_FADV_DONTNEED) {
+    note('d');
+    drops++;
+    off_t end = n == 0 ? CACHE_MAX : o + n;
+    for (off_t p = o / 4096; p * 4096 < end && p < CACHE_MAX / 4096; p++) cache_valid[p] = 0;
+  }
+  return lmpio__os_real.fadvise(fd, o, n, advice);
+}
+static int c_fsync(int fd) {
+  if (fd == cache_fd) {
+    note('s');
+    syncs++;
+  }
+  return lmpio__os_real.fsync(fd);
+}
+static int c_lock(int fd, int cmd, struct flock *fl) {
+  if (fd == cache_fd) note(fl->l_type == F_UNLCK ? 'u' : 'l');
+  return lmpio__os_real.fcntl_lock(fd, cmd, fl);
+}
+
+static void cache_reset(int fd) {
+  memset(cache_valid, 0, sizeof cache_valid);
+  cache_fd = fd;
+  nlog = 0;
+  log_ops[0] = '\0';
+  drops = syncs = 0;
+}
+
+static void cache_on(void) {
+  lmpio__os.pread = c_pread;
+  lmpio__os.pwrite = c_pwrite;
+  lmpio__os.fadvise = c_fadvise;
+  lmpio__os.fsync = c_fsync;
+  lmpio__os.fcntl_lock = c_lock;
+}
+
+static lmpio_file open_driver(const char *path, const char *driver) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_fs_driver", driver);
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh));
+  MPI_Info_free(&info);
+  return fh;
+}
+
+/* Ranks write interleaved 8-byte blocks, one rank at a time, each through a
+ * sieve (read-modify-write) with a cache filled before the others wrote:
+ * without the drop under the lock, each rank writes its stale copy of the
+ * others' blocks back over them. */
+static void sieved_interleaved(const char *driver, int *lost) {
+  char *path = tl_path("sieve");
+  lmpio_file fh = open_driver(path, driver);
+  cache_reset(fh->fd);
+  cache_on();
+  MPI_Datatype ft;
+  /* One slot more than ranks: a hole even at one rank, so writes sieve. */
+  MPI_Type_create_resized(MPI_LONG_LONG, 0, 8 * (tl_size + 1), &ft);
+  MPI_Type_commit(&ft);
+  TL_OK(lmpio_file_set_view(fh, 8 * tl_rank, MPI_LONG_LONG, ft, "native", MPI_INFO_NULL));
+  enum { N = 512 };
+  long long mine[N], back[N];
+  for (int i = 0; i < N; i++) mine[i] = 1000000LL * (tl_rank + 1) + i;
+  /* Every rank fills its cache first (all zeros), then they write in turn. */
+  TL_OK(lmpio_file_read_at(fh, 0, back, N, MPI_LONG_LONG, MPI_STATUS_IGNORE));
+  for (int r = 0; r < tl_size; r++) {
+    if (r == tl_rank) TL_OK(lmpio_file_write_at(fh, 0, mine, N, MPI_LONG_LONG, MPI_STATUS_IGNORE));
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  lmpio__os = lmpio__os_real;
+  TL_OK(lmpio_file_close(&fh));
+  /* The real file: every rank's blocks. */
+  int fd = open(path, O_RDONLY);
+  *lost = 0;
+  for (int r = 0; r < tl_size; r++)
+    for (int i = 0; i < N; i++) {
+      long long v = 0;
+      if (pread(fd, &v, 8, (off_t)(8 * ((long long)i * (tl_size + 1) + r))) != 8 || v != 1000000LL * (r + 1) + i) ++*lost;
+    }
+  close(fd);
+  MPI_Type_free(&ft);
+  tl_unlink(path);
+}
+
+static void t_caching_sieve(void) {
+  int lost = 0;
+  sieved_interleaved("caching", &lost);
+  TL_EQ(lost, 0);
+  /* Each rank's sieved write: lock, drop, read, write, flush, unlock. */
+  /* (the read may take two preads where it meets the end of the file) */
+  int order = strstr(log_ops, "ldr") != NULL && strstr(log_ops, "wsu") != NULL;
+  TL_CHECK(order);
+  if (!order) fprintf(stderr, "[rank %d] calls: %s\n", tl_rank, log_ops);
+  /* The same with the local driver loses blocks at 2 ranks and more: the
+   * simulated cache is what the caching driver is for. */
+  if (tl_size > 1) {
+    sieved_interleaved("local", &lost);
+    TL_CHECK(lost > 0);
+  }
+}
+
+/* A stale size: the client says the file ends earlier than it does. */
+static off_t stale_size = -1;
+static int short_forever;
+static ssize_t s_pread(int fd, void *b, size_t n, off_t o) {
+  if (fd == cache_fd && stale_size >= 0) {
+    if (o >= stale_size) return 0;
+    if (o + (off_t)n > stale_size) n = (size_t)(stale_size - o);
+    if (!short_forever) stale_size = -1; /* refreshed by the next getattr */
+  }
+  return lmpio__os_real.pread(fd, b, n, o);
+}
+
+static void t_caching_short_read(void) {
+  char *path = tl_path("short");
+  lmpio_file fh = open_driver(path, "caching");
+  char data[10000], back[10000];
+  for (int i = 0; i < 10000; i++) data[i] = (char)(i * 7 + 1);
+  if (tl_rank == 0) TL_OK(lmpio_file_write_at(fh, 0, data, 10000, MPI_BYTE, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  cache_reset(fh->fd);
+  lmpio__os.pread = s_pread;
+  /* The client believes the file has 3000 bytes: read again, all there. */
+  stale_size = 3000;
+  short_forever = 0;
+  MPI_Status st;
+  memset(back, 0, sizeof back);
+  TL_OK(lmpio_file_read_at(fh, 0, back, 10000, MPI_BYTE, &st));
+  int n = -1;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  TL_EQ(n, 10000);
+  TL_CHECK(memcmp(back, data, 10000) == 0);
+  /* A client that never catches up: an error, not zeros. */
+  stale_size = 3000;
+  short_forever = 1;
+  TL_RC(lmpio_file_read_at(fh, 0, back, 10000, MPI_BYTE, &st), MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "caching") != NULL);
+  stale_size = -1;
+  lmpio__os = lmpio__os_real;
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+static void t_caching_sync(void) {
+  char *path = tl_path("sync");
+  lmpio_file fh = open_driver(path, "caching");
+  cache_reset(fh->fd);
+  cache_on();
+  TL_OK(lmpio_file_sync(fh));
+  lmpio__os = lmpio__os_real;
+  TL_CHECK(strstr(log_ops, "sd") != NULL); /* flush, then drop the cache */
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* The mapped shared pointer cannot be had on a FUSE mount with direct I/O
+ * (mmap: ENODEV): open falls back to the locked helper on every rank. */
+static int mmap_fail_rank = -1;
+static void *m_mmap(void *a, size_t n, int prot, int fl, int fd, off_t o) {
+  if (tl_rank == mmap_fail_rank) {
+    errno = ENODEV;
+    return MAP_FAILED;
+  }
+  return lmpio__os_real.mmap(a, n, prot, fl, fd, o);
+}
+
+static void t_unmappable_pointer(void) {
+  char *path = tl_path("nomap");
+  mmap_fail_rank = tl_size - 1;
+  lmpio__os.mmap = m_mmap;
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh));
+  lmpio__os = lmpio__os_real;
+  if (fh != LMPIO_FILE_NULL) {
+    int rec[4];
+    for (int k = 0; k < 50; k++) {
+      for (int i = 0; i < 4; i++) rec[i] = tl_rank * 1000 + k;
+      TL_OK(lmpio_file_write_shared(fh, rec, 4, MPI_INT, MPI_STATUS_IGNORE));
+    }
+    TL_OK(lmpio_file_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Offset size = 0;
+    TL_OK(lmpio_file_get_size(fh, &size));
+    TL_EQ(size, 50LL * 16 * tl_size);
+    /* Every record whole and present once. */
+    int *all = malloc((size_t)size);
+    TL_OK(lmpio_file_read_at(fh, 0, all, (int)size, MPI_BYTE, MPI_STATUS_IGNORE));
+    int *seen = calloc((size_t)tl_size * 50, sizeof *seen);
+    for (MPI_Offset r = 0; r < size / 16; r++) {
+      int *x = all + r * 4;
+      TL_CHECK(x[0] == x[1] && x[1] == x[2] && x[2] == x[3]);
+      int who = x[0] / 1000, k = x[0] % 1000;
+      if (who >= 0 && who < tl_size && k < 50) seen[who * 50 + k]++;
+    }
+    for (int i = 0; i < tl_size * 50; i++) TL_EQ(seen[i], 1);
+    free(seen);
+    free(all);
+    TL_OK(lmpio_file_close(&fh));
+  }
+  tl_unlink(path);
+}
+
+/* Rank 0 does not keep the descriptor that created the file. */
+static int create_fd = -1, create_closed;
+static int o_open(const char *p, int f, mode_t m) {
+  int fd = lmpio__os_real.open(p, f, m);
+  if ((f & O_CREAT) && fd >= 0 && strstr(p, "reopen")) create_fd = fd;
+  return fd;
+}
+static int o_close(int fd) {
+  if (fd == create_fd) create_closed = 1;
+  return lmpio__os_real.close(fd);
+}
+
+static void t_reopen(void) {
+  char *path = tl_path("reopen");
+  lmpio__os.open = o_open;
+  lmpio__os.close = o_close;
+  create_fd = -1;
+  create_closed = 0;
+  lmpio_file fh = LMPIO_FILE_NULL;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh));
+  lmpio__os = lmpio__os_real;
+  if (tl_rank == 0) {
+    TL_CHECK(create_fd >= 0);
+    TL_CHECK(create_closed);
+  }
+  if (fh != LMPIO_FILE_NULL) TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  tl_run("driver chosen by the file system's statfs type", t_statfs);
+  tl_run("driver chosen by a ROMIO prefix (nfs:, ufs:, lustre:, gpfs:)", t_prefix);
+  tl_run("driver forced by the hint lmpio_fs_driver; a bad value refused", t_hint);
+  tl_run("caching: a sieved write drops the cached pages under its lock and flushes before unlocking", t_caching_sieve);
+  tl_run("caching: a short read under a stale size is read again; one that stays short fails", t_caching_short_read);
+  tl_run("caching: sync flushes, then drops the cache", t_caching_sync);
+  tl_run("shared pointer: a helper that cannot be mapped falls back to locks on every rank", t_unmappable_pointer);
+  tl_run("open: rank 0 closes the descriptor that created the file", t_reopen);
+  return tl_finish();
+}
