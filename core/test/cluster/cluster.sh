@@ -80,23 +80,28 @@ cl_in() {
   nsenter -t "$cl_t" -n -m -u --wd="$PWD" -- "$@"
 }
 
-# Starts the process that holds a machine's namespaces.
+# Starts the process that holds a machine's namespaces (in a session of its
+# own: a signal to the caller's process group must not end it before the
+# teardown), and notes the network namespace it holds.
 cl_holder() {
-  unshare -n -u -m --propagation private sleep infinity </dev/null >/dev/null 2>&1 &
+  setsid unshare -n -u -m --propagation private sleep infinity </dev/null >/dev/null 2>&1 &
   echo $! > "$CL_DIR/$1.pid"
   cl_i=0
-  # (unshare execs sleep once the namespaces exist)
+  # (setsid and unshare exec sleep once the namespaces exist)
   while [ "$(readlink /proc/$!/ns/net)" = "$(readlink /proc/self/ns/net)" ] ||
         [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do
     cl_i=$((cl_i + 1)); [ $cl_i -lt 100 ] || return 1
     sleep 0.05
   done
+  readlink "/proc/$!/ns/net" > "$CL_DIR/$1.ns"
 }
 
-# Every PID (but the holder's) in the network namespace of NAME's holder.
+# Every PID (but the holder's) in the network namespace of NAME, found by
+# the namespace (also once its holder is gone).
 cl_pids_in() {
-  cl_h=$(cat "$CL_DIR/$1.pid" 2>/dev/null) || return 0
-  cl_ns=$(readlink "/proc/$cl_h/ns/net" 2>/dev/null) || return 0
+  cl_h=$(cat "$CL_DIR/$1.pid" 2>/dev/null)
+  cl_ns=$(cat "$CL_DIR/$1.ns" 2>/dev/null) || return 0
+  [ -n "$cl_ns" ] || return 0
   for cl_p in /proc/[0-9]*; do
     cl_p=${cl_p#/proc/}
     [ "$cl_p" != "$cl_h" ] && [ "$(readlink "/proc/$cl_p/ns/net" 2>/dev/null)" = "$cl_ns" ] && echo "$cl_p"
@@ -117,7 +122,7 @@ cl_wait_gone() {
 
 cl_up() {
   cl_profiles=${*:-$CL_PROFILES_ALL}
-  CL_DIR=$(mktemp -d /var/tmp/lmpio-cluster.XXXXXX) || return 1
+  [ -n "$CL_DIR" ] || CL_DIR=$(mktemp -d /var/tmp/lmpio-cluster.XXXXXX) || return 1
   chmod 755 "$CL_DIR"
   mkdir -p "$CL_DIR/gserver/lib" "$CL_DIR/gserver/log" "$CL_DIR/gserver/run" "$CL_DIR/node1/log" "$CL_DIR/node2/log"
   cp -r /var/lib/glusterd/groups "$CL_DIR/gserver/lib/" 2>/dev/null
