@@ -24,6 +24,8 @@
 #     -x LD_PRELOAD=$PWD/build/lib/liblmpio-mpi.so build/cluster/multinode @DIR@
 #
 # or one C test: ... -- build/test/shared_test   (its files go to @DIR@).
+# Each node has its own /tmp and /dev/shm: programs and libraries under /tmp
+# are not seen by the ranks (use /var/tmp or the work tree).
 #
 # The cluster: three network namespaces (gserver, node1, node2), each with
 # its own host name and mount namespace (private /tmp and /dev/shm, its own
@@ -280,6 +282,9 @@ cl_run() {
     cl_n=$((cl_n - 1))
   done
   cl_out=$CL_DIR/out
+  for cl_a in "$@"; do
+    case $cl_a in /tmp/* | *=/tmp/*) echo "# warning: $cl_a is under /tmp, which each node has of its own" ;; esac
+  done
   cl_in node1 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout -k 10 "$cl_timeout" mpirun --host "${CL_HOSTS:-node1:2,node2:2}" --bind-to none \
     --mca plm_rsh_agent "$CL_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \

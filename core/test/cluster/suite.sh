@@ -16,7 +16,8 @@
 #   RUNS        runs of the multi-node checks per profile (2)
 #   SUITE_RUNS  runs of the C suites per profile (1)
 #   PROFILES    coherent nocache default
-#   IMPLS       lmpio (the drop-in library, LD_PRELOAD), capi (lmpio's C API),
+#   IMPLS       lmpio (the drop-in library, LD_PRELOAD: DROPIN_LIB, by default
+#               $BUILD/lib/liblmpio-mpi.so), capi (lmpio's C API),
 #               ompio, romio (Open MPI's own MPI-IO; expect failures there):
 #               "lmpio capi"
 #   SUITES      test[:cases];... (cases: LMPIO_TEST_ONLY's syntax, a|b)
@@ -62,7 +63,7 @@ impl_run() {
   [ "$2" = default ] && refusal=1
   prog=$BUILD/cluster/multinode
   case $3 in
-  lmpio) set -- "$1" "$2" "$3" "$4" -x LD_PRELOAD="$BUILD/lib/liblmpio-mpi.so" -x MULTINODE_EXPECT_LMPIO=1 ;;
+  lmpio) set -- "$1" "$2" "$3" "$4" -x LD_PRELOAD="${DROPIN_LIB:-$BUILD/lib/liblmpio-mpi.so}" -x MULTINODE_EXPECT_LMPIO=1 ;;
   capi) prog=$BUILD/cluster/multinode-capi; set -- "$1" "$2" "$3" "$4" -x MULTINODE_EXPECT_LMPIO=1 ;;
   ompio) set -- "$1" "$2" "$3" "$4" --mca io ompio ;;
   romio) set -- "$1" "$2" "$3" "$4" --mca io romio321 ;;
