@@ -48,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench install clean
+.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-ior install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -191,6 +191,12 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh bench/run.sh
+
+# IOR (not part of lmpio; IOR=path of a built ior binary) through the
+# drop-in library, OMPIO and ROMIO: bench/ior.sh, bench/README.md.
+bench-ior: lib
+	@test -n "$(IOR)" || { echo "make bench-ior IOR=/path/to/ior (see bench/README.md)" >&2; exit 2; }
+	sh bench/ior.sh "$(IOR)"
 
 install: lib $(BUILD)/lmpio.pc
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -140,4 +140,8 @@ done
 # The Lua module against the same calls from C (bench/lua_bench.sh).
 echo
 sh bench/lua_bench.sh < /dev/null || status=1
+
+# Lua arrays against numpy and mpi4py (bench/array_bench.sh).
+echo
+sh bench/array_bench.sh < /dev/null || status=1
 exit $status

@@ -31,3 +31,36 @@ mkfifo "$tmp/fifo"
 got=$(mpi -n 4 "$LUA" examples/fifo_consumer.lua "$tmp/fifo" 2>/dev/null)
 check "fifo_consumer.lua: every line once" "$got" "lines 50000 sum 1250025000"
 
+
+# lmpio run: standard input and output passed to and from rank 0 by the
+# launcher (FIFOs), not by mpirun's forwarding: every run byte-identical.
+export MPIRUN
+run() { TMPDIR="$tmp" timeout -k 5 120 "$LUA" lua/lmpio-command.lua run --oversubscribe "$@"; }
+{ seq 1 30000; head -c 200000 /dev/urandom; printf 'no newline at the end'; } > "$tmp/input"
+for n in 1 2 4; do
+  same=0
+  for i in 1 2 3; do
+    run -n "$n" "$LUA" examples/cat.lua < "$tmp/input" > "$tmp/out1" && cmp -s "$tmp/input" "$tmp/out1" && same=$((same + 1))
+    cat "$tmp/input" | run -n "$n" "$LUA" examples/cat.lua > "$tmp/out2" && cmp -s "$tmp/input" "$tmp/out2" && same=$((same + 1))
+  done
+  check "lmpio run cat.lua at $n ranks, < file and cat file |: identical output" "$same" 6
+done
+got=$(seq 1 1000000 | run -n 4 "$LUA" examples/filter.lua 2>"$tmp/err" | head -n 3 | tr '\n' ' ')
+check "lmpio run filter.lua | head: the first lines" "$got" "$(printf '1\t1\t-\n2\t4\tprime\n3\t9\tprime\n' | tr '\n' ' ')"
+check "lmpio run filter.lua | head: mpirun did not crash" "$(grep -c -i -e 'segmentation fault' -e 'signal 11' "$tmp/err")" 0
+# Rank 0's print and its stream are one output, in order; the other ranks'
+# print goes to standard error.
+got=$(run -n 3 "$LUA" -e 'local l = require "lmpio"
+  print("rank " .. l.world:rank() .. " says hello")
+  local out <close> = l.stdout()
+  out:write_ordered(("%d\n"):format(l.world:rank()))
+  out:close()
+  if l.world:rank() == 0 then print("end") end' </dev/null 2>"$tmp/err" | tr '\n' ' ')
+check "lmpio run: rank 0's print and write_ordered in order" "$got" "rank 0 says hello 0 1 2 end "
+check "lmpio run: the other ranks' print on standard error" "$(grep -c 'says hello' "$tmp/err")" 2
+# Any program: rank 0 of `cat` copies the input; the exit status is mpirun's.
+got=$(seq 1 100000 | run -n 2 cat | sha256sum)
+check "lmpio run of a plain program (cat)" "$got" "$(seq 1 100000 | sha256sum)"
+run -n 2 "$LUA" -e 'os.exit(3)' </dev/null 2>/dev/null
+check "lmpio run: the exit status is mpirun's" "$?" 3
+check "lmpio run: no temporary directory left" "$(ls "$tmp" | grep -c lmpio-run)" 0

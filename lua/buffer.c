@@ -101,22 +101,29 @@ static MPI_Count type_size(lua_State *L, MPI_Datatype t) {
 }
 
 /* Bytes from the buffer's start that count items of type span (their data
- * must start at or after 0); -1 when they reach below 0. */
+ * must start at or after 0); SPAN_BELOW when they reach below 0,
+ * SPAN_HUGE when the span does not fit a 64-bit size. */
+enum { SPAN_BELOW = -1, SPAN_HUGE = -2 };
 static long long span(lua_State *L, int count, MPI_Datatype t) {
   MPI_Count lb, ext, tlb, text;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(t, &lb, &ext), "MPI_Type_get_extent_x");
   lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(t, &tlb, &text), "MPI_Type_get_true_extent_x");
   (void)lb;
   if (count == 0 || text == 0) return 0;
-  long long first = (long long)tlb, last = (long long)(count - 1) * ext + tlb;
+  long long first = (long long)tlb, last, hi;
+  if (!lmpio_lua_mul_ok((long long)count - 1, (long long)ext, &last) || !lmpio_lua_add_ok(last, first, &last))
+    return SPAN_HUGE;
   long long lo = first < last ? first : last;
-  long long hi = (first > last ? first : last) + text;
-  return lo < 0 ? -1 : hi;
+  if (!lmpio_lua_add_ok(first > last ? first : last, (long long)text, &hi)) return SPAN_HUGE;
+  return lo < 0 ? SPAN_BELOW : hi;
 }
 
 void lmpio_lua_checkfit(lua_State *L, int arg, size_t nbytes, int count, MPI_Datatype type) {
   if (count < 0) luaL_argerror(L, arg, "count must not be negative");
   long long need = span(L, count, type);
+  if (need == SPAN_HUGE)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%d items of this datatype span more bytes than a 64-bit size holds",
+                                          count));
   if (need < 0)
     luaL_argerror(L, arg, lua_pushfstring(L, "%d items of this datatype reach before the start of the buffer", count));
   if ((unsigned long long)need > nbytes)
@@ -141,6 +148,7 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
   /* A derived type: the bytes its count instances span. */
   if (count > INT_MAX) luaL_error(L, "count too large");
   long long need = span(L, (int)count, type);
+  if (need == SPAN_HUGE || (unsigned long long)need > (size_t)-1 / 2) luaL_error(L, "buffer too large");
   if (need < 0) luaL_error(L, "datatype reaches before the start of the buffer");
   MPI_Count lb, ext, tlb, text;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(type, &lb, &ext), "MPI_Type_get_extent_x");
@@ -149,7 +157,7 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
   lmpio_lua_buffer *b = alloc(L, (size_t)need);
   b->count = b->nbytes = (size_t)need;
   b->itemext = (long long)ext;
-  b->itemtail = text > 0 ? (long long)(tlb + text) : 0;
+  b->itemtail = text > 0 ? (long long)tlb + (long long)text : 0; /* fits: need holds it */
   return b;
 }
 
@@ -169,6 +177,13 @@ lmpio_lua_buffer *lmpio_lua_pushborrowed(lua_State *L, void *data, size_t count,
   return b;
 }
 
+void lmpio_lua_checklasting(lua_State *L, int idx, const lmpio_lua_mem *m) {
+  const lmpio_lua_buffer *b = m->buf;
+  if (b && (b->borrowed || (b->root && b->root->borrowed)))
+    luaL_argerror(L, idx, "a converter's borrowed buffer cannot be used by a call that outlives the converter "
+                          "(a nonblocking call or a split collective): copy it into an lmpio.array first");
+}
+
 void lmpio_lua_invalidate(lmpio_lua_buffer *b) {
   b->valid = 0;
   b->data = NULL;
@@ -181,7 +196,9 @@ void lmpio_lua_readdone(lmpio_lua_buffer *b, lua_Integer n) {
   if (n < 0) n = 0;
   if ((size_t)n >= b->count && !b->itemtail) return;
   if (b->itemtail) { /* bytes of a derived type: the span of n items */
-    long long nb = n ? (long long)(n - 1) * b->itemext + b->itemtail : 0;
+    long long nb = 0;
+    if (n && (!lmpio_lua_mul_ok((long long)n - 1, b->itemext, &nb) || !lmpio_lua_add_ok(nb, b->itemtail, &nb)))
+      return; /* more than the buffer: keep it whole */
     if (nb >= 0 && (unsigned long long)nb < b->nbytes) b->count = b->nbytes = (size_t)nb;
     return;
   }
@@ -231,6 +248,10 @@ static int loadval(lua_State *L, int kind, size_t esize, const unsigned char *p)
   case LMPIO_LUA_K_LDOUBLE: { long double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, (lua_Number)v); return 1; }
   }
   return 0;
+}
+
+int lmpio_lua_loadelem(lua_State *L, int kind, size_t esize, const unsigned char *p) {
+  return loadval(L, kind, esize, p);
 }
 
 /* The integer value of the Lua value at vidx for an integer element: ST_OK
@@ -631,11 +652,22 @@ static int methods(lua_State *L) {
   return 1;
 }
 
+/* The buffer at argument 1 of __index and __newindex, or NULL: its
+ * metatable is upvalue 1 of the metamethod (luaL_checkudata's registry
+ * lookup costs a sixth of a[i]).  Leaves the metatable on the stack. */
+static lmpio_lua_buffer *ours(lua_State *L) {
+  lmpio_lua_buffer *b = lua_touserdata(L, 1);
+  return b && lua_getmetatable(L, 1) && lua_rawequal(L, -1, lua_upvalueindex(1)) ? b : NULL;
+}
+
 /***
 Reads an element: `a[i]` (position i in storage order, from 1; nil outside
 1..#a), `a[{i, j, k}]` (one index per dimension of a shaped array; raises
 outside the shape), `r[i].x` (field x of record i; an array field is a view).
 String keys are the methods, and for one record (`r[i]`) its fields first.
+Each `a[i]` is a call of this metamethod, about four times the cost of
+reading a Lua table: to visit every element from Lua, `a:chunks()` is
+faster, and the bulk methods (`a:sum`, `a:histogram`, ...) run in C.
 @function array:__index
 @param k an integer, a table of indices, or a name
 @return the value (for records: record i, a view of it)
@@ -643,6 +675,20 @@ String keys are the methods, and for one record (`r[i]`) its fields first.
  the elements are not readable from Lua (complex types: use tostring)
 */
 static int b_index(lua_State *L) {
+  const lmpio_lua_buffer *fast = lua_isinteger(L, 2) ? ours(L) : NULL;
+  if (fast) { /* a[i]: the hot path of loops */
+    lua_Integer ix = lua_tointeger(L, 2);
+    if (!usable(fast)) return luaL_error(L, "buffer used after the converter returned");
+    if (ix < 1 || (lua_Unsigned)ix > fast->count) return 0;
+    if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec) {
+      double v;
+      memcpy(&v, fast->data + (size_t)(ix - 1) * sizeof v, sizeof v);
+      lua_pushnumber(L, (lua_Number)v);
+    } else {
+      pushelem(L, 1, fast, (size_t)ix - 1);
+    }
+    return 1;
+  }
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
   switch (lua_type(L, 2)) {
   case LUA_TNUMBER: {
@@ -688,6 +734,15 @@ leaves the element unchanged.
  read-only buffer"; "record has no field 'x'"
 */
 static int b_newindex(lua_State *L) {
+  lmpio_lua_buffer *fast = lua_isinteger(L, 2) && lua_type(L, 3) == LUA_TNUMBER ? ours(L) : NULL;
+  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->readonly && usable(fast)) { /* a[i] = x */
+    lua_Integer ix = lua_tointeger(L, 2);
+    if (ix >= 1 && (lua_Unsigned)ix <= fast->count) {
+      double v = (double)lua_tonumber(L, 3);
+      memcpy(fast->data + (size_t)(ix - 1) * sizeof v, &v, sizeof v);
+      return 0;
+    }
+  }
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t pos;
   int isnum;
@@ -759,8 +814,9 @@ static int b_tostring_meta(lua_State *L) {
 
 static int b_next(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  lua_Integer i = luaL_checkinteger(L, 2) + 1;
-  if (i < 1 || (lua_Unsigned)i > b->count) return 0;
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (i < 0 || (lua_Unsigned)i >= b->count) return 0;
+  i++;
   lua_pushinteger(L, i);
   pushelem(L, 1, b, (size_t)i - 1);
   return 2;
@@ -794,6 +850,10 @@ static void range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_
   if (j > cnt) j = cnt;
   *start = (size_t)(i - 1);
   *n = j >= i ? (size_t)(j - i + 1) : 0;
+}
+
+void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n) {
+  range(L, b, ai, aj, start, n);
 }
 
 /***
@@ -1473,10 +1533,11 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
     lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(t, &lb, &ext), "MPI_Type_get_extent_x");
     lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(t, &tlb, &text), "MPI_Type_get_true_extent_x");
     (void)lb;
+    long long tub;
     if (tlb < 0) return luaL_argerror(L, tidx, "datatype reaches before the start of the buffer");
-    if ((long long)nbytes < tlb + text) count = 0;
+    if (!lmpio_lua_add_ok((long long)tlb, (long long)text, &tub) || (unsigned long long)tub > nbytes) count = 0;
     else if (ext <= 0) count = 1;
-    else count = ((long long)nbytes - (tlb + text)) / ext + 1;
+    else count = ((long long)nbytes - tub) / ext + 1;
   }
   if (count > INT_MAX) return luaL_argerror(L, cidx, "count too large for one call (more than INT_MAX items)");
   lmpio_lua_checkfit(L, lua_isnoneornil(L, cidx) ? idx : cidx, nbytes, (int)count, t);
@@ -1497,8 +1558,10 @@ static int l_debug_borrow(lua_State *L) {
   MPI_Datatype t = lmpio_lua_checktype(L, 2);
   lua_Integer n = luaL_checkinteger(L, 3);
   int ro = lua_toboolean(L, 4);
-  if (n < 0 || n > 64) return luaL_argerror(L, 3, "0..64 elements");
   unsigned char mem[64 * 16];
+  MPI_Count es = lmpio_lua_isnamed(t) ? type_size(L, t) : 1;
+  if (n < 0 || n > 64 || es <= 0 || (size_t)n * (size_t)es > sizeof mem)
+    return luaL_argerror(L, 3, "0..64 elements of at most 16 bytes");
   memset(mem, 0, sizeof mem);
   lmpio_lua_buffer *b = lmpio_lua_pushborrowed(L, mem, (size_t)n, t, ro);
   lua_pushvalue(L, 1);
@@ -1513,9 +1576,11 @@ static int l_debug_borrow(lua_State *L) {
 int lmpio_lua_buffer_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_BUFFER)) {
     static const luaL_Reg meta[] = {
-      {"__index", b_index}, {"__newindex", b_newindex}, {"__len", b_len},
-      {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},
+      {"__len", b_len}, {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},
     };
+    static const luaL_Reg index[] = {{"__index", b_index}, {"__newindex", b_newindex}, {NULL, NULL}};
+    lua_pushvalue(L, -1);
+    luaL_setfuncs(L, index, 1); /* the metatable as their upvalue (isours) */
     static const luaL_Reg methods[] = {
       {"tostring", b_tostring}, {"totable", b_totable}, {"fill", b_fill}, {"set", b_set},
       {"get", b_get}, {"index", b_indexof}, {"sub", b_sub}, {"reshape", b_reshape},

@@ -73,7 +73,7 @@ static _Thread_local int entered;
  * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
  * is non-negative and MPI_MAX with the zeros of the other ranks is the
  * root's word). */
-enum { NAGREE = 8, NINLINE = 34, AGREE_WORDS = NAGREE + NINLINE, MAXMSG = 1024 };
+enum { NAGREE = LMPIO_LUA_NAGREE, AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - NAGREE, MAXMSG = 1024 };
 
 /* Every rank raises the agreed failure: the lowest failing rank (root)
  * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
@@ -114,12 +114,7 @@ static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
   agree(L, comm, v, AGREE_WORDS, msg);
 }
 
-typedef struct {
-  const char *name;
-  lua_CFunction fn;
-  /* joins the method's first communication as a failing rank and raises */
-  void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
-} collective_method;
+typedef lmpio_lua_collective collective_method;
 
 /* Runs a collective method under lua_pcall; an error raised before the
  * method joined its agreement becomes this rank's failure in the agreement
@@ -424,6 +419,12 @@ static void deserialise(lua_State *L, const unsigned char *p, size_t n) {
   if (decode(L, &d, 0) == T_END || d.p != d.end) corrupt(L);
 }
 
+/* For the collective methods of lua/message.c (lmpio_lua.h). */
+void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) { agree(L, comm, v, n, msg); }
+void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_agree(L, comm, msg); }
+unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n) { return serialise(L, idx, arg, n); }
+void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n) { deserialise(L, p, n); }
+
 static void put_le64(unsigned char *b, uint64_t u) {
   for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
 }
@@ -584,16 +585,27 @@ arguments and carries a short value (up to 238 bytes serialised), and a
 longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
 integers), a string, or a table of those (nested tables too; keys are
 booleans, numbers or strings).  Tables arrive as new tables without
-metatables; a table that contains itself, functions, userdata (arrays,
-communicators, ...) and threads cannot be sent.  The value passed on the
-other ranks is ignored.  When the root's value cannot be sent, or the
-ranks name different roots, every rank raises: no rank is left waiting.
+metatables; a table that contains itself, functions, userdata
+(communicators, records, ...) and threads cannot be sent.  The value
+passed on the other ranks is ignored, except an array.
+An array on the root is sent straight from its memory (`MPI_Bcast`): the
+other ranks that give an array (of the same type and length) get it
+filled, the others get a new array of the root's type and shape.  When
+the root's value cannot be sent, arrays disagree, or the ranks name
+different roots, every rank raises: no rank is left waiting.
 @function comm:bcast
-@param value the value to send (used on the root only)
+@param value the value to send (used on the root only), or an array: to
+  send on the root, to fill on the others
 @param[opt=0] root the rank that sends (the same on every rank)
-@return the root's value (on the root: the value itself)
+@return the root's value (on the root: the value itself; an array given
+  on another rank: that array, filled)
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when the root's value
-  cannot be sent, or a root is out of range or differs between ranks
+  cannot be sent, or a root is out of range or differs between ranks, or
+  ranks give arrays of another type or length than the root's, or arrays
+  to fill while the root sends no array
+@usage local params = lmpio.array(lmpio.DOUBLE, 3)
+if comm:rank() == 0 then params:set(1, {0.1, 0.2, 0.3}) end
+comm:bcast(params)          -- every rank's params now hold the root's
 */
 static int c_bcast(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -603,9 +615,11 @@ static int c_bcast(lua_State *L) {
   if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
   size_t len = 0;
   const unsigned char *bytes = NULL;
-  /* one agreement: roots (max and -min), the length, and a short value */
+  /* one agreement: roots (max and -min), the length, and a short value;
+   * arrays put what they are in v[4..] (lua/message.c) */
   long long v[AGREE_WORDS] = {0, root, -root, 0};
-  if (rank == root) {
+  int isarray = lmpio_lua_bcast_prepare(L, 2, rank == root, v);
+  if (rank == root && !isarray) {
     bytes = serialise(L, 2, 2, &len); /* 4 */
     v[3] = (long long)len;
     if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
@@ -614,6 +628,7 @@ static int c_bcast(lua_State *L) {
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
                                                            "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
+  if (lmpio_lua_bcast_arrays(L, comm, root, v, isarray ? 2 : 0)) return 1;
   len = (size_t)v[3];
   unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
   if (len <= NINLINE * 7) {
@@ -632,7 +647,7 @@ static int c_bcast(lua_State *L) {
 /* allgather's first communication: an MPI_Allgather of one block per
  * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
  * fits.  A failure on any rank is seen by all. */
-enum { GATHER_BLOCK = 64 };
+enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
 #define GATHER_FAILED UINT64_MAX
 
 static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
@@ -645,6 +660,10 @@ static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, co
       raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
 }
 
+void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
+  gather_blocks(L, comm, blocks, msg);
+}
+
 static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
   int size = commsize(comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
@@ -652,24 +671,30 @@ static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
   gather_blocks(L, comm, blocks, msg);
 }
 
+void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_gather(L, comm, msg); }
+
 /***
 Every rank's value, on every rank (`MPI_Allgather` of their serialised
 forms).
 Collective.  Values are those that `comm:bcast` can send (nil, booleans,
-numbers, strings, tables of them); each arrives as a copy.  When any
-rank's value cannot be sent, every rank raises.
+numbers, strings, tables of them); each arrives as a copy.  Arrays (every
+rank an array of the same type, of any length) arrive concatenated in
+rank order in one new array (`MPI_Allgatherv`, from and into their
+memory).  When any rank's value cannot be sent, or some ranks give arrays
+and others not, every rank raises.
 @function comm:allgather
-@param value this rank's value
+@param value this rank's value, or array
 @return a table whose element `r + 1` is rank `r`'s value (a rank that sent
-  nil leaves a hole)
+  nil leaves a hole), or the concatenated array
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's value
   cannot be sent; every rank raises when the values add up to more than
-  2 GiB
+  2 GiB (arrays: 2^31 - 1 elements)
 */
 static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int size = commsize(comm), rank = commrank(comm);
   lua_settop(L, 2);
+  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_allgather_array(L, comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
   int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
   int *displs = counts + size;
@@ -679,12 +704,16 @@ static int c_allgather(lua_State *L) {
   put_le64(mine, (uint64_t)len);
   memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
   gather_blocks(L, comm, blocks, NULL);
+  for (int r = 0; r < size; r++) /* every rank sees every block: all raise */
+    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
+      return lmpio_lua_raise(L, MPI_ERR_ARG, "bad argument #1 to 'allgather' (arrays on some ranks, other "
+                                             "values on others)");
   uint64_t total = 0;
   int fits = 1;
   for (int r = 0; r < size; r++) {
     uint64_t n = get_le64(blocks + (size_t)r * GATHER_BLOCK);
     if (n > GATHER_BLOCK - 8) fits = 0;
-    total += n;
+    total += n < (uint64_t)INT_MAX + 1 ? n : (uint64_t)INT_MAX + 1; /* > INT_MAX is refused below: no wrap */
   }
   unsigned char *all = NULL;
   if (!fits) { /* every rank knows every length: they all take this branch */
@@ -713,25 +742,25 @@ static int c_allgather(lua_State *L) {
 
 /* ---- reductions --------------------------------------------------------- */
 
-enum { R_ALLREDUCE, R_SCAN, R_EXSCAN };
+enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
 static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
 
 /* allreduce, scan and exscan of one number or boolean. */
 static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_reduce_array(L, comm, kind, name);
   static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isbool) luaL_checknumber(L, 2);
   int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
-   * are, and every rank the same kind of value and the same op. */
+   * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
+   * arrays: lua/message.c) and the same op. */
   int b = isbool && lua_toboolean(L, 2);
   long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
   agree(L, comm, v, NAGREE, NULL);
-  if (v[3] != -v[4])
-    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #1 to '%s' (booleans on some "
-                                                           "ranks, numbers on others)", name));
+  if (v[3] != -v[4]) return lmpio_lua_reduce_kinds(L, name, v);
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
                                                            "different operations, '%s' and '%s')",
@@ -768,18 +797,26 @@ static int reduce(lua_State *L, int kind, const char *name) {
 }
 
 /***
-Combines one number or boolean from every rank (`MPI_Allreduce`).
-Collective.  The result is an integer when every rank gave an integer, a
-float otherwise.  Every rank must give the same kind of value (numbers or
-booleans) and the same operation; when they do not, or any rank's
-arguments are wrong, every rank raises.
+Combines one number, boolean or array from every rank (`MPI_Allreduce`).
+Collective.  For numbers the result is an integer when every rank gave an
+integer, a float otherwise.  Arrays (every rank an array of the same type
+and length) are combined element by element, in C, into a new array of
+that type and shape: `comm:allreduce(counts)` adds up every rank's
+histogram.  Every rank must give the same kind of value (numbers,
+booleans or arrays) and the same operation; when they do not, or any
+rank's arguments are wrong, every rank raises.
 @function comm:allreduce
-@param x a number or a boolean
-@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`
-  (default `"sum"` for numbers, `"land"` for booleans)
-@return the combination of every rank's x
+@param x a number, a boolean or an array
+@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
+  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
+  `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
+  `"prod"`, `"land"`) or "any" (the others); on floats the logical and
+  bitwise ops raise
+@return the combination of every rank's x (a new array for arrays)
 @raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's
-  arguments are wrong or the ranks disagree on the op or the kind of value
+  arguments are wrong or the ranks disagree on the op, the kind of value,
+  or an array's type or length
+@usage local total = world:allreduce(a:histogram(0, 1, 66))  -- INT64_T counts
 */
 static int c_allreduce(lua_State *L) { return reduce(L, R_ALLREDUCE, "allreduce"); }
 
@@ -788,7 +825,7 @@ Inclusive prefix reduction (`MPI_Scan`): rank r gets the combination of
 the values of ranks 0 to r.
 Collective; arguments as for `comm:allreduce`.
 @function comm:scan
-@param x a number or a boolean
+@param x a number, a boolean or an array (element by element)
 @param[opt] op as for `comm:allreduce`
 @return the combination of the values of ranks 0..r
 @raise as `comm:allreduce`
@@ -801,9 +838,10 @@ the values of ranks 0 to r - 1, for instance its offset in a file that
 every rank appends a piece of.
 Collective; arguments as for `comm:allreduce`.  Rank 0 gets the identity
 of the op (`0` for `"sum"`, `1` for `"prod"`, `true` for `"land"`,
-`false` for `"lor"`) and nil for `"max"` and `"min"`.
+`false` for `"lor"`; for arrays an array of it) and nil for `"max"` and
+`"min"`.
 @function comm:exscan
-@param x a number or a boolean
+@param x a number, a boolean or an array (element by element)
 @param[opt] op as for `comm:allreduce`
 @return the combination of the values of ranks 0..r-1
 @raise as `comm:allreduce`
@@ -892,11 +930,15 @@ optionally its block of a global array.
 Local: no communication.  The grid's dims come from `lmpio.dims_create`
 over the communicator's size; ranks are laid out in row-major order (the
 last coordinate varies fastest, as `MPI_Cart_create` without reordering).
-Given the sizes of a global array, the array is cut into balanced blocks
-along every dimension (the first `size % dims` blocks get one more
-element) and this rank's block is returned as the subsizes and starts that
-`lmpio.type.subarray` takes.  A block may be empty (a subsize 0) when a
-dimension has fewer elements than processes.
+Given the sizes of a global array, the array is cut into blocks along
+every dimension by the one block distribution of the module: that of
+`lmpio.block` and of `lmpio.type.darray` with `"block"` (each block
+`ceil(size / dims)` elements, the last ones fewer or none: 10 over 4 is
+3, 3, 3, 1), and this rank's block is returned as the subsizes and starts
+that `lmpio.type.subarray` takes, so that the subarray and the darray of
+a rank are the same datatype.  A block may be empty (a subsize 0, which
+`lmpio.type.subarray` takes: the script runs unchanged at any number of
+ranks).
 @function comm:grid
 @param dims the number of dimensions, or a table of dims (0: choose)
 @param[opt] sizes the global array's size along each dimension (a table of
@@ -906,6 +948,10 @@ dimension has fewer elements than processes.
 @raise when the dims cannot be made from the communicator's size, or the
   sizes are not non-negative integers
 @usage local dims, coords, sub, starts = comm:grid(3, {nz, ny, nx})
+local mine = lmpio.type.subarray({nz, ny, nx}, sub, starts, lmpio.DOUBLE)
+-- the same datatype as
+local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
+  {"block", "block", "block"}, nil, dims, lmpio.DOUBLE)
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -937,19 +983,29 @@ static int c_grid(lua_State *L) {
   pushints(L, coords, n);
   if (!have_sizes) return 2;
   for (int i = 0; i < n; i++) {
-    long long base = sizes[i] / dims[i], extra = sizes[i] % dims[i], c = coords[i];
-    sub[i] = (int)(base + (c < extra));
-    starts[i] = (int)(c * base + (c < extra ? c : extra));
+    lua_Integer first, count;
+    lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
+    sub[i] = (int)count;
+    starts[i] = (int)first;
   }
   pushints(L, sub, n);
   pushints(L, starts, n);
   return 4;
 }
 
+void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count) {
+  lua_Integer b = n / parts + (n % parts != 0);
+  lua_Integer lo = b * i < n ? b * i : n;
+  lua_Integer hi = b * (i + 1) < n ? b * (i + 1) : n;
+  *first = lo;
+  *count = hi - lo;
+}
+
 /***
 The block of n items that part i of parts owns, as MPI's block distribution does.
 Each of the first parts gets ceil(n / parts) items; the last ones may get
-fewer or none (count 0), exactly as `lmpio.type.darray` with "block".
+fewer or none (count 0), exactly as `lmpio.type.darray` with "block",
+`comm:grid` and `comm:scatter` cut.
 @function lmpio.block
 @tparam integer n the number of items
 @tparam integer parts the number of parts
@@ -962,11 +1018,10 @@ static int l_block(lua_State *L) {
   if (n < 0) return luaL_argerror(L, 1, "must not be negative");
   if (parts < 1) return luaL_argerror(L, 2, "must be positive");
   if (i < 0 || i >= parts) return luaL_argerror(L, 3, "must be in 0 .. parts-1");
-  lua_Integer b = n / parts + (n % parts != 0);
-  lua_Integer first = b * i < n ? b * i : n;
-  lua_Integer last = b * (i + 1) < n ? b * (i + 1) : n;
+  lua_Integer first, count;
+  lmpio_lua_block(n, parts, i, &first, &count);
   lua_pushinteger(L, first);
-  lua_pushinteger(L, last - first);
+  lua_pushinteger(L, count);
   return 2;
 }
 
@@ -1071,6 +1126,18 @@ The color of `comm:split` for a rank that joins no communicator
 (`MPI_UNDEFINED`; `nil` and `false` do the same).
 @field lmpio.UNDEFINED
 */
+
+void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local) {
+  luaL_getmetatable(L, LMPIO_LUA_COMM);
+  lua_getfield(L, -1, "__index");
+  for (size_t i = 0; i < n; i++) {
+    lua_pushlightuserdata(L, (void *)&cm[i]);
+    lua_pushcclosure(L, collective_call, 1);
+    lua_setfield(L, -2, cm[i].name);
+  }
+  if (local) luaL_setfuncs(L, local, 0);
+  lua_pop(L, 2);
+}
 
 static const collective_method collective_methods[] = {
   {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},

@@ -20,7 +20,8 @@
  *   elements when it is predefined, so items position+1 .. position+count are
  *   this call's; bytes otherwise); filebuf: borrowed bytes, exactly this
  *   chunk's items in file representation.  Both, and a derived datatype, are
- *   invalid once the converter returns.  A converter returns nothing (or
+ *   invalid once the converter returns (nonblocking calls and split
+ *   collectives, which would use them later, refuse the buffers).  A converter returns nothing (or
  *   true) on success; an error, false, or nil plus a message fails the access
  *   with MPI_ERR_CONVERSION carrying the message.  One Lua call per chunk of
  *   the staging buffer: as fast as the C it calls (lmpio.byteswap).
@@ -186,7 +187,10 @@ static MPI_Count items_per_instance(lua_State *L, call_ctx *c) {
  * failure). */
 static void walk_start(lua_State *L, call_ctx *c) {
   MPI_Count per = items_per_instance(L, c);
-  MPI_Count instances = (c->position + c->count + per - 1) / per;
+  long long end;
+  if (!lmpio_lua_add_ok((long long)c->position, (long long)c->count, &end))
+    luaL_error(L, "item position %I is out of range", (lua_Integer)c->position);
+  MPI_Count instances = end / per + (end % per != 0);
   if (lmpio_items_open(c->dt, instances, &c->items) != MPI_SUCCESS)
     luaL_error(L, "%s", lmpio_last_error_message());
   if (lmpio_items_skip(c->items, c->position) != c->position) luaL_error(L, "the datatype has too few items");
@@ -200,7 +204,8 @@ static MPI_Count walk_next(lua_State *L, call_ctx *c, MPI_Count max, MPI_Aint *o
   return n;
 }
 
-/* Bytes from the start of the user's buffer that n instances of t span. */
+/* Bytes from the start of the user's buffer that n instances of t span;
+ * 0 when they reach below it or the span overflows. */
 static int span(MPI_Datatype t, MPI_Count n, size_t *bytes) {
   MPI_Count lb, ext, tlb, text;
   if (MPI_Type_get_extent_x(t, &lb, &ext) != MPI_SUCCESS ||
@@ -210,9 +215,11 @@ static int span(MPI_Datatype t, MPI_Count n, size_t *bytes) {
     *bytes = 0;
     return 1;
   }
-  long long first = tlb, last = (long long)(n - 1) * ext + tlb;
-  long long lo = first < last ? first : last, hi = (first > last ? first : last) + text;
-  if (lo < 0) return 0;
+  long long first = tlb, last, hi;
+  if (!lmpio_lua_mul_ok((long long)n - 1, (long long)ext, &last) || !lmpio_lua_add_ok(last, first, &last)) return 0;
+  long long lo = first < last ? first : last;
+  if (!lmpio_lua_add_ok(first > last ? first : last, (long long)text, &hi)) return 0;
+  if (lo < 0 || (unsigned long long)hi > (size_t)-1) return 0;
   *bytes = (size_t)hi;
   return 1;
 }
@@ -229,29 +236,39 @@ static void user_bytes(lua_State *L, call_ctx *c, size_t *bytes) {
   }
   /* Unknown: up to the end of the instance that holds this chunk's last item. */
   MPI_Count nitems = items_per_instance(L, c);
-  MPI_Count inst = (c->position + c->count + nitems - 1) / nitems;
-  if (!span(c->dt, inst, bytes)) luaL_error(L, "the datatype reaches before the start of the buffer");
+  long long end;
+  if (!lmpio_lua_add_ok((long long)c->position, (long long)c->count, &end))
+    luaL_error(L, "item position %I is out of range", (lua_Integer)c->position);
+  MPI_Count inst = end / nitems + (end % nitems != 0);
+  if (!span(c->dt, inst, bytes))
+    luaL_error(L, "the datatype reaches before the start of the buffer, or spans more than memory holds");
 }
 
 /* Bytes of this chunk in the file representation. */
 static size_t file_bytes(lua_State *L, call_ctx *c) {
   /* Predefined types with Lua elements are one item each; others (derived
    * types, pairs such as DOUBLE_INT) are walked item by item. */
-  if (lmpio_lua_isnamed(c->dt) && lmpio_lua_typekind(c->dt) != LMPIO_LUA_K_NONE)
-    return (size_t)c->count * (size_t)lua_extent(L, c->r, c->dt);
+  long long total = 0, part;
+  if (lmpio_lua_isnamed(c->dt) && lmpio_lua_typekind(c->dt) != LMPIO_LUA_K_NONE) {
+    if (!lmpio_lua_mul_ok(c->count, (long long)lua_extent(L, c->r, c->dt), &total) ||
+        (unsigned long long)total > (size_t)-1)
+      luaL_error(L, "the chunk's file bytes overflow a size");
+    return (size_t)total;
+  }
   walk_start(L, c);
-  size_t total = 0;
   MPI_Count left = c->count;
   while (left > 0) {
     MPI_Aint off;
     MPI_Datatype b;
     MPI_Count es;
     MPI_Count n = walk_next(L, c, left, &off, &b, &es);
-    total += (size_t)n * (size_t)lua_extent(L, c->r, b);
+    if (!lmpio_lua_mul_ok((long long)n, (long long)lua_extent(L, c->r, b), &part) ||
+        !lmpio_lua_add_ok(total, part, &total) || (unsigned long long)total > (size_t)-1)
+      luaL_error(L, "the chunk's file bytes overflow a size");
     left -= n;
   }
   ctx_free(c);
-  return total;
+  return (size_t)total;
 }
 
 /* Protected: pushes userbuf, datatype, filebuf for a full-form converter. */
@@ -506,7 +523,8 @@ runs (`lmpio.byteswap` over the chunk: about the rate of `external32`).
 @function read
 @param userbuf the user's buffer, borrowed: an array of `datatype`'s elements
   when it is predefined (this call's items are `position + 1 .. position +
-  count`), bytes otherwise; valid only during the call
+  count`), bytes otherwise; valid only during the call (a nonblocking call or
+  a split collective, which would use it later, refuses it: copy it)
 @param datatype the memory datatype of the access (a borrowed datatype object
   when derived, valid only during the call)
 @param count how many predefined items this call converts (integer)

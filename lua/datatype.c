@@ -120,6 +120,15 @@ int lmpio_lua_typekind(MPI_Datatype t) {
   return p ? p->kind : LMPIO_LUA_K_NONE;
 }
 
+int lmpio_lua_typecode(MPI_Datatype t) {
+  const struct predef *p = find_predef(t);
+  return p ? (int)(p - predefs) : -1;
+}
+
+MPI_Datatype lmpio_lua_codetype(long long code) {
+  return code >= 0 && (size_t)code < NPREDEFS ? predefs[code].type : MPI_DATATYPE_NULL;
+}
+
 int lmpio_lua_isnamed(MPI_Datatype t) {
   int ni, na, nd, comb;
   if (t == MPI_DATATYPE_NULL) return 0;
@@ -366,6 +375,7 @@ static int seqlen(lua_State *L, int idx) {
 
 /* A scratch array owned by the collector (pushed on the stack). */
 static void *scratch(lua_State *L, size_t n, size_t esize) {
+  if (esize && n > (size_t)-1 / esize) luaL_error(L, "too many elements");
   return lua_newuserdatauv(L, n ? n * esize : 1, 0);
 }
 
@@ -589,13 +599,35 @@ static int checkorder(lua_State *L, int idx) {
                                                luaL_tolstring(L, idx, NULL)));
 }
 
+/* An empty block of an array of sizes[0..n-1] items of old: no data and
+ * the extent of the whole array, as MPI's darray makes the empty blocks
+ * (MPI refuses a subsize 0 in a subarray, and a size 0 in both). */
+static int empty_block(lua_State *L, int n, const int *sizes, MPI_Datatype old) {
+  MPI_Aint lb, ext;
+  lmpio_lua_checkmpi(L, MPI_Type_get_extent(old, &lb, &ext), "MPI_Type_get_extent");
+  long double whole = (long double)ext;
+  for (int i = 0; i < n; i++) whole *= sizes[i];
+  if (whole > (long double)(LLONG_MAX / 2)) luaL_argerror(L, 1, "the array is too large");
+  lmpio_lua_datatype *d = newud(L, MPI_DATATYPE_NULL, 1);
+  MPI_Datatype none;
+  lmpio_lua_checkmpi(L, MPI_Type_contiguous(0, old, &none), "MPI_Type_contiguous");
+  int rc = MPI_Type_create_resized(none, 0, (MPI_Aint)whole, &d->type);
+  MPI_Type_free(&none);
+  lmpio_lua_checkmpi(L, rc, "MPI_Type_create_resized");
+  lmpio_lua_checkmpi(L, MPI_Type_commit(&d->type), "MPI_Type_commit");
+  return 1;
+}
+
 /* subarray(sizes, subsizes, starts, oldtype [, order "c"|"fortran"]);
  * starts count from 0, as in MPI. */
 /***
 A block of an n-dimensional array (`MPI_Type_create_subarray`).
 @function lmpio.type.subarray
-@tparam {integer,...} sizes the whole array's size in each dimension (1 or more)
-@tparam {integer,...} subsizes the block's size in each dimension (1 or more)
+@tparam {integer,...} sizes the whole array's size in each dimension (0 or more)
+@tparam {integer,...} subsizes the block's size in each dimension (0 or more:
+  a block with a subsize 0 is empty, a datatype of size 0 whose extent is
+  still the whole array, as the empty blocks of `lmpio.type.darray`; MPI
+  itself refuses 0)
 @tparam {integer,...} starts the block's first index in each dimension,
   counted from 0 as in MPI
 @tparam datatype oldtype the element type
@@ -613,15 +645,19 @@ static int c_subarray(lua_State *L) {
   lua_settop(L, 5); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
   if (n < 1) luaL_argerror(L, 1, "needs at least one dimension");
-  int *sizes = checkints(L, 1, n, 1);
-  int *sub = checkints(L, 2, n, 1);
+  int *sizes = checkints(L, 1, n, 0);
+  int *sub = checkints(L, 2, n, 0);
   int *starts = checkints(L, 3, n, 0);
   MPI_Datatype old = lmpio_lua_checktype(L, 4);
   int order = checkorder(L, 5);
-  for (int i = 0; i < n; i++)
+  int empty = 0;
+  for (int i = 0; i < n; i++) {
     if (starts[i] + (long long)sub[i] > sizes[i])
       luaL_argerror(L, 3, lua_pushfstring(L, "dimension %d: start %d + subsize %d exceeds size %d",
                                           i + 1, starts[i], sub[i], sizes[i]));
+    if (sub[i] == 0) empty = 1;
+  }
+  if (empty) return empty_block(L, n, sizes, old);
   NEWTYPE(L, "MPI_Type_create_subarray", MPI_Type_create_subarray(n, sizes, sub, starts, order, old, OUT));
 }
 
@@ -633,7 +669,9 @@ One process's part of an array distributed over a grid of processes
 @function lmpio.type.darray
 @tparam integer size number of processes of the grid
 @tparam integer rank this process's rank in the grid (0 to size - 1)
-@tparam {integer,...} gsizes the global array's size in each dimension
+@tparam {integer,...} gsizes the global array's size in each dimension (0 or
+  more: an array with a size 0 gives every rank an empty block of extent 0,
+  where MPI itself refuses)
 @tparam {string,...} distribs each dimension's distribution: `"block"`,
   `"cyclic"` or `"none"`
 @tparam ?{integer|string,...} dargs each dimension's distribution argument:
@@ -653,7 +691,7 @@ static int c_darray(lua_State *L) {
   if (rank >= size) luaL_argerror(L, 2, "rank must be less than size");
   int n = seqlen(L, 3);
   if (n < 1) luaL_argerror(L, 3, "needs at least one dimension");
-  int *gsizes = checkints(L, 3, n, 1);
+  int *gsizes = checkints(L, 3, n, 0);
   if (seqlen(L, 4) != n) luaL_argerror(L, 4, lua_pushfstring(L, "expected %d elements", n));
   int *distribs = scratch(L, (size_t)n, sizeof *distribs);
   static const char *const dnames[] = {"block", "cyclic", "none", NULL};
@@ -683,10 +721,12 @@ static int c_darray(lua_State *L) {
   }
   int *psizes = checkints(L, 6, n, 1);
   long long prod = 1;
-  for (int i = 0; i < n; i++) prod *= psizes[i];
+  for (int i = 0; i < n && prod <= size; i++) prod *= psizes[i]; /* stops before it could overflow */
   if (prod != size) luaL_argerror(L, 6, "the product of psizes must equal size");
   MPI_Datatype old = lmpio_lua_checktype(L, 7);
   int order = checkorder(L, 8);
+  for (int i = 0; i < n; i++)
+    if (gsizes[i] == 0) return empty_block(L, n, gsizes, old); /* every block of an empty array */
   NEWTYPE(L, "MPI_Type_create_darray",
           MPI_Type_create_darray(size, rank, n, gsizes, distribs, dargs, psizes, order, old, OUT));
 }
@@ -761,9 +801,14 @@ static int blocks_next(lua_State *L) {
       lua_pushinteger(L, (lua_Integer)s->len);
       return 2;
     }
-    if (n * size == 0) continue;
-    if (s->have && off == s->off + (MPI_Aint)s->len) {
-      s->len += n * size;
+    long long len, end, grown;
+    if (!lmpio_lua_mul_ok((long long)n, (long long)size, &len))
+      return luaL_error(L, "a block of %I items of %I bytes is longer than a 64-bit size", (lua_Integer)n,
+                        (lua_Integer)size);
+    if (len == 0) continue;
+    if (s->have && lmpio_lua_add_ok((long long)s->off, (long long)s->len, &end) && off == end &&
+        lmpio_lua_add_ok((long long)s->len, len, &grown)) {
+      s->len = grown;
       continue;
     }
     int had = s->have;
@@ -771,7 +816,7 @@ static int blocks_next(lua_State *L) {
     MPI_Count prev_len = s->len;
     s->have = 1;
     s->off = off;
-    s->len = n * size;
+    s->len = len;
     if (had) {
       lua_pushinteger(L, (lua_Integer)prev_off);
       lua_pushinteger(L, (lua_Integer)prev_len);

@@ -88,7 +88,13 @@ static void unlink_open(lfile *f) {
   f->prev = f->next = NULL;
 }
 
-/* Closes, in opening order, every file still open (of owner, or all). */
+/* Closes, in opening order, every file still open (of owner, or all).  The
+ * core is told the script ended (lmpio_set_exiting): a rank whose script
+ * ended while others went on to another collective call on the file fails
+ * the close with a message saying so, and so do they.  In a job of several
+ * ranks a close that fails here (that mismatch, or a file still in use by a
+ * call this rank left with os.exit from a converter) aborts the job with
+ * the message: going on to MPI_Finalize would leave the others waiting. */
 static void close_open_files(void *owner) {
   int fin = 1;
   MPI_Finalized(&fin);
@@ -99,9 +105,16 @@ static void close_open_files(void *owner) {
     if (!owner || f->owner == owner) {
       unlink_open(f);
       if (f->fh != LMPIO_FILE_NULL && !fin) {
+        lmpio_set_exiting(1);
         int rc = lmpio_file_close(&f->fh);
-        if (rc != MPI_SUCCESS)
+        lmpio_set_exiting(0);
+        if (rc != MPI_SUCCESS) {
+          int n = f->nranks;
+          char why[1200];
+          snprintf(why, sizeof why, "could not close a file left open at exit: %s", lmpio_last_error_message());
+          if (n > 1) lmpio_lua_abort(why);
           fprintf(stderr, "lmpio: closing a file left open at exit: %s\n", lmpio_last_error_message());
+        }
       }
       f->fh = LMPIO_FILE_NULL;
     }
@@ -373,7 +386,9 @@ Opens rank 0's standard output as a stream (a shortcut for
 @{file:write_ordered} comes out in rank order, as one process would have
 written it; @{file:write_shared} writes whole records in some order.
 A reader that has gone (`| head`) makes the writes fail with
-`MPI_ERR_IO` on every rank.
+`MPI_ERR_IO` on every rank.  In a pipeline, start the program with
+`lmpio run` (the `lmpio` command) rather than plain `mpirun`: Open MPI 4.1's
+`mpirun` crashes in some runs forwarding standard input and output.
 @function lmpio.stdout
 @tparam[opt=lmpio.world] comm comm the ranks that write
 @treturn file the open stream
@@ -509,6 +524,24 @@ static int l_delete(lua_State *L) {
   lmpio_lua_freeinfo(&info);
   lmpio_lua_check(L, rc);
   return 0;
+}
+
+/***
+Whether two paths name the same file: the same device and inode, symbolic
+links followed, so a hard link, a symbolic link or another spelling of a
+path is the same file.  A path that does not exist names no file (false).
+Local (no MPI call); a tool that writes `b` after reading `a` asks it before
+truncating `b` (`lmpio convert` does).
+@function lmpio.same_file
+@tparam string a a path
+@tparam string b another path
+@treturn boolean
+*/
+static int l_same_file(lua_State *L) {
+  const char *a = checkpath(L, 1), *b = checkpath(L, 2);
+  struct stat sa, sb;
+  lua_pushboolean(L, stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+  return 1;
 }
 
 /* ---- file manipulation ----------------------------------------------------- */
@@ -1163,6 +1196,8 @@ static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_
 
 /* ---- records ------------------------------------------------------------------ */
 
+#define RECORDS_PASS "lmpio.records_pass"
+
 /* One collective step of a records iterator: pushes the string (or nil at
  * the end) and returns 1.  Upvalues of the iterator: 1 the file, 2 the
  * separator (integer), 3 max, 4 the first batch (read by records_ordered
@@ -1213,7 +1248,11 @@ lack it), the ranks' strings following each other in rank order, nothing
 split across ranks and nothing lost.  A rank's string may be empty (`""`)
 in a step where others got records (a record longer than `max` spans the
 steps of several ranks); the loop ends on every rank in the same step, at
-the end of the input.  Works on regular files and streams (pipes,
+the end of the input.  Leaving the loop early (`break`, or an error) ends
+the pass: the record it left unfinished is dropped, so the next pass starts
+with the bytes at the shared pointer (moving the pointer, with
+@{file:seek_shared}, @{file:set_view} or another access through it, drops
+it too).  Works on regular files and streams (pipes,
 @{lmpio.stdin}); the view must count bytes (the default view).  In C:
 `lmpio_file_read_records_ordered`.
 @function file:records_ordered
@@ -1221,6 +1260,8 @@ the end of the input.  Works on regular files and streams (pipes,
   reads per step), `sep` (a one-character string, default `"\n"`; the
   same on every rank)
 @treturn function the iterator: each call returns the next string, then nil
+@return nil, nil and the pass's closing value (a generic `for` closes it
+  when the loop is left)
 @raise an @{error} object, the same on every rank, when a read fails or an
   option is wrong on any rank (`MPI_ERR_ARG`, `MPI_ERR_NOT_SAME` when
   ranks pass different separators)
@@ -1265,7 +1306,32 @@ static int f_records_ordered(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_pushboolean(L, done);
   lua_pushcclosure(L, records_iter, 5);
-  return 1;
+  /* The generic for's closing value: leaving the loop early (break,
+   * goto, an error) ends the pass, dropping the record left unfinished. */
+  lua_pushnil(L);
+  lua_pushnil(L);
+  lua_newuserdatauv(L, 0, 2);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, -4);
+  lua_setiuservalue(L, -2, 2);
+  luaL_setmetatable(L, RECORDS_PASS);
+  return 4;
+}
+
+/* __close of a records pass: the iterator is done, the unfinished record
+ * gone (local: nothing collective runs, whenever the loop is left). */
+static int records_close(lua_State *L) {
+  luaL_checkudata(L, 1, RECORDS_PASS);
+  if (lua_getiuservalue(L, 1, 2) == LUA_TFUNCTION) {
+    lua_pushboolean(L, 0);
+    lua_setupvalue(L, -2, 4);
+    lua_pushboolean(L, 1);
+    lua_setupvalue(L, -2, 5);
+  }
+  lfile *f = lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA ? luaL_testudata(L, -1, LMPIO_LUA_FILE) : NULL;
+  if (f && f->fh != LMPIO_FILE_NULL) lmpio_file_drop_records(f->fh);
+  return 0;
 }
 
 /* ---- nonblocking data access: each returns an lmpio.request ------------------ */
@@ -1281,6 +1347,7 @@ static int iread_at(lua_State *L, iat_fn fn) {
   MPI_Offset off = checkoffset(L, 2);
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, 3, 0, &m) == 2 ? lua_gettop(L) : 3;
+  lmpio_lua_checklasting(L, 3, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
@@ -1294,6 +1361,7 @@ static int iwrite_at(lua_State *L, iwat_fn fn) {
   MPI_Offset off = checkoffset(L, 2);
   lmpio_lua_mem m;
   lmpio_lua_checkmem(L, 3, 1, &m);
+  lmpio_lua_checklasting(L, 3, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, 3, &m, 0);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
@@ -1306,6 +1374,7 @@ static int iread_ptr(lua_State *L, ird_fn fn) {
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
+  lmpio_lua_checklasting(L, 2, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
@@ -1318,6 +1387,7 @@ static int iwrite_ptr(lua_State *L, iwr_fn fn) {
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
   lmpio_lua_checkmem(L, 2, 1, &m);
+  lmpio_lua_checklasting(L, 2, &m);
   lmpio_lua_request *r = lmpio_lua_newrequest(L, 2, &m, 0);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
@@ -1478,6 +1548,7 @@ static int split_begin(lua_State *L, int kind) {
   int idx = S_AT(kind) ? 3 : 2;
   lmpio_lua_mem m;
   int dataidx = lmpio_lua_checkmem(L, idx, !S_READING(kind), &m) == 2 ? lua_gettop(L) : idx;
+  lmpio_lua_checklasting(L, idx, &m);
   lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
   int previdx = lua_gettop(L);
   keep_split(L, dataidx, &m);
@@ -1830,6 +1901,11 @@ int lmpio_lua_file_open(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
+  if (luaL_newmetatable(L, RECORDS_PASS)) {
+    lua_pushcfunction(L, records_close);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_pop(L, 1);
   if (lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY) != LUA_TTABLE) {
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
@@ -1846,6 +1922,8 @@ int lmpio_lua_file_open(lua_State *L) {
   lua_setfield(L, -2, "open");
   lua_pushcfunction(L, l_delete);
   lua_setfield(L, -2, "delete");
+  lua_pushcfunction(L, l_same_file);
+  lua_setfield(L, -2, "same_file");
   lua_getfield(L, -1, "open");
   lua_pushcclosure(L, l_stdout, 1);
   lua_setfield(L, -2, "stdout");

@@ -5,6 +5,9 @@
 --   lmpio convert IN OUT [options]   rewrite IN in another representation
 --                                    (in parallel under mpirun)
 --   lmpio map [options]              which rank owns which bytes of a view
+--   lmpio run [mpirun options] PROGRAM [ARGS]
+--                                    mpirun with rank 0's standard input and
+--                                    output passed exactly (pipelines)
 --
 -- `lmpio COMMAND --help` says more.  Datatypes are given as small
 -- expressions over the constructors of lmpio.type and the predefined types:
@@ -23,11 +26,16 @@ commands:
   convert IN OUT   rewrite IN in another data representation (in parallel
                    under mpirun: each rank converts its block of elements)
   map              draw which rank owns which bytes of a view
+  run [MPIRUN OPTIONS] PROGRAM [ARGS]
+                   mpirun in a pipeline: standard input and output passed
+                   to and from rank 0 exactly
 
 `lmpio COMMAND --help` describes a command's options.  Datatypes are
 expressions over the constructors of lmpio.type and the predefined types,
 e.g. `vector(4, 1, 8, DOUBLE)`, `subarray({8,8}, {4,4}, {0,4}, DOUBLE)`,
-`contiguous(3, INT)`, `resized(INT, 0, 16)`.
+`contiguous(3, INT)`, `resized(INT, 0, 16)`.  An expression sees nothing
+else; a command's expressions may take ten million steps in all, and one
+of them 256 MB of memory.
 ]]
 
 usage.dump = [[
@@ -74,6 +82,27 @@ OUT is the same whatever K.
 The size of IN after the header must be a whole number of elements.
 ]]
 
+usage.run = [[
+usage: lmpio run [MPIRUN OPTIONS] PROGRAM [ARGS]
+
+Runs `mpirun [MPIRUN OPTIONS] PROGRAM [ARGS]` with its standard input and
+output passed between the shell and rank 0 by lmpio run itself, through
+two FIFOs that rank 0 takes as its standard input and output (mpirun's
+own forwarding of standard input is off).  In a pipeline:
+
+  cat input | lmpio run -n 4 lua5.4 filter.lua | sort
+  lmpio run -n 4 lua5.4 filter.lua < input > output
+
+Everything rank 0 writes to its standard output (lmpio.stdout, "-",
+"/dev/stdout", print, io.write, printf) is the output, in the order rank 0
+writes it; what the other ranks print goes to standard error.  Rank 0's
+standard input is the input.  The exit status is mpirun's.  More ranks
+than cores are allowed (as --oversubscribe; --nooversubscribe refuses).
+Rank 0 must run on this machine.  MPIRUN (environment) names the launcher
+(default mpirun); one that is not Open MPI 1 to 4 runs as it is, with its
+own forwarding.
+]]
+
 usage.map = [[
 usage: lmpio map [OPTIONS]
 
@@ -93,6 +122,10 @@ computes every rank's view from the datatypes' typemaps (native extents).
   --width N             bytes per row (default 64)
   --svg FILE            write an SVG picture (one box per block of a rank,
                         and a legend) instead of drawing in the terminal
+
+The work follows the drawing, not the number of items a view repeats: at
+most 1048576 bytes, 4096 ranks, 16777216 bytes times ranks, 1000000 blocks
+in an item of a filetype and 65536 boxes in an SVG, else an error.
 ]]
 
 -- ---- errors -----------------------------------------------------------------
@@ -180,13 +213,48 @@ local function sandbox(extra)
   return env
 end
 
+-- What evaluating the expressions of one command may take: VM steps in
+-- all (an expression is a few dozen; this is seconds of work) and Lua memory
+-- that one expression may add, in KiB.
+local STEPS = 10000000
+local MEMORY = 256 * 1024
+local steps_left = STEPS
+
+-- Runs chunk under those bounds, with the string methods out of reach
+-- (("x"):rep(2^40) would not be a VM step).  Every step is counted and
+-- every step's memory checked: one step can at most multiply what a string
+-- holds by its number of operands.  The hook is the coroutine's own: the
+-- module's hook on the main thread stays.
+local function bounded(what, chunk)
+  local base = collectgarbage("count")
+  local co = coroutine.create(chunk)
+  debug.sethook(co, function()
+    steps_left = steps_left - 1
+    if steps_left < 0 then
+      error(setmetatable({ msg = string.format("%s: evaluation stopped after %d steps (an endless loop?)", what, STEPS) }, Fail), 0)
+    end
+    if collectgarbage("count") - base > MEMORY then
+      error(setmetatable({ msg = string.format("%s: evaluation stopped: the expression uses more than %d MB of memory",
+                                               what, MEMORY // 1024) }, Fail), 0)
+    end
+  end, "", 1)
+  local smt = getmetatable("")
+  local sindex = smt.__index
+  smt.__index = nil
+  local ok, v = coroutine.resume(co)
+  smt.__index = sindex
+  if ok and coroutine.status(co) ~= "dead" then return false, "the expression yielded" end
+  return ok, v
+end
+
 -- Evaluates the expression of option `what` in env.
 local function evaluate(what, expr, env)
   local chunk, err = load("return " .. expr, "=" .. what, "t", env)
   if not chunk then
     fail("%s: cannot read the expression '%s': %s", what, expr, (err:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "")))
   end
-  local ok, v = pcall(chunk)
+  local ok, v = bounded(what, chunk)
+  if not ok and getmetatable(v) == Fail then error(v, 0) end
   if not ok then
     local msg = type(v) == "string" and v:gsub("^" .. what:gsub("%p", "%%%0") .. ":%d+: ", "") or tostring(v)
     fail("%s: '%s': %s", what, expr, msg)
@@ -377,6 +445,11 @@ local function convert(argv)
     fail("%s: %d bytes after the header are not a whole number of elements of %d bytes in %s",
          inpath, total - disp, ext, from)
   end
+  -- OUT may name IN another way (a link, another spelling): opening it "w"
+  -- would empty IN before a byte of it is read.
+  if world:allreduce(lmpio.same_file(inpath, outpath), "lor") then
+    fail("convert: IN and OUT are the same file (%s and %s)", inpath, outpath)
+  end
   local fout <close> = open(world, outpath, "w")
   if header then fout:write_at_all(0, header) end -- as it is
   set_view(fout, outpath, disp, t, t, to)
@@ -390,8 +463,14 @@ local function convert(argv)
   for step = 0, steps - 1 do
     local at = step * chunk
     local m = math.max(0, math.min(chunk, mine - at))
-    local ok, e = pcall(fin.read_at_all, fin, first + at, buf, m, t)
+    local ok, e, got = pcall(fin.read_at_all, fin, first + at, buf, m, t)
     if not ok then fail("%s: %s", inpath, error_text(e)) end
+    -- IN shorter than its size said (it changed meanwhile): no zeros in OUT
+    local short = world:allreduce(got < m and first + at + got or -1, "max")
+    if short >= 0 then
+      fail("%s: a read returned fewer elements than its size promised (it ends at element %d of %d: did it change?); %s is incomplete",
+           inpath, short, n, outpath)
+    end
     ok, e = pcall(fout.write_at_all, fout, first + at, buf, m, t)
     if not ok then fail("%s: %s", outpath, error_text(e)) end
   end
@@ -402,26 +481,15 @@ end
 -- ---- map --------------------------------------------------------------------
 
 local DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-local MAX_BLOCKS = 1000000 -- blocks of one filetype item that map walks
-local MAX_BYTES = 1 << 24 -- bytes that map draws
+-- What map may do, whatever it is asked: the work and memory follow the
+-- drawing (bytes times ranks), never the number of items a view repeats.
+local MAX_BYTES = 1 << 20 -- bytes drawn
+local MAX_RANKS = 4096 -- ranks drawn (--svg; 62 in the terminal)
+local MAX_BLOCKS = 1000000 -- blocks of one item of one rank's filetype walked
+local MAX_WORK = 1 << 24 -- bytes tested and blocks walked, all ranks together
+local MAX_BOXES = 1 << 16 -- boxes of an SVG
 
--- Merges sorted-or-not intervals {first, last} (inclusive) in place.
-local function merge(list)
-  table.sort(list, function(a, b) return a[1] < b[1] end)
-  local out = {}
-  for _, iv in ipairs(list) do
-    local top = out[#out]
-    if top and iv[1] <= top[2] + 1 then
-      if iv[2] > top[2] then top[2] = iv[2] end
-    else
-      out[#out + 1] = { iv[1], iv[2] }
-    end
-  end
-  return out
-end
-
--- The views of every rank: disp, filetype, and the blocks of one filetype
--- item (offset, length).
+-- The views of every rank: disp, extent and filetype.
 local function views(o, nranks)
   local list = {}
   for r = 0, nranks - 1 do
@@ -434,36 +502,65 @@ local function views(o, nranks)
     if etype:size() == 0 or filetype:size() % etype:size() ~= 0 then
       fail("rank %d: the filetype (%d bytes of data) is not made of etypes (%d bytes)", r, filetype:size(), etype:size())
     end
-    local blocks = {}
-    for off, len in filetype:blocks() do
-      if #blocks == MAX_BLOCKS then
-        fail("--filetype: more than %d blocks in one item: too many to draw", MAX_BLOCKS)
-      end
-      blocks[#blocks + 1] = { off, len }
-    end
-    list[r] = { disp = disp, ext = ext, blocks = blocks, lb = select(2, filetype:true_extent()),
-                ub = filetype:true_lb() + filetype:true_extent() }
+    list[r] = { disp = disp, ext = ext, filetype = filetype }
   end
   return list
 end
 
--- Rank r's bytes in [0, nbytes): merged intervals {first, last}.
-local function coverage(v, nbytes)
-  local ivs = {}
-  -- items whose data can reach [0, nbytes): base + ub > 0 and base + lb < nbytes
-  local i = 0
-  if v.disp + v.ub <= 0 then i = (-(v.disp + v.ub)) // v.ext + 1 end
-  while v.disp + i * v.ext + v.lb < nbytes do
-    local base = v.disp + i * v.ext
-    for _, b in ipairs(v.blocks) do
-      local lo, hi = base + b[1], base + b[1] + b[2] - 1
-      if lo < 0 then lo = 0 end
-      if hi > nbytes - 1 then hi = nbytes - 1 end
-      if lo <= hi then ivs[#ivs + 1] = { lo, hi } end
+-- Rank r's view in [0, nbytes), without walking its items one by one.
+-- Item i's block at offset b covers file byte p = disp + b + i*ext, so p is
+-- the view's when some block byte q = disp + b (item 0) has q = p modulo
+-- the extent and q <= p.  first[c] is the least such q of each residue c
+-- of the drawing (c < min(ext, nbytes)); with the blocks in file order the
+-- first block to reach a residue gives its least q, and next[] (a "next
+-- residue not yet reached" forest) makes each residue cost one visit.
+-- Returns whether byte p is the view's: a function of p.
+local function view_bytes(v, nbytes, work)
+  local ext, disp = v.ext, v.disp
+  local R = math.min(ext, nbytes)
+  local offs, lens, sorted, walked = {}, {}, true, 0
+  for off, len in v.filetype:blocks() do
+    if walked == MAX_BLOCKS then
+      fail("--filetype: more than %d blocks in one item: too many to draw", MAX_BLOCKS)
     end
-    i = i + 1
+    walked = walked + 1
+    work(1)
+    if disp + off < nbytes then -- a block past the drawing reaches nothing in it
+      if #offs > 0 and off < offs[#offs] then sorted = false end
+      offs[#offs + 1], lens[#offs + 1] = off, len
+    end
   end
-  return merge(ivs)
+  local order = {}
+  for k = 1, #offs do order[k] = k end
+  if not sorted then table.sort(order, function(a, b) return offs[a] < offs[b] end) end
+  work(R)
+  local first, next = {}, {}
+  for c = 0, R do next[c] = c end
+  local function find(c) -- the first residue >= c not reached (R: none)
+    local root = c
+    while next[root] ~= root do root = next[root] end
+    while next[c] ~= root do c, next[c] = next[c], root end
+    return root
+  end
+  local function reach(a, b, q, c0) -- residues [a, b) from the block at q
+    local c = find(a)
+    while c < b do
+      first[c] = q + (c - c0) % ext
+      next[c] = c + 1
+      c = find(c + 1)
+    end
+  end
+  for _, k in ipairs(order) do
+    local q, len = disp + offs[k], math.min(lens[k], ext)
+    local c0 = q % ext
+    if c0 < R then reach(c0, math.min(c0 + len, R), q, c0) end
+    if c0 + len > ext then reach(0, math.min(c0 + len - ext, R), q, c0) end
+    if find(0) == R then break end -- every residue reached
+  end
+  return function(p)
+    local f = first[p % ext]
+    return f ~= nil and f <= p
+  end
 end
 
 local function xml(s) return (s:gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })) end
@@ -548,6 +645,7 @@ local function map(argv)
   end
   module()
   if lmpio.world:rank() ~= 0 then return end
+  if nranks > MAX_RANKS then fail("map: more than %d ranks: too many to draw", MAX_RANKS) end
   local vs = views(o, nranks)
   local nbytes
   if o.bytes then
@@ -558,12 +656,42 @@ local function map(argv)
     for r = 0, nranks - 1 do nbytes = math.max(nbytes, vs[r].disp + 2 * vs[r].ext) end
     nbytes = math.max(1, math.min(4096, nbytes))
   end
-  local cov, owners = {}, {}
-  for r = 0, nranks - 1 do
-    cov[r] = coverage(vs[r], nbytes)
-    for _, iv in ipairs(cov[r]) do
-      for b = iv[1], iv[2] do owners[b] = owners[b] and -2 or r end
+  if nranks * nbytes > MAX_WORK then
+    fail("map: %d bytes of %d ranks is too much to draw (at most %d bytes times ranks): draw fewer bytes (--bytes)",
+         nbytes, nranks, MAX_WORK)
+  end
+  local done = 0
+  local function work(n)
+    done = done + n
+    if done > MAX_WORK then
+      fail("map: too much work to draw these views (more than %d blocks walked and bytes tested): draw fewer bytes or ranks",
+           MAX_WORK)
     end
+  end
+  -- owners[p]: the rank of byte p, -2 for more than one; cov[r]: rank r's
+  -- runs of bytes {first, last} (for --svg only)
+  local cov, owners, boxes = {}, {}, 0
+  for r = 0, nranks - 1 do
+    local mine = view_bytes(vs[r], nbytes, work)
+    work(nbytes)
+    local runs, run = {}, nil
+    for p = 0, nbytes - 1 do
+      if mine(p) then
+        owners[p] = owners[p] and -2 or r
+        if not o.svg then -- nothing more to keep
+        elseif run and run[2] == p - 1 then
+          run[2] = p
+        else
+          boxes = boxes + 1
+          if boxes > MAX_BOXES then
+            fail("map --svg: more than %d boxes to draw: draw fewer bytes (--bytes)", MAX_BOXES)
+          end
+          run = { p, p }
+          runs[#runs + 1] = run
+        end
+      end
+    end
+    cov[r] = runs
   end
   if o.svg then
     local title = string.format("%d ranks: disp %s, etype %s, filetype %s; bytes 0-%d", nranks, o.disp or "0",
@@ -583,9 +711,99 @@ local function map(argv)
   end
 end
 
+-- ---- run --------------------------------------------------------------------
+-- The launcher is a shell script: it copies its standard input into one
+-- FIFO and the other FIFO to its standard output (two cat processes) while
+-- mpirun runs, with Open MPI's fork agent making rank 0's standard input
+-- and output those FIFOs.  The rank's own descriptors 0 and 1 are the
+-- FIFOs, so print, "-" and a plain C program's stdin all see them, in
+-- order, and mpirun forwards nothing of rank 0's.  No MPI in this process.
+
+-- The fork agent's script: every rank is started as
+-- `/bin/sh -c AGENT DIR PROGRAM ARGS`.  The first rank 0 (the mkdir: not
+-- the rank 0 of a spawned job) takes DIR's FIFOs as its standard input and
+-- output; then every rank becomes PROGRAM.  Open MPI cuts the agent at its
+-- spaces: the script gets tabs instead (agent() below).
+local AGENT = [=[
+if [ "${OMPI_COMM_WORLD_RANK-${PMIX_RANK-}}" = 0 ]; then
+if mkdir "$0/rank0" 2>/dev/null; then exec <"$0/in" >"$0/out"
+elif [ ! -d "$0" ]; then printf 'MSG\n' >&2; exit 1; fi
+fi
+exec "$@"
+]=]
+
+local function agent()
+  local msg = "lmpio run: rank 0 runs on another machine than lmpio run: its standard input and output cannot reach it"
+  return (AGENT:gsub("MSG", (msg:gsub(" ", "\\040"))):gsub(" ", "\t"))
+end
+
+-- $1 mpirun, $2 the agent's script, then mpirun's arguments.
+local LAUNCHER = [=[
+mpirun=$1 agent=$2
+shift 2
+case $("$mpirun" --version 2>/dev/null) in
+*"(Open MPI) "[1-4].*) ;;
+*)
+  echo "lmpio run: $mpirun is not Open MPI 1 to 4: running it as it is (its own forwarding of standard input and output)" >&2
+  exec "$mpirun" "$@" ;;
+esac
+dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-run.XXXXXX") || exit 1
+case $dir in *[[:space:]]*) # the agent's command line is cut at spaces
+  rmdir "$dir"
+  dir=$(mktemp -d /tmp/lmpio-run.XXXXXX) || exit 1 ;;
+esac
+feeder= drainer=
+trap 'for p in $feeder $drainer; do kill "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkfifo -m 600 "$dir/in" "$dir/out" || exit 1
+# Each cat opens its FIFO (and waits there for rank 0 to open the other
+# end); an asynchronous command's standard input would be /dev/null: fd 3.
+exec 3<&0
+cat <&3 >"$dir/in" 3<&- &
+feeder=$!
+exec 3<&-
+cat <"$dir/out" &
+drainer=$!
+# More ranks than cores are allowed, as --oversubscribe does (a pipeline
+# on a laptop), unless the arguments or the environment say otherwise.
+case " $* " in
+*" --nooversubscribe "* | *" -nooversubscribe "*) ;;
+*) [ -n "${OMPI_MCA_rmaps_base_oversubscribe+set}" ] || export OMPI_MCA_rmaps_base_oversubscribe=1 ;;
+esac
+"$mpirun" --stdin none --mca orte_fork_agent "/bin/sh -c $agent $dir" "$@" </dev/null >&2
+status=$?
+# Rank 0 is gone: what it did not read is nobody's.  A drainer still
+# waiting for rank 0 to open its FIFO gets an end of file.
+kill "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+feeder=
+: <>"$dir/out"
+wait "$drainer"
+drainer=
+if [ ! -d "$dir/rank0" ] && [ "$status" -eq 0 ]; then
+  echo "lmpio run: no rank 0 started here (OMPI_COMM_WORLD_RANK unset?): its standard input and output were not passed" >&2
+  status=1
+fi
+exit "$status"
+]=]
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function run(argv)
+  if argv[2] == "--help" or argv[2] == "-h" then return io.stdout:write(usage.run) end
+  if argv[2] == nil then fail("run: say what to run: lmpio run [MPIRUN OPTIONS] PROGRAM [ARGS] (see 'lmpio run --help')") end
+  local words = { "exec /bin/sh -c", quote(LAUNCHER), "lmpio-run", quote(os.getenv("MPIRUN") or "mpirun"), quote(agent()) }
+  for i = 2, #argv do words[#words + 1] = quote(argv[i]) end
+  io.stdout:flush()
+  local _, how, code = os.execute(table.concat(words, " "))
+  os.exit(how == "signal" and 128 + code or code)
+end
+
 -- ---- main -------------------------------------------------------------------
 
-local commands = { dump = dump, convert = convert, map = map }
+local commands = { dump = dump, convert = convert, map = map, run = run }
 
 local function main(argv)
   local name = argv[1]
@@ -598,7 +816,7 @@ local function main(argv)
     return io.stdout:write(usage.main)
   end
   local command = commands[name]
-  if not command then fail("unknown command '%s' (commands: dump, convert, map; see 'lmpio --help')", name) end
+  if not command then fail("unknown command '%s' (commands: dump, convert, map, run; see 'lmpio --help')", name) end
   return command(argv)
 end
 
@@ -609,6 +827,11 @@ local ok, err = xpcall(main, function(e)
   return setmetatable({ msg = error_text(e), bug = debug.traceback("", 2) }, Fail)
 end, arg)
 if not ok then
+  -- Lua calls no handler for an out-of-memory error (err is its message),
+  -- nor again for a handler that failed: one line all the same, once the
+  -- memory of the work that failed is free.
+  collectgarbage()
+  if getmetatable(err) ~= Fail then err = { msg = type(err) == "string" and err or tostring(err) } end
   local rank, size = 0, 1
   if lmpio then rank, size = lmpio.world:rank(), lmpio.world:size() end
   if rank == 0 or size == 1 then

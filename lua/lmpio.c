@@ -57,8 +57,15 @@ Made by `lmpio.array(datatype, n_or_table_or_string)` (elements of a
 predefined type) or `lmpio.buffer(n_or_string)` (bytes, an array of
 `lmpio.BYTE`); the reading methods of @{file} return new ones.  Elements
 are indexed from 1 (`a[i]`, `a[i] = v`), `#a` is the number of elements.
+Whole-array work runs in C: `a:sum`, `a:min`, `a:max`, `a:minmax`,
+`a:histogram`, and the collectives and messages of @{comm} take arrays.
+A loop written in Lua visits every element fastest with `a:chunks()`
+(elements a few thousand at a time in one reused table); `a[i]` calls a
+metamethod, several times the cost of reading a table.
 An array handed to a converter (see @{datarep.md|data representations written in Lua}) borrows the library's
-memory and is invalid once the converter returns: every access then raises.
+memory and is invalid once the converter returns: every access then raises,
+and the calls that would use it later (nonblocking calls, split collectives)
+refuse it.
 @type array
 */
 
@@ -181,6 +188,8 @@ static void wrap_os_exit(lua_State *L) {
 }
 
 int lmpio_lua_failing(void) { return failed_exit(); }
+
+void lmpio_lua_abort(const char *why) { abort_job(why); }
 
 static void run_exit_fns(void *owner) {
   for (int i = 0; i < n_exit_fns; i++) exit_fns[i](owner);
@@ -346,7 +355,7 @@ static void guard_methods(lua_State *L, const char *tname, const char *const *ke
 }
 
 static void guard_module(lua_State *L) {
-  static const char *const pure[] = {"byteswap", "wtime", "wtick", NULL};
+  static const char *const pure[] = {"byteswap", "wtime", "wtick", "same_file", NULL};
   static const char *const none[] = {NULL};
   guard_table(L, -1, pure);
   if (lua_getfield(L, -1, "type") == LUA_TTABLE) guard_table(L, -1, none);
@@ -355,6 +364,7 @@ static void guard_module(lua_State *L) {
   guard_methods(L, LMPIO_LUA_COMM, none);
   guard_methods(L, LMPIO_LUA_DATATYPE, none);
   guard_methods(L, LMPIO_LUA_REQUEST, none);
+  guard_methods(L, LMPIO_LUA_MSGREQUEST, none);
 }
 
 /* Concerns added later define these; they are called when linked in. */
@@ -396,9 +406,11 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_error_open(L);
   lmpio_lua_datatype_open(L);
   lmpio_lua_buffer_open(L);
+  lmpio_lua_array_ops_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
   lmpio_lua_request_open(L);
+  lmpio_lua_message_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
 
   static const luaL_Reg funcs[] = {

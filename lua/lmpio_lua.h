@@ -11,6 +11,7 @@
 #define LMPIO_LUA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -23,12 +24,15 @@
 #define LMPIO_LUA_FILE "lmpio.file"
 #define LMPIO_LUA_ERROR "lmpio.error"
 #define LMPIO_LUA_REQUEST "lmpio.request"
+#define LMPIO_LUA_MSGREQUEST "lmpio.msgrequest"
 
 /* ---- lmpio.c: the module and MPI's lifetime ---------------------------- */
 
 /* Whether this rank is leaving a job of several ranks because its script
  * failed (then nothing collective may run: the job is aborted). */
 int lmpio_lua_failing(void);
+/* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
+void lmpio_lua_abort(const char *why);
 /* Remembers the traceback of the last error object raised, printed when an
  * uncaught error aborts the job. */
 void lmpio_lua_note_traceback(const char *tb);
@@ -72,6 +76,11 @@ extern _Thread_local int lmpio_lua_entered;
     (rcvar) = (expr);                                                          \
     lmpio_lua_caller = lmpio_lua_saved_;                                       \
   } while (0)
+
+/* Checked arithmetic for the sizes the binding computes from what a script
+ * gives (counts, extents, lengths): 0 on overflow, *r unspecified then. */
+static inline int lmpio_lua_mul_ok(long long a, long long b, long long *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline int lmpio_lua_add_ok(long long a, long long b, long long *r) { return !__builtin_add_overflow(a, b, r); }
 
 /* ---- buffer.c: typed arrays and byte buffers over C memory ------------ */
 
@@ -130,6 +139,11 @@ typedef struct {
  * a number at idx allocates a new buffer (pushed on the stack) of that
  * count of type (default lmpio.BYTE).  Returns the number of stack slots used. */
 int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m);
+/* Raises when the memory of m (parsed from idx) is a converter's borrowed
+ * buffer or a view of one: a call that keeps the memory past its return (a
+ * nonblocking call, a split collective's _begin) would use it after the
+ * converter returned and the memory is gone. */
+void lmpio_lua_checklasting(lua_State *L, int idx, const lmpio_lua_mem *m);
 /* datarep.c: the memory of the data access call in progress on this thread,
  * so that a converter's userbuf covers the caller's whole buffer. */
 extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
@@ -144,6 +158,13 @@ extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
     lmpio_lua_type_unuse((m)->tobj);                                           \
     lmpio_lua_caller_mem = lmpio_lua_saved_mem_;                               \
   } while (0)
+
+/* Elements i..j given as arguments ai and aj (optional; clamped as
+ * string.sub clamps, negative from the end) -> start (0-based), n. */
+void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n);
+/* Pushes the value of an element of kind and esize bytes at p, as a[i]
+ * reads it; 0 (nothing pushed) when Lua cannot hold it. */
+int lmpio_lua_loadelem(lua_State *L, int kind, size_t esize, const unsigned char *p);
 
 /* Raises when count items of type do not fit nbytes of memory. */
 void lmpio_lua_checkfit(lua_State *L, int arg, size_t nbytes, int count, MPI_Datatype type);
@@ -183,6 +204,10 @@ int lmpio_lua_typekind(MPI_Datatype t);
 const char *lmpio_lua_typename(MPI_Datatype t);
 /* Whether t is a predefined (named) type. */
 int lmpio_lua_isnamed(MPI_Datatype t);
+/* A small number naming a predefined type alike on every rank (-1 for
+ * other types), and back (MPI_DATATYPE_NULL for an unknown number). */
+int lmpio_lua_typecode(MPI_Datatype t);
+MPI_Datatype lmpio_lua_codetype(long long code);
 
 /* ---- comm.c ------------------------------------------------------------ */
 
@@ -195,6 +220,66 @@ MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx);
 void lmpio_lua_freeinfo(MPI_Info *info);
 /* Pushes an MPI_Info as a Lua table of strings. */
 void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
+/* The block distribution of the module (lmpio.block, comm:grid,
+ * comm:scatter; darray's "block"): part i of parts (0-based) owns
+ * items first .. first + count - 1 of n (0-based), ceil(n / parts) of them
+ * or, for the last parts, fewer or none. */
+void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count);
+
+/* ---- comm.c: for the collective methods of other files (message.c) ----- */
+
+/* An agreement is an MPI_Allreduce (MPI_MAX) of LMPIO_LUA_NAGREE words
+ * (LMPIO_LUA_AGREE_WORDS for bcast, whose short values travel in it): v[0]
+ * is the failure flag (0 where the arguments were right), the other words
+ * are the method's own (a value and its negation give max and min at
+ * once).  When any rank failed, every rank raises MPI_ERR_ARG. */
+enum { LMPIO_LUA_NAGREE = 16, LMPIO_LUA_AGREE_WORDS = LMPIO_LUA_NAGREE + 34 };
+void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg);
+/* Joins an agreement of LMPIO_LUA_NAGREE words as a failing rank. */
+void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg);
+/* allgather's first communication: an MPI_Allgather of one block of
+ * LMPIO_LUA_GATHER_BLOCK bytes per rank whose first 8 bytes (little-endian)
+ * are a length, or UINT64_MAX on a failing rank (then every rank raises),
+ * or LMPIO_LUA_GATHER_ARRAY for an array. */
+#define LMPIO_LUA_GATHER_BLOCK 64
+#define LMPIO_LUA_GATHER_ARRAY (UINT64_MAX - 1)
+void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg);
+/* Joins lmpio_lua_gather_blocks as a failing rank. */
+void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg);
+/* A collective method: run under lua_pcall by comm.c, an error raised
+ * before it joined its first communication (fail: joins it as a failing
+ * rank) is raised by every rank. */
+typedef struct lmpio_lua_collective {
+  const char *name;
+  lua_CFunction fn;
+  void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
+} lmpio_lua_collective;
+/* Adds collective methods (cm[0..n-1], static) and local ones (local, may
+ * be NULL) to the communicators' methods. */
+void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local);
+/* The serialised form of the value at idx (argument arg, for messages),
+ * as bcast sends it: pushes a userdata holding the bytes, returns them. */
+unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n);
+/* Pushes the value serialised in p[0..n-1]; raises when it is corrupt. */
+void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n);
+
+/* ---- message.c: arrays in comm.c's collectives, point-to-point -------- */
+
+enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
+/* comm:allreduce/scan/exscan with an array at 2 (name: the method). */
+int lmpio_lua_reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name);
+/* Raises the agreed error of reductions whose ranks gave different kinds
+ * of values (v[3], -v[4]: the largest and smallest kind, 0 number, 1
+ * boolean, 2 array). */
+int lmpio_lua_reduce_kinds(lua_State *L, const char *name, const long long *v);
+/* bcast: before its agreement, writes into v what the value at idx is
+ * (an array: 1; else 0); after it, when some rank gave an array, does the
+ * rest of the bcast (the array at idx, or 0 when this rank gave none) and
+ * returns 1 with the result pushed; 0 when no rank gave an array. */
+int lmpio_lua_bcast_prepare(lua_State *L, int idx, int isroot, long long *v);
+int lmpio_lua_bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *v, int idx);
+/* comm:allgather with an array at 2. */
+int lmpio_lua_allgather_array(lua_State *L, MPI_Comm comm);
 
 /* ---- request.c: requests of the nonblocking calls --------------------- */
 
@@ -230,6 +315,8 @@ int lmpio_lua_datatype_open(lua_State *L);
 int lmpio_lua_comm_open(lua_State *L);
 int lmpio_lua_file_open(lua_State *L);
 int lmpio_lua_request_open(lua_State *L);
+int lmpio_lua_array_ops_open(lua_State *L);
+int lmpio_lua_message_open(lua_State *L);
 
 /* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */

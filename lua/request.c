@@ -18,6 +18,8 @@
  * completes, on this thread, inside MPI_Wait / MPI_Test. */
 #include "lmpio_lua.h"
 
+#include <limits.h>
+
 /***
 The request of a nonblocking data access call (`fh:iread_at`,
 `fh:iwrite_all`, `fh:iread_shared`, ...), an MPI generalized request.  The
@@ -175,18 +177,36 @@ static int r_gc(lua_State *L) {
   return 0;
 }
 
-/* The requests of a table (1..n), checked. */
-static int checkrequests(lua_State *L, int idx, MPI_Request **reqs) {
+/* The requests of a table (1..n), checked, in an array for MPI; a request
+ * listed again is MPI_REQUEST_NULL there (MPI would wait for it, free it,
+ * and then wait for the freed one) and *dup[i] is 1 for it. */
+static int checkrequests(lua_State *L, int idx, MPI_Request **reqs, unsigned char **dup) {
   luaL_checktype(L, idx, LUA_TTABLE);
-  int n = (int)luaL_len(L, idx);
-  *reqs = lua_newuserdatauv(L, sizeof(MPI_Request) * (size_t)(n > 0 ? n : 1), 0);
+  lua_Integer len = luaL_len(L, idx);
+  if (len < 0 || (lua_Unsigned)len > (lua_Unsigned)INT_MAX / sizeof(MPI_Request))
+    luaL_argerror(L, idx, "too many requests");
+  int n = (int)len;
+  size_t m = (size_t)(n > 0 ? n : 1);
+  *reqs = lua_newuserdatauv(L, m * (sizeof(MPI_Request) + 1), 0);
+  *dup = (unsigned char *)(*reqs + m);
+  lua_createtable(L, 0, n); /* the requests seen */
+  int seen = lua_gettop(L);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     lmpio_lua_request *r = luaL_testudata(L, -1, LMPIO_LUA_REQUEST);
     if (!r) luaL_argerror(L, idx, lua_pushfstring(L, "element %d is not a request", i + 1));
-    (*reqs)[i] = r->done ? MPI_REQUEST_NULL : r->req;
+    lua_pushvalue(L, -1);
+    (*dup)[i] = lua_rawget(L, seen) != LUA_TNIL;
     lua_pop(L, 1);
+    if (!(*dup)[i]) {
+      lua_pushboolean(L, 1);
+      lua_rawset(L, seen); /* pops the request */
+    } else {
+      lua_pop(L, 1);
+    }
+    (*reqs)[i] = r->done || (*dup)[i] ? MPI_REQUEST_NULL : r->req;
   }
+  lua_pop(L, 1); /* the requests seen; the array stays */
   return n;
 }
 
@@ -207,7 +227,8 @@ static int complete_at(lua_State *L, int idx, int i, int rc, const MPI_Status *s
 /***
 Waits for every request of a list (`MPI_Waitall`).
 @function lmpio.waitall
-@tparam {request,...} reqs the requests (some may be complete already)
+@tparam {request,...} reqs the requests (some may be complete already; one
+  listed more than once is waited for once)
 @return nothing; each request then gives its result with @{request:wait}
 @raise the error object of the first request whose transfer failed (the
   others are complete all the same)
@@ -217,12 +238,14 @@ static int l_waitall(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_insert(L, 1); /* 1: scratch slot for complete_at, 2: the table */
   MPI_Request *reqs;
-  int n = checkrequests(L, 2, &reqs);
+  unsigned char *dup;
+  int n = checkrequests(L, 2, &reqs, &dup);
   MPI_Status *st = lua_newuserdatauv(L, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1), 0);
   int rc;
   COMPLETING(L, (lmpio_lua_request *)NULL, rc, MPI_Waitall(n, reqs, st));
   int first_bad = -1;
   for (int i = 0; i < n; i++) {
+    if (dup[i]) continue; /* completed at its first listing */
     lua_geti(L, 2, i + 1);
     lmpio_lua_request *r = lua_touserdata(L, -1);
     lua_pop(L, 1);
@@ -237,6 +260,7 @@ static int l_waitall(lua_State *L) {
   }
   if (first_bad >= 0) {
     for (int i = 0; i < n; i++) { /* the failed ones: done, their data let go */
+      if (dup[i]) continue;
       lua_geti(L, 2, i + 1);
       lmpio_lua_request *r = lua_touserdata(L, -1);
       lua_pop(L, 1);
@@ -253,7 +277,8 @@ static int l_waitall(lua_State *L) {
 /***
 Waits for one request of a list to complete (`MPI_Waitany`).
 @function lmpio.waitany
-@tparam {request,...} reqs the requests
+@tparam {request,...} reqs the requests (one listed more than once counts at
+  its first index)
 @treturn integer|nil the index in reqs of the request that completed, or nil
   when none was pending
 @return then what @{request:wait} returns for it
@@ -264,7 +289,8 @@ static int l_waitany(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_insert(L, 1);
   MPI_Request *reqs;
-  int n = checkrequests(L, 2, &reqs);
+  unsigned char *dup;
+  int n = checkrequests(L, 2, &reqs, &dup);
   MPI_Status st;
   int idx = MPI_UNDEFINED;
   int rc;

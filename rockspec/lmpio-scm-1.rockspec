@@ -36,7 +36,7 @@ build = {
       lib = {
          lmpio = "build/rock/lua/lmpio.so",
       },
-      -- the lmpio command (dump, convert, map)
+      -- the lmpio command (dump, convert, map, run)
       bin = {
          lmpio = "lua/lmpio-command.lua",
       },

@@ -173,7 +173,7 @@ describe("comm:bcast", function()
     local deep = {}
     for _ = 1, 150 do deep = { deep } end
     local cases = {
-      { lmpio.array(lmpio.DOUBLE, 2), "a lmpio.buffer cannot be sent" },
+      { lmpio.records({ { "x", lmpio.INT } }, 2), "records cannot be sent" }, -- arrays can (message_spec)
       { { x = { lmpio.world } }, "a lmpio.comm at .x[1] cannot be sent" },
       { coroutine.create(print), "a thread cannot be sent" },
       { cyc, "a table at [2][1] that contains itself cannot be sent" },
@@ -398,10 +398,10 @@ describe("grids", function()
       local n = 1
       for d = 1, 3 do
         assert.is_true(sub[d] >= 0 and starts[d] >= 0 and starts[d] + sub[d] <= sizes[d])
-        -- the block of the next coordinate starts where this one ends
-        local base, extra = sizes[d] // dims[d], sizes[d] % dims[d]
-        assert.equal(coords[d] * base + math.min(coords[d], extra), starts[d])
-        assert.is_true(sub[d] == base or sub[d] == base + 1)
+        -- the block distribution of lmpio.block and darray: ceil(size / dims) each
+        local b = (sizes[d] + dims[d] - 1) // dims[d]
+        assert.equal(math.min(coords[d] * b, sizes[d]), starts[d])
+        assert.equal(math.min(b, sizes[d] - starts[d]), sub[d])
         n = n * sub[d]
       end
       assert.equal(sizes[1] * sizes[2] * sizes[3], lmpio.world:allreduce(n))
@@ -496,6 +496,75 @@ describe("block distributions", function()
     assert.same({ 8, 0 }, { lmpio.block(8, 7, 6) }) -- ceil(8/7) = 2: the last ranks own nothing
     local d = lmpio.type.darray(7, 5, { 8 }, { "block" }, nil, { 7 }, lmpio.INT)
     assert.equal(select(2, lmpio.block(8, 7, 5)) * 4, d:size())
+  end)
+
+  it("10 items over 4 parts are 3, 3, 3, 1 in block, grid and darray alike", function()
+    local counts = {}
+    for i = 0, 3 do counts[i + 1] = select(2, lmpio.block(10, 4, i)) end
+    assert.same({ 3, 3, 3, 1 }, counts)
+    local c4 = world:split(rank < 4 and 0 or nil)
+    if c4 then
+      local _, _, sub, starts = c4:grid(1, { 10 })
+      if c4:size() == 4 then assert.equal(counts[rank + 1], sub[1]) end
+      assert.same({ lmpio.block(10, c4:size(), rank) }, { starts[1], sub[1] })
+      c4:free()
+    end
+  end)
+
+  -- The datatypes of rank r's block as subarray (from grid) and as darray
+  -- (from the same dims) are the same: size, extent and where the data is.
+  local function same_type(a, b)
+    assert.equal(a:size(), b:size())
+    assert.equal(a:extent(), b:extent())
+    assert.equal(a:lb(), b:lb())
+    if a:size() > 0 then
+      assert.equal(a:true_lb(), b:true_lb())
+      assert.equal(a:true_extent(), b:true_extent())
+    end
+  end
+
+  it("grid's subarray of every rank is its darray, at any rank count (empty blocks too)", function()
+    for _, sizes in ipairs { { 10 }, { 2 }, { 1 }, { 0 }, { 10, 7 }, { 3, 1 }, { 1, 3 }, { 0, 5 }, { 5, 4, 3 } } do
+      local nd = #sizes
+      local dims, _, sub, starts = world:grid(nd, sizes)
+      local distribs, count = {}, 1
+      for d = 1, nd do
+        distribs[d] = "block"
+        count = count * sub[d]
+      end
+      local s = lmpio.type.subarray(sizes, sub, starts, lmpio.DOUBLE)
+      local d = lmpio.type.darray(size, rank, sizes, distribs, nil, dims, lmpio.DOUBLE)
+      same_type(s, d)
+      assert.equal(count * 8, s:size())
+      local f = lmpio.type.subarray(sizes, sub, starts, lmpio.DOUBLE, "fortran")
+      same_type(f, lmpio.type.darray(size, rank, sizes, distribs, nil, dims, lmpio.DOUBLE, "fortran"))
+    end
+  end)
+
+  it("an empty block is a subarray with a zero extent that views and writes nothing", function()
+    local e = lmpio.type.subarray({ 4, 6 }, { 0, 6 }, { 4, 0 }, lmpio.INT)
+    assert.equal(0, e:size())
+    assert.equal(4 * 6 * 4, e:extent())
+    assert.equal(0, e:lb())
+    assert.equal(0, lmpio.type.subarray({ 0 }, { 0 }, { 0 }, lmpio.INT):extent())
+    assert.has_error(function() lmpio.type.subarray({ 4 }, { 0 }, { 5 }, lmpio.INT) end)
+    assert.has_error(function() lmpio.type.subarray({ 4 }, { -1 }, { 0 }, lmpio.INT) end)
+    -- every rank writes its block of a 1-D array of 2 doubles: at 4 ranks
+    -- two ranks have nothing, and the same script runs
+    local path = H.tmpname("grid")
+    local fh <close> = lmpio.open(world, path, "w+")
+    local _, _, sub, starts = world:grid(1, { 2 })
+    fh:set_view(0, lmpio.DOUBLE, lmpio.type.subarray({ 2 }, sub, starts, lmpio.DOUBLE))
+    local mine = lmpio.array(lmpio.DOUBLE, sub[1])
+    for i = 1, sub[1] do mine[i] = starts[1] + i end
+    assert.equal(sub[1], fh:write_all(mine))
+    local back, n = fh:read_at_all(0, sub[1], lmpio.DOUBLE)
+    assert.equal(sub[1], n)
+    assert.same(mine:totable(), back:totable())
+    fh:sync()
+    world:barrier()
+    fh:sync()
+    assert.equal(string.pack("=dd", 1, 2), H.slurp(path))
   end)
 
 end)

@@ -25,12 +25,14 @@ check() { # check NAME CONDITION-COMMAND...
 }
 lmpio() { timeout -k 5 "$T" "$LUA" "$CMD" "$@"; }
 lmpio_n() { n=$1; shift; timeout -k 5 "$T" "$MPIRUN" $over -n "$n" "$LUA" "$CMD" "$@"; }
+# What must end soon and stay small: a short timeout and a memory limit.
+limited() { (ulimit -v 4000000 2>/dev/null; timeout -k 5 30 "$LUA" "$CMD" "$@"); }
 lua() { timeout -k 5 "$T" "$LUA" -e "$1"; }
 same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" | sed 's/^/# /'; return 1; }; }
 
 # ---- --help -------------------------------------------------------------------
 out=$(lmpio --help) && check "--help prints the usage" same "$(echo "$out" | head -n 1)" "usage: lmpio COMMAND [ARGS] [OPTIONS]"
-for c in dump convert map; do
+for c in dump convert map run; do
   out=$(lmpio $c --help) && check "$c --help" same "$(echo "$out" | head -n 1 | cut -d' ' -f1-3)" "usage: lmpio $c"
 done
 lmpio >/dev/null 2>"$dir/err"
@@ -135,6 +137,25 @@ check "map --svg: items that continue one another are one block" \
   "rank 0: bytes 0-31;rank 1: bytes 16-31;"
 check "map --svg: bytes of two ranks are outlined" same "$(grep -c 'class="overlap"' "$dir/map2.svg")" 1
 check "map --svg: a legend entry per rank" same "$(grep -c '>rank [0-3]</text>' "$dir/map.svg")" 4
+# Items that overlap one another, blocks out of order, an extent larger than
+# the drawing, negative offsets: drawn as every item walked in turn would.
+out=$(lmpio map --ranks 2 --disp 'rank' --filetype 'resized(hvector(5,1,3,BYTE),0,2)' --bytes 40 --width 40)
+check "map: overlapping items" same "$out" " 0  010!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+out=$(lmpio map --ranks 3 --disp 'rank*3' --filetype 'resized(hindexed({2, 1}, {5, rank}, BYTE), 0, 7)' --bytes 48 --width 48)
+check "map: blocks out of order" same "$out" " 0  0...1000!1.!!00!1.!!00!1.!!00!1.!!00!1.!!00!1.!!"
+out=$(lmpio map --ranks 2 --filetype 'resized(hindexed({3,2},{30+rank*5,2},BYTE),0,100)' --bytes 40 --width 40)
+check "map: an extent larger than the drawing" same "$out" " 0  ..!!..........................000..111.."
+out=$(lmpio map --ranks 2 --disp 'rank*9' --filetype 'resized(hindexed({2,2},{-2,3},BYTE),-2,4)' --bytes 30 --width 30)
+check "map: negative offsets" same "$out" " 0  ..000.0!!.0!!10!!10!!10!!10!!1"
+# The work and memory of map follow what it draws: 100000 bytes of items that
+# overlap a thousand times over (a hundred million blocks walked one by one)
+# are drawn at once, under a memory limit.
+out=$(limited map --filetype 'resized(hvector(1000,1,2,BYTE),0,1)' --bytes 100000 --width 100)
+check "map: a thousand overlapping items per byte, 100000 bytes" \
+  same "$(echo "$out" | wc -l) $(echo "$out" | tr -cd '!' | wc -c) $(echo "$out" | tr -d ' 0-9!\n' | wc -c)" "1000 100000 0"
+out=$(limited map --ranks 2 --disp 'rank' --filetype 'resized(hvector(1000,1,2,BYTE),0,2)' --bytes 100000 --width 100 | sed -n '2p;$p')
+check "map: two ranks of overlapping items, first and last rows" \
+  same "$out" "$(printf '  100  %s\n99900  %s' "$(printf '01%.0s' $(seq 50))" "$(printf '01%.0s' $(seq 50))")"
 
 # ---- errors: one line on stderr, a failure status, no traceback ---------------
 fails() { # fails NAME PATTERN COMMAND...: exits non-zero, says PATTERN, no traceback
@@ -155,14 +176,67 @@ fails "bad expression" "cannot read the expression" lmpio dump "$dir/ints.dat" -
 fails "unknown type" "DUBLE" lmpio dump "$dir/ints.dat" --etype DUBLE
 fails "constructor error" "must not be negative" lmpio dump "$dir/ints.dat" --filetype 'vector(-1, 1, 1, INT)'
 fails "no sandbox escape" "os" lmpio dump "$dir/ints.dat" --filetype 'os.exit(0)'
+# Evaluating an expression is bounded in steps and memory: a one-line error.
+fails "an endless expression stops" "steps" limited map --filetype '(function() while true do end end)()'
+fails "an endless expression in --disp stops" "steps" limited dump "$dir/ints.dat" --disp '(function() while true do end end)()'
+fails "an expression that eats memory stops" "more than [0-9]* MB of memory" \
+  limited map --filetype '(function() local s = "x" for i = 1, 40 do s = s .. s end return s end)()'
+fails "no string methods in expressions" "index a string" limited map --filetype '("x"):rep(1 << 33)'
 fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
 fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
 fails "unknown command" "unknown command" lmpio frob
+fails "run without a program" "say what to run" lmpio run
 fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
 fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
+# OUT naming IN another way is refused before anything is written: IN intact.
+cp "$dir/nat.dat" "$dir/in.dat"
+ln -s in.dat "$dir/in-sym.dat"
+ln "$dir/in.dat" "$dir/in-hard.dat"
+fails "convert onto itself through a symbolic link" "the same file" \
+  lmpio convert "$dir/in.dat" "$dir/in-sym.dat" --type DOUBLE --disp 16 --to external32
+check "convert onto a symbolic link to IN: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+fails "convert onto itself through a hard link" "the same file" \
+  lmpio convert "$dir/in-hard.dat" "$dir/in.dat" --type DOUBLE --disp 16 --to external32
+check "convert onto a hard link of IN: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+fails "convert onto itself spelt another way" "the same file" \
+  lmpio convert "$dir/in.dat" "$dir/../$(basename "$dir")/in.dat" --type DOUBLE
+check "convert onto IN spelt another way: IN intact" cmp -s "$dir/in.dat" "$dir/nat.dat"
+lmpio_n 2 convert "$dir/in.dat" "$dir/in-sym.dat" --type DOUBLE >/dev/null 2>"$dir/err"
+check "convert onto itself at 2 ranks: refused, IN intact" \
+  sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*the same file" "$1" && cmp -s "$2" "$3"' $? "$dir/err" "$dir/in.dat" "$dir/nat.dat"
+# A read that returns fewer elements than IN's size promised (IN shrank
+# while converting: a representation whose read function truncates IN on
+# its first call; two steps of 4 MiB) is an error, not zeros in OUT.
+cat > "$dir/shrink.lua" <<'EOF'
+local lmpio = ...
+local path, done = os.getenv("SHRINK"), false
+lmpio.register_datarep("shrinking", {
+  extent = function(t) return t:size() end,
+  read = function(userbuf, datatype, count, filebuf, position)
+    if not done then done = true; assert(io.open(path, "w")):close() end
+    local n = datatype:size()
+    lmpio.byteswap(userbuf, position * n, filebuf, 0, count * n, 1)
+  end,
+})
+EOF
+lua "local l = require 'lmpio'
+  local fh = l.open(l.self, '$dir/big.dat', 'w')
+  fh:write_at(0, l.array(l.DOUBLE, 600000))
+  fh:close()"
+SHRINK="$dir/big.dat" fails "convert: IN shrinks while converting" "fewer" \
+  lmpio convert "$dir/big.dat" "$dir/o.dat" --type DOUBLE --from shrinking --datarep-file "$dir/shrink.lua"
 fails "convert: not whole elements" "not a whole number" lmpio convert "$dir/nat.dat" "$dir/o.dat" --type "contiguous(3, DOUBLE)"
 fails "bad datarep file" "datarep-file" lmpio dump "$dir/ints.dat" --datarep-file "$dir/nothing.lua"
 fails "map: zero extent" "extent" lmpio map --filetype 'resized(INT, 0, 0)'
+# Requests too big to draw: a one-line error at once.
+fails "map: too many ranks times bytes" "too much" limited map --ranks 60 --bytes 1000000
+fails "map: too many blocks in an item" "blocks" limited map --filetype 'vector(3000000, 1, 2, BYTE)'
+fails "map --svg: too many boxes" "boxes" limited map --ranks 2 --disp 'rank' --filetype 'resized(BYTE, 0, 2)' --bytes 400000 --svg "$dir/big.svg"
+# The error path itself holds when memory runs out (here: one line of
+# thirty million values, under a memory limit).
+head -c 30000000 /dev/zero > "$dir/zeros.dat"
+fails "out of memory: one line, no traceback" "not enough memory" \
+  sh -c 'ulimit -v 400000; exec timeout -k 5 60 "$0" "$1" dump "$2" --columns 30000000' "$LUA" "$CMD" "$dir/zeros.dat"
 lmpio_n 2 convert "$dir/nothing.dat" "$dir/o.dat" --type DOUBLE >/dev/null 2>"$dir/err"
 check "error at 2 ranks: a failure status and the message" \
   sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*No such file" "$1"' $? "$dir/err"

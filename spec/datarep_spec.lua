@@ -427,6 +427,51 @@ describe("data representations", function()
     H.remove(path)
   end)
 
+  it("nonblocking calls and split collectives refuse a converter's borrowed buffers", function()
+    local msgs, kept = {}, {}
+    local other, mine
+    local function try(what, fn, ...)
+      local ok, e = pcall(fn, ...)
+      if ok then
+        msgs[#msgs + 1] = what .. ": accepted"
+        kept[#kept + 1] = e -- waited for after the converter returned: the issue's use after free
+      else
+        msgs[#msgs + 1] = tostring(e)
+      end
+    end
+    lmpio.register_datarep("spec_dr_lend", {
+      extent = native_extent,
+      write = function(ub, dt, count, fb, pos)
+        try("iread_at into filebuf", other.iread_at, other, 8 * rank, fb)
+        try("iread_at into a view of filebuf", other.iread_at, other, 8 * rank, fb:sub(1, 4))
+        try("iread into filebuf", other.iread, other, fb)
+        try("iread_shared into filebuf", other.iread_shared, other, fb)
+        try("iwrite_at from userbuf", other.iwrite_at, other, 8 * rank, ub)
+        try("iwrite from filebuf", other.iwrite, other, fb)
+        try("iwrite_shared from userbuf", other.iwrite_shared, other, ub)
+        try("write_all_begin from filebuf", mine.write_all_begin, mine, fb)
+        try("read_at_all_begin into filebuf", mine.read_at_all_begin, mine, 0, fb)
+        swap_write(ub, dt, count, fb, pos)
+      end,
+    })
+    local opath = H.tmpname("dr")
+    other = lmpio.open(world, opath, "w+")
+    other:write_at(8 * rank, string.rep("x", 8))
+    local mpath = H.tmpname("dr") .. "-" .. rank
+    mine = lmpio.open(lmpio.self, mpath, "w+") -- split collectives of this rank alone
+    local path = H.tmpname("dr")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, "spec_dr_lend")
+    assert.equal(1, fh:write_at(rank, lmpio.array(lmpio.DOUBLE, { 1.5 })))
+    for _, r in ipairs(kept) do pcall(r.wait, r) end
+    assert.equal(9, #msgs)
+    for _, m in ipairs(msgs) do assert.matches("borrowed", m, 1, true) end
+    mine:close()
+    os.remove(mpath)
+    other:close()
+    fh:close()
+  end)
+
   it("yielding inside a converter is an error object, not a crash", function()
     lmpio.register_datarep("spec_dr_yield", {
       extent = native_extent,

@@ -191,6 +191,32 @@ describe("files", function()
     H.remove(path)
   end)
 
+  it("sizes that overflow 64 bits are argument errors, not crashes", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(lmpio.self, path .. "-" .. rank, "w+")
+    local huge = lmpio.type.resized(lmpio.INT, 0, 2^62)
+    local function refused(fn, ...)
+      local ok, e = pcall(fn, ...)
+      assert.is_false(ok)
+      assert.matches("bad argument", tostring(e), 1, true)
+    end
+    refused(fh.read_at, fh, 0, lmpio.buffer(4), 5, huge) -- the issue's: 4 * 2^62 wrapped to 0
+    refused(fh.write_at, fh, 0, lmpio.buffer(4), 5, huge)
+    refused(fh.iread_at, fh, 0, lmpio.buffer(4), 3, huge)
+    refused(fh.read_at_all_begin, fh, 0, lmpio.buffer(4), 5, huge)
+    refused(fh.read_at, fh, 0, lmpio.buffer(4), 2, lmpio.type.resized(lmpio.INT, 0, -2^62)) -- reaches below 0
+    assert.has_error(function() fh:read_at(0, 5, huge) end, "buffer too large") -- a new buffer of 5 of them
+    assert.equal(1, fh:write_at(0, lmpio.buffer(4), 1, huge)) -- one item is 4 bytes
+    assert.equal(1, fh:write_at(0, lmpio.buffer(4), nil, huge)) -- as many as fit: one
+    -- a pairs step from the largest integer ends the walk
+    local a = lmpio.array(lmpio.INT, 3)
+    local iter = pairs(a)
+    assert.is_nil(iter(a, math.maxinteger))
+    assert.is_nil(iter(a, -5))
+    fh:close()
+    os.remove(path .. "-" .. rank)
+  end)
+
   it("strings are written as bytes", function()
     local path = H.tmpname()
     local fh <close> = lmpio.open(world, path, "w+")

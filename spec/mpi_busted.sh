@@ -57,6 +57,29 @@ for how in error argerror mpierror os.exit; do
     sed 's/^/# /' "$dir/fail.log" | tail -n 20
   fi
 done
+# One rank ending its script (or os.exit(0), or os.exit in a converter)
+# while the others go on to write_at_all on a file it left open: its close
+# at exit and their write_at_all fail, naming both calls, and the job ends
+# within 10 s with that message.
+if [ "${n:-1}" -gt 1 ]; then
+  for how in end os.exit converter; do
+    start=$(date +%s)
+    timeout -k 2 10 "$MPIRUN" "$@" "$LUA" spec/end_one_rank.lua "$dir/end_$how" "$how" >"$dir/end.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    case $how in
+      converter) want="in use by a call in progress" ;;
+      *) want="rank $((n - 1)) is closing the file (its script ended) while rank 0 called write_at_all" ;;
+    esac
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$took" -le 10 ] &&
+       grep -qF "$want" "$dir/end.log"; then
+      echo "ok one rank ending ($how) while the others write_at_all ends the job with a message naming both"
+    else
+      echo "not ok one rank ending ($how) while the others write_at_all ends the job with a message naming both (status $rc after ${took} s)"
+      sed 's/^/# /' "$dir/end.log" | tail -n 20
+    fi
+  done
+fi
 # A finalizer that runs after the module finalized MPI gets Lua errors from
 # every call that would reach MPI, not an abort of the process.
 if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/after_finalize.lua "$dir/late" >"$dir/late.log" 2>&1 &&

@@ -230,6 +230,41 @@ describe("nonblocking and split collective access", function()
     fh:close()
   end)
 
+  it("waitall and waitany wait a request listed twice once", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.INT, lmpio.INT)
+    local r = fh:iwrite_at(2 * rank, lmpio.array(lmpio.INT, { rank, -rank }))
+    local r2 = fh:iwrite_at(2 * (size + rank), lmpio.array(lmpio.INT, { 7 }))
+    lmpio.waitall({ r, r2, r })
+    assert.equal(2, r:wait())
+    assert.equal(1, r2:wait())
+    lmpio.waitall({ r, r }) -- both done already
+    local r3 = fh:iread_at(2 * rank, 2, lmpio.INT)
+    local i, buf, n = lmpio.waitany({ r3, r3 })
+    assert.equal(1, i)
+    assert.equal(2, n)
+    assert.same({ rank, -rank }, buf:totable())
+    assert.is_nil(lmpio.waitany({ r3, r3 })) -- none pending
+    local r4 = fh:iread_at(2 * rank, 2, lmpio.INT)
+    lmpio.waitall({ r4, r4, r4 })
+    local b4, n4 = r4:wait()
+    assert.equal(2, n4)
+    assert.same({ rank, -rank }, b4:totable())
+    -- a failed request listed twice: its error, once
+    lmpio.register_datarep("spec_rq_failread", {
+      extent = function(t) return t:size() end,
+      read = function() error("no reading today") end,
+    })
+    fh:set_view(0, lmpio.INT, lmpio.INT, "spec_rq_failread")
+    local r5 = fh:iread_at(2 * rank, 2, lmpio.INT)
+    local e = H.error_of(lmpio.waitall, { r5, r5 })
+    assert.equal("MPI_ERR_CONVERSION", e.name)
+    assert.matches("no reading today", e.message, 1, true)
+    assert.equal(0, select(2, r5:wait()))
+    fh:close()
+  end)
+
   it("a dropped request keeps its data until the transfer is done", function()
     local path = H.tmpname()
     local fh <close> = lmpio.open(world, path, "w+")

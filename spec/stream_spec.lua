@@ -118,6 +118,36 @@ describe("streams", function()
     assert.equal(text, table.concat(got))
   end)
 
+  it("records_ordered left with break: the next pass does not start with the abandoned record", function()
+    local path = H.tmpname()
+    local lines = {}
+    for i = 1, 400 do lines[i] = ("line %d %s\n"):format(i, ("."):rep(i % 23)) end
+    local text = table.concat(lines)
+    if rank == 0 then
+      local f = assert(io.open(path, "wb"))
+      f:write(text)
+      f:close()
+    end
+    world:barrier()
+    local fh <close> = lmpio.open(world, path, "r")
+    local function pass(max)
+      local got = {}
+      for chunk in fh:records_ordered{max = max} do got[#got + 1] = gather(chunk) end
+      return table.concat(got)
+    end
+    -- 50 bytes a rank: the first step leaves a line unfinished
+    for _ in fh:records_ordered{max = 50} do break end
+    -- the pointer stays after those bytes: the pass starts there
+    assert.equal(text:sub(50 * size + 1), pass(64))
+    -- after a seek or a new view: the whole text again
+    for _ in fh:records_ordered{max = 50} do break end
+    fh:seek_shared(0)
+    assert.equal(text, pass(64))
+    for _ in fh:records_ordered{max = 50} do break end
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE)
+    assert.equal(text, pass(64))
+  end)
+
   it("\"-\" is rank 0's standard output or input, opened as a stream", function()
     local out <close> = lmpio.open(world, "-", "w")
     assert.is_true(out:get_amode() & lmpio.MODE_SEQUENTIAL ~= 0)

@@ -7,8 +7,12 @@
  *   errhandler.c  file error handlers: create/set/get/call, and the one
  *                 place that turns an error class into the handler's action
  *   wrappers.c    every call of the I/O chapter, one line each
- * Only MPI_File_*, PMPI_File_*, MPI_Register_datarep(_c) and their PMPI_
- * twins leave the library (exports.map); everything else is hidden.
+ *   requests.c    MPI_Wait, MPI_Test and the rest of their family: the
+ *                 failure of a file's nonblocking operation goes to the
+ *                 file's error handler, other requests pass through
+ * Only MPI_File_*, PMPI_File_*, MPI_Register_datarep(_c), the completion
+ * calls of requests.c and their PMPI_ twins leave the library
+ * (exports.map); everything else is hidden.
  */
 #ifndef LMPIO_DROPIN_H
 #define LMPIO_DROPIN_H
@@ -42,6 +46,8 @@ typedef struct dropin_file {
 /* The drop-in file behind an MPI_File, or NULL for MPI_FILE_NULL and for
  * anything that is not a handle the drop-in handed out. */
 dropin_file *dropin__file_get(MPI_File file);
+/* The drop-in file of an open lmpio handle, or NULL. */
+dropin_file *dropin__file_of(const struct lmpio_file_s *fh);
 /* A new handle for an open lmpio file (errhandler copied from
  * MPI_FILE_NULL's); NULL when out of memory. */
 dropin_file *dropin__file_new(lmpio_file fh);

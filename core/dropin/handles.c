@@ -47,6 +47,16 @@ dropin_file *dropin__file_get(MPI_File file) {
   return ours && f->magic == DROPIN_MAGIC ? f : NULL;
 }
 
+dropin_file *dropin__file_of(const struct lmpio_file_s *fh) {
+  if (fh == LMPIO_FILE_NULL) return NULL;
+  dropin_file *f = NULL;
+  pthread_mutex_lock(&lock);
+  for (MPI_Fint i = 1; i < table_size && !f; i++)
+    if (table[i] && table[i]->fh == fh) f = table[i];
+  pthread_mutex_unlock(&lock);
+  return f;
+}
+
 dropin_file *dropin__file_new(lmpio_file fh) {
   dropin_file *f = calloc(1, sizeof *f);
   if (!f) return NULL;

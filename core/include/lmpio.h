@@ -242,6 +242,28 @@ LMPIO_API int lmpio_file_write_ordered_begin_c(lmpio_file fh, const void *buf, M
  * binding that finds an argument error before a collective call uses it so
  * that the other ranks fail too instead of waiting. */
 LMPIO_API void lmpio_fail_next_collective(int errorclass, const char *message);
+/* For bindings: the collective calls of this thread (flag 1, until 0) are
+ * those of a program that is ending, such as the close of the files a
+ * script left open.  Ranks that enter different collective calls on a file
+ * all fail with MPI_ERR_NOT_SAME and a message naming both calls and ranks;
+ * with this flag it says the rank's script ended ("rank 1 is closing the
+ * file (its script ended) while rank 0 called write_at_all"). */
+LMPIO_API void lmpio_set_exiting(int flag);
+
+/* For layers over lmpio (an lmpio extension; the drop-in library uses it):
+ * who hears of a nonblocking operation that failed in the background.  By
+ * default its request completes with the error, which MPI hands to
+ * MPI_COMM_WORLD's error handler (MPI's rule for generalized requests) in
+ * MPI_Wait, MPI_Test, MPI_Waitall, ...  Between lmpio_request_failures(fn,
+ * arg) and lmpio_request_failures(NULL, NULL) on a thread, the requests
+ * that MPI completes on that thread complete as successes for MPI (their
+ * status counts 0 bytes) and fn is called, on that thread, for each one
+ * that failed: its request handle, the file it was started on
+ * (LMPIO_FILE_NULL once that file is closed), its error class and message,
+ * so that the caller reports them itself. */
+typedef void lmpio_request_failure_fn(void *arg, MPI_Request request, lmpio_file fh, int errorclass,
+                                      const char *message);
+LMPIO_API void lmpio_request_failures(lmpio_request_failure_fn *fn, void *arg);
 
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */
@@ -283,6 +305,13 @@ LMPIO_API void lmpio_items_close(lmpio_items items);
  * every rank must pass the same sep. */
 LMPIO_API int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char **records,
                                               MPI_Count *len, int *more);
+/* Ends a pass of read_records_ordered before the end of its input (a loop
+ * left early): the unfinished record it keeps for the next call is
+ * dropped, so the next call starts with the bytes at the shared pointer.
+ * Local (the record is kept by rank 0 only): may be called on any rank at
+ * any time.  Moving the shared pointer (seek_shared, set_view, any access
+ * through it other than read_records_ordered's own) drops it too. */
+LMPIO_API int lmpio_file_drop_records(lmpio_file fh);
 
 #ifdef __cplusplus
 }

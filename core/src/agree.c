@@ -2,14 +2,46 @@
  * rank or fails on every rank with the same class and the same message (those
  * of the lowest failing rank).  One MPI_Allreduce carries each rank's outcome,
  * the values that must match, and values to reduce; a broadcast of the class
- * and message follows only when some rank failed. */
+ * and message follows only when some rank failed.
+ *
+ * The first exchange of every collective call on a file is its first
+ * agreement (lmpio__agree_first), and it is the same MPI operation with the
+ * same count whatever the call: so ranks that entered different calls (one
+ * closing the file while another writes, say) meet in it, and it carries
+ * each rank's call (its identity, in a fixed header) to tell them so, instead
+ * of a hang.  Up to GATHER_MAX ranks it is an MPI_Allgather of a fixed record
+ * per rank (the caller may add values of its own to be gathered: the ranges
+ * of a collective access, the sizes of an ordered one); above, an
+ * MPI_Allreduce of a fixed vector (MAX, and SUM for its last values). */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_VALUES 16
 #define MSG_MAX 1024
+
+/* The failure of the lowest failing rank (root), on every rank: its class,
+ * and a message that names that class (a rank that failed the same way
+ * keeps its own, which names this rank; any other takes root's). */
+static int spread_failure(MPI_Comm comm, int rank, int root, int rc) {
+  struct { int rc; char msg[MSG_MAX]; } m;
+  m.rc = rc;
+  if (rank == root) snprintf(m.msg, sizeof m.msg, "%s", lmpio_last_error_message());
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, root, comm);
+  m.msg[MSG_MAX - 1] = '\0';
+  if (rc != m.rc) lmpio__err_set_message(m.msg);
+  return m.rc;
+}
+
+static int not_same(int i, const char *labels, const char *call) {
+  const char *label = labels ? labels : "values for an argument that must match";
+  for (int k = 0; k < i && strchr(label, '|'); k++) label = strchr(label, '|') + 1;
+  int len = (int)strcspn(label, "|");
+  return lmpio__err(MPI_ERR_NOT_SAME, call, "ranks passed different %.*s", len, label);
+}
 
 int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
                         const char *labels, long long *max, int nmax, const char *call) {
@@ -34,30 +66,198 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }
   for (int i = 0; i < nmax; i++) max[i] = r[1 + 2 * nsame + i];
-  if (r[0] > 0) {
-    int root = size - (int)r[0];
-    if (size == 1) return rc;
-    struct { int rc; char msg[MSG_MAX]; } m;
-    m.rc = rc;
-    if (rank == root) snprintf(m.msg, sizeof m.msg, "%s", lmpio_last_error_message());
-    MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, root, comm);
-    /* The class of the lowest failing rank, on every rank, and a message
-     * that names that class: a rank that failed the same way keeps its own
-     * (it names this rank), any other takes the lowest failing rank's. */
-    m.msg[MSG_MAX - 1] = '\0';
-    if (rc != m.rc) lmpio__err_set_message(m.msg);
-    return m.rc;
-  }
+  if (r[0] > 0) return size == 1 ? rc : spread_failure(comm, rank, size - (int)r[0], rc);
   for (int i = 0; i < nsame; i++)
-    if (r[1 + i] != -r[1 + nsame + i]) {
-      const char *label = labels ? labels : "values for an argument that must match";
-      for (int k = 0; k < i && strchr(label, '|'); k++) label = strchr(label, '|') + 1;
-      int len = (int)strcspn(label, "|");
-      return lmpio__err(MPI_ERR_NOT_SAME, call, "ranks passed different %.*s", len, label);
-    }
+    if (r[1 + i] != -r[1 + nsame + i]) return not_same(i, labels, call);
   return MPI_SUCCESS;
 }
 
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call) {
   return lmpio__agree_values(comm, rc, &same, 1, NULL, NULL, 0, call);
+}
+
+/* ---- the first agreement: which call each rank is in ---------------------- */
+
+/* The collective calls on a file, by the names messages give them.  A
+ * call's identity is its index + 1 (0: a rank standing in for a call that
+ * failed in its binding before it began, lmpio_fail_next_collective, which
+ * matches any), shifted left once for the exiting flag. */
+static const char *const calls[] = {
+  "close", "set_view", "set_size", "preallocate", "set_info", "set_atomicity", "sync", "seek_shared",
+  "read_at_all", "write_at_all", "read_all", "write_all", "read_ordered", "write_ordered",
+  "read_at_all_begin", "write_at_all_begin", "read_all_begin", "write_all_begin",
+  "read_ordered_begin", "write_ordered_begin", "iread_at_all", "iwrite_at_all", "iread_all", "iwrite_all",
+  "read_records_ordered",
+};
+#define NCALLS ((long long)(sizeof calls / sizeof calls[0]))
+
+static long long identity(const char *call) {
+  const char *p = strncmp(call, "lmpio_file_", 11) == 0 ? call + 11 : call;
+  size_t n = strlen(p);
+  if (n > 2 && strcmp(p + n - 2, "_c") == 0) n -= 2; /* the large-count form is the same call */
+  for (long long i = 0; i < NCALLS; i++)
+    if (strlen(calls[i]) == n && strncmp(calls[i], p, n) == 0) return i + 1;
+  return NCALLS + 1 + lmpio__hash(p) % 100000; /* not in the table (a new entry): still told apart */
+}
+
+static _Thread_local int exiting;
+
+void lmpio_set_exiting(int flag) { exiting = flag != 0; }
+
+/* "called write_at_all", "is closing the file (its script ended)" */
+static void phrase(char *out, size_t n, long long word) {
+  long long id = word >> 1;
+  int ends = (int)(word & 1);
+  const char *name = id >= 1 && id <= NCALLS ? calls[id - 1] : "another collective call";
+  if (ends && strcmp(name, "close") == 0) snprintf(out, n, "is closing the file (its script ended)");
+  else snprintf(out, n, "called %s%s", name, ends ? " (its script ended)" : "");
+}
+
+static int mismatch(int ra, long long wa, int rb, long long wb, const char *call) {
+  char a[96], b[96];
+  phrase(a, sizeof a, wa);
+  phrase(b, sizeof b, wb);
+  return lmpio__err(MPI_ERR_NOT_SAME, call,
+                    "ranks entered different collective calls on the file: rank %d %s while rank %d %s", rb, b, ra, a);
+}
+
+#ifndef GATHER_MAX
+#define GATHER_MAX 64
+#endif
+#define SLOTS 10                 /* values of a rank's record (same, max, sum, mine) */
+#define REC (2 + SLOTS)          /* [identity, class, slots...] */
+/* Above GATHER_MAX ranks: [failing, hi, lo, same[8], -same[8], max[8] | sum[2]] */
+#define NMAXPART (3 + 3 * MAX_VALUES)
+#define NSUM 2
+#define NVEC (NMAXPART + NSUM)
+#define RANK_BITS 20
+#define WORD_TOP (1LL << 40)
+
+/* The reduction of the vector: MAX over its first part, SUM over the last.
+ * Every call reduces one vector (count 1 of vec_type), which MPI never
+ * splits: len is 1. */
+static void max_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)len;
+  (void)type;
+  const long long *a = in;
+  long long *b = inout;
+  for (int i = 0; i < NMAXPART; i++)
+    if (a[i] > b[i]) b[i] = a[i];
+  for (int i = NMAXPART; i < NVEC; i++) b[i] += a[i];
+}
+
+static pthread_once_t vec_once = PTHREAD_ONCE_INIT;
+static MPI_Datatype vec_type = MPI_DATATYPE_NULL;
+static MPI_Op vec_op = MPI_OP_NULL;
+static int gather_max = GATHER_MAX;
+
+static void vec_init(void) {
+  if (MPI_Type_contiguous(NVEC, MPI_LONG_LONG, &vec_type) != MPI_SUCCESS || MPI_Type_commit(&vec_type) != MPI_SUCCESS)
+    vec_type = MPI_DATATYPE_NULL;
+  if (MPI_Op_create(max_sum, 1, &vec_op) != MPI_SUCCESS) vec_op = MPI_OP_NULL;
+  /* (tests run the reduced form at a few ranks; every rank must set it alike) */
+  const char *env = getenv("LMPIO_AGREE_GATHER_MAX");
+  if (env && *env) gather_max = atoi(env);
+}
+
+int lmpio__agree_gathers(int size) {
+  pthread_once(&vec_once, vec_init);
+  return size <= gather_max;
+}
+
+/* Up to GATHER_MAX ranks: every rank's record. */
+static int first_gather(MPI_Comm comm, int rank, int size, int rc, long long word, lmpio__first *f, const char *call) {
+  long long all[GATHER_MAX * REC], mine[REC] = {word, rc};
+  long long *slot = mine + 2;
+  for (int i = 0; i < f->nsame; i++) *slot++ = f->same[i];
+  for (int i = 0; i < f->nmax; i++) *slot++ = f->max[i];
+  for (int i = 0; i < f->nsum; i++) *slot++ = f->sum[i];
+  for (int i = 0; i < f->nmine; i++) *slot++ = f->mine[i];
+  long long *g = size <= GATHER_MAX ? all : malloc(sizeof(long long) * REC * (size_t)size);
+  if (!g) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* (only when the tests lift GATHER_MAX) */
+  if (size == 1) memcpy(g, mine, sizeof mine);
+  else if (MPI_Allgather(mine, REC, MPI_LONG_LONG, g, REC, MPI_LONG_LONG, comm) != MPI_SUCCESS) {
+    if (g != all) free(g);
+    return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+  }
+  int a = -1, b = -1, root = -1;
+  for (int r = 0; r < size; r++) {
+    long long w = g[r * REC];
+    if (w != 0 && a < 0) a = r;
+    else if (w != 0 && b < 0 && (w >> 1) != (g[a * REC] >> 1)) b = r;
+    if (g[r * REC + 1] != MPI_SUCCESS && root < 0) root = r;
+  }
+  int out = MPI_SUCCESS;
+  if (b >= 0) {
+    out = mismatch(a, g[a * REC], b, g[b * REC], call);
+  } else if (root >= 0) {
+    out = spread_failure(comm, rank, root, rc);
+  } else {
+    for (int i = 0; i < f->nsame && out == MPI_SUCCESS; i++)
+      for (int r = 1; r < size; r++)
+        if (g[r * REC + 2 + i] != g[2 + i]) {
+          out = not_same(i, f->labels, call);
+          break;
+        }
+    for (int r = 0; r < size; r++) {
+      const long long *s = g + r * REC + 2 + f->nsame;
+      for (int i = 0; i < f->nmax; i++)
+        if (r == 0 || s[i] > f->max[i]) f->max[i] = s[i];
+      for (int i = 0; i < f->nsum; i++) f->sum[i] = (r == 0 ? 0 : f->sum[i]) + s[f->nmax + i];
+      if (f->table)
+        for (int i = 0; i < f->nmine; i++) f->table[(size_t)r * (size_t)f->nmine + (size_t)i] = s[f->nmax + f->nsum + i];
+    }
+    f->gathered = f->table != NULL;
+  }
+  if (g != all) free(g);
+  return out;
+}
+
+/* Above: one reduction, the same information less the gathered values. */
+static int first_reduce(MPI_Comm comm, int rank, int size, int rc, long long word, lmpio__first *f, const char *call) {
+  long long v[NVEC], r[NVEC];
+  memset(v, 0, sizeof v);
+  long long low = (long long)((size - 1 - rank) & ((1 << RANK_BITS) - 1)); /* MAX picks the lowest rank */
+  v[0] = rc != MPI_SUCCESS ? (long long)(size - rank) : 0;
+  v[1] = word ? (word << RANK_BITS) | low : 0;
+  v[2] = word ? ((WORD_TOP - word) << RANK_BITS) | low : 0;
+  for (int i = 0; i < f->nsame; i++) {
+    v[3 + i] = f->same[i];
+    v[3 + MAX_VALUES + i] = -f->same[i];
+  }
+  for (int i = 0; i < f->nmax; i++) v[3 + 2 * MAX_VALUES + i] = f->max[i];
+  for (int i = 0; i < f->nsum; i++) v[NMAXPART + i] = f->sum[i];
+  if (vec_type == MPI_DATATYPE_NULL || vec_op == MPI_OP_NULL) /* the same on every rank */
+    return lmpio__err(MPI_ERR_OTHER, call, "cannot make the agreement's reduction");
+  if (MPI_Allreduce(v, r, 1, vec_type, vec_op, comm) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+  long long whi = r[1] >> RANK_BITS, wlo = WORD_TOP - (r[2] >> RANK_BITS);
+  int rhi = size - 1 - (int)(r[1] & ((1 << RANK_BITS) - 1)), rlo = size - 1 - (int)(r[2] & ((1 << RANK_BITS) - 1));
+  if (r[1] != 0 && (whi >> 1) != (wlo >> 1))
+    return rhi < rlo ? mismatch(rhi, whi, rlo, wlo, call) : mismatch(rlo, wlo, rhi, whi, call);
+  if (r[0] > 0) return spread_failure(comm, rank, size - (int)r[0], rc);
+  for (int i = 0; i < f->nmax; i++) f->max[i] = r[3 + 2 * MAX_VALUES + i];
+  for (int i = 0; i < f->nsum; i++) f->sum[i] = r[NMAXPART + i];
+  for (int i = 0; i < f->nsame; i++)
+    if (r[3 + i] != -r[3 + MAX_VALUES + i]) return not_same(i, f->labels, call);
+  return MPI_SUCCESS;
+}
+
+int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call) {
+  lmpio__first none;
+  if (!f) {
+    memset(&none, 0, sizeof none);
+    f = &none;
+  }
+  f->gathered = 0;
+  int standin = lmpio__take_standin();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (f->nsame > MAX_VALUES || f->nmax > MAX_VALUES || f->nsum > NSUM ||
+      f->nsame + f->nmax + f->nsum + f->nmine > SLOTS)
+    return lmpio__err(MPI_ERR_INTERN, call, "too many values to agree on"); /* a defect: the same on every rank */
+  long long word = standin ? 0 : identity(call) << 1 | exiting;
+  if (lmpio__agree_gathers(size)) return first_gather(comm, rank, size, rc, word, f, call);
+  return first_reduce(comm, rank, size, rc, word, f, call);
 }

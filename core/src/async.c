@@ -234,6 +234,8 @@ void lmpio__async_join(lmpio_file fh, lmpio__job *job) {
   pthread_mutex_unlock(&w->mu);
 }
 
+void lmpio__async_retain(lmpio__job *job) { __atomic_add_fetch(&job->refs, 1, __ATOMIC_ACQ_REL); }
+
 void lmpio__async_release(lmpio__job *job) { job_drop(job); }
 
 static void wait_lane(lmpio__worker *w) {

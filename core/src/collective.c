@@ -1,10 +1,12 @@
 /* The collective data access calls (*_all): two-phase collective buffering,
  * in the steps of ROMIO's ad_write_coll / ad_read_coll:
  *
- *  1. my_range:      the file bytes [start, end) my access touches; one
- *                    allgather shares every rank's range, its argument check
- *                    (so no rank writes when another passed bad arguments)
- *                    and rank 0's hints.
+ *  1. my_range:      the file bytes [start, end) my access touches; the
+ *                    call's first agreement (agree.c: one allgather) shares
+ *                    every rank's range and its argument check (so no rank
+ *                    writes when another passed bad arguments).  Above the
+ *                    ranks it gathers, it reduces them (span, lengths), and
+ *                    the ranges are gathered only when the choice needs them.
  *  2. choose:        two-phase or the independent path.  Hint romio_cb_read /
  *                    romio_cb_write: enable, disable, automatic (two-phase
  *                    only when the ranges of the ranks interleave and some
@@ -479,31 +481,50 @@ static void coll_free(coll *c) {
 
 /* ---- the calls -------------------------------------------------------- */
 
-enum { G_RC, G_START, G_END, G_CONTIG, G_ELIGIBLE, G_N };
+/* What the call's first agreement gathers from every rank (up to
+ * lmpio__agree_gathers ranks): its file range; and what it reduces. */
+enum { G_START, G_END, G_N };
+enum { R_INELIGIBLE, R_NONCONTIG, R_ANY, R_END, R_NEG_START, R_N };
 
-/* 2. Whether the ranges interleave: some two nonempty ranges overlap. */
-static int choose(coll *c, const long long *g, int size) {
-  int any = 0, interleaved = 0, allcontig = 1;
+/* Whether some two nonempty ranges of g (G_N values per rank) overlap. */
+static int interleaved(const long long *g, int size) {
   for (int j = 0; j < size; j++) {
     MPI_Offset s = g[j * G_N + G_START], e = g[j * G_N + G_END];
     if (e <= s) continue;
-    if (!any || s < c->gmin) c->gmin = s;
-    if (!any || e > c->gmax) c->gmax = e;
-    any = 1;
-    allcontig &= g[j * G_N + G_CONTIG] != 0;
-    for (int i = 0; i < j && !interleaved; i++) {
+    for (int i = 0; i < j; i++) {
       MPI_Offset s2 = g[i * G_N + G_START], e2 = g[i * G_N + G_END];
-      if (e2 > s2 && s < e2 && s2 < e) interleaved = 1;
+      if (e2 > s2 && s < e2 && s2 < e) return 1;
     }
   }
+  return 0;
+}
+
+/* 2. Two-phase or independent, from the reduced values red (R_N) and the
+ * sum of the ranges' lengths; g: every rank's range when the agreement
+ * gathered them (NULL: gathered here when the answer depends on them). */
+static int choose(coll *c, const long long *red, long long len_sum, const long long *g, int size, int *rc) {
+  if (!red[R_ANY]) return 0;
+  c->gmin = -red[R_NEG_START];
+  c->gmax = red[R_END];
+  int allcontig = !red[R_NONCONTIG];
   /* The hints are the same on every rank (open and set_info agree on them).
    * Automatic: aggregate only interleaved accesses, and only when the ranks
    * span nodes.  On one node every rank shares one page cache, so moving the
    * data through aggregators costs an extra copy and saves nothing: measured
    * here, independent sieving was faster for every strided write. */
   int mode = c->dir == LMPIO__WRITE ? c->fh->hints.cb_write : c->fh->hints.cb_read;
-  return any && (mode == LMPIO__HINT_ENABLE ||
-                 (mode == LMPIO__HINT_AUTOMATIC && !c->fh->one_node && interleaved && !allcontig));
+  if (mode == LMPIO__HINT_ENABLE) return 1;
+  if (mode != LMPIO__HINT_AUTOMATIC || c->fh->one_node || allcontig) return 0;
+  if (len_sum > c->gmax - c->gmin) return 1; /* more bytes than the span: some overlap */
+  if (g) return interleaved(g, size);
+  /* (above the agreement's gathering size: the ranges now) */
+  long long mine[G_N] = {c->start, c->end}, *all = malloc(sizeof(long long) * G_N * (size_t)size);
+  *rc = lmpio__agree(c->fh->comm, all ? MPI_SUCCESS : lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory"), 0, c->call);
+  if (*rc == MPI_SUCCESS && MPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, c->fh->comm) != MPI_SUCCESS)
+    *rc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Allgather failed");
+  int il = *rc == MPI_SUCCESS && interleaved(all, size);
+  free(all);
+  return il;
 }
 
 /* Prepares my side: memory stream, data range, file range.  Fills c. */
@@ -584,27 +605,23 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
   c.d0 = malloc(sizeof(MPI_Offset) * (size_t)nagg);
-  long long *g = malloc(sizeof(long long) * G_N * (size_t)size);
-  if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.d0 || !g))
+  long long *g = lmpio__agree_gathers(size) ? malloc(sizeof(long long) * G_N * (size_t)size) : NULL;
+  if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.d0 || (!g && lmpio__agree_gathers(size))))
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type);
 
-  /* 1. Everyone's range and argument check, in one allgather. */
-  int fail = rc != MPI_SUCCESS;
-  if (g) {
-    long long mine[G_N] = {fail, c.start, c.end, c.total == c.end - c.start, eligible};
-    if (MPI_Allgather(mine, G_N, MPI_LONG_LONG, g, G_N, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS) {
-      fail = 1;
-    } else {
-      for (int j = 0; j < size; j++) fail |= g[j * G_N + G_RC] != 0;
-    }
-  } else {
-    fail = 1;
-  }
-  if (fail) { /* the failing ranks' class and message, on every rank */
-    rc = lmpio__agree(fh->comm, rc, 0, call);
-    if (rc == MPI_SUCCESS) rc = lmpio__err(MPI_ERR_OTHER, call, "the collective exchange failed");
-    free(g);
+  /* 1. Everyone's range and argument check: the call's first agreement. */
+  int nonempty = rc == MPI_SUCCESS && c.end > c.start;
+  long long mine[G_N] = {c.start, c.end};
+  long long red[R_N] = {!eligible, nonempty && c.total != c.end - c.start, nonempty, nonempty ? c.end : 0,
+                        nonempty ? -c.start : LLONG_MIN};
+  long long len_sum = nonempty ? c.end - c.start : 0;
+  lmpio__first f = {.max = red, .nmax = R_N, .sum = &len_sum, .nsum = 1, .mine = mine, .nmine = G_N, .table = g};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
+  /* 2. Two-phase or independent: the same answer on every rank. */
+  int twophase = rc == MPI_SUCCESS && !red[R_INELIGIBLE] && choose(&c, red, len_sum, f.gathered ? g : NULL, size, &rc);
+  free(g);
+  if (rc != MPI_SUCCESS) { /* the failing ranks' class and message, on every rank */
     coll_free(&c);
     lmpio__release(fh);
     lmpio__set_status(status, 0);
@@ -613,12 +630,6 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.rcnt = c.scnt + 3 * size;
   c.rdsp = c.sdsp + size;
   c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
-
-  /* 2. Two-phase or independent: the same answer on every rank. */
-  int all_eligible = 1;
-  for (int j = 0; j < size; j++) all_eligible &= g[j * G_N + G_ELIGIBLE] != 0;
-  int twophase = all_eligible && choose(&c, g, size);
-  free(g);
   MPI_Count bytes = 0;
   MPI_Offset etypes = 0;
   if (!twophase) {

@@ -51,6 +51,12 @@ struct lmpio__driver {
    * striping_unit is not given (the file system's block, statfs f_bsize);
    * 0 or NULL: none known. */
   MPI_Offset (*block)(int fd);
+  /* Open, close and sync are MPI's synchronisation points: what other
+   * processes flushed before them is what this one reads after them.
+   * refresh drops this client's cached pages and attributes of the file
+   * (open, close after every rank flushed, sync); NULL where the kernel
+   * keeps them coherent. */
+  int (*refresh)(int fd);
   /* The shared file pointer may live in a mapped page when every rank runs
    * under one kernel (the page cache is then one for all). */
   int map_pointer;

@@ -98,10 +98,21 @@ void lmpio_fail_next_collective(int errorclass, const char *message) {
   snprintf(pending_message, MSG_MAX, "%s", message ? message : "invalid argument");
 }
 
+static _Thread_local int standin;
+
+int lmpio__take_standin(void) {
+  int s = standin;
+  standin = 0;
+  return s;
+}
+
+void lmpio__set_standin(void) { standin = 1; }
+
 int lmpio__pending(int rc, const char *call) {
   if (!pending_class) return rc;
   int cls = pending_class;
   pending_class = 0;
+  standin = 1; /* whatever call this is, it stands in for the binding's */
   if (rc != MPI_SUCCESS) return rc;
   return lmpio__err(cls, call, "%s", pending_message);
 }

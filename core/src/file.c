@@ -219,7 +219,15 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     }
     fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }
-  if (rc == MPI_SUCCESS) rc = lmpio__agree(comm, lmpio__shared_init(fh, fh->fp, call), 0, call);
+  if (rc == MPI_SUCCESS) {
+    /* Open is a synchronisation point: a caching client forgets what it
+     * cached of the file before (another job may have written it since). */
+    int own = MPI_SUCCESS;
+    if (fh->drv->refresh && fd >= 0 && fh->drv->refresh(fd) < 0)
+      own = lmpio__os_error(errno, call, "cannot refresh the client's cache of", path);
+    int src = lmpio__shared_init(fh, fh->fp, call);
+    rc = lmpio__agree(comm, src != MPI_SUCCESS ? src : own, 0, call);
+  }
   if (rc != MPI_SUCCESS) {
     if (fd >= 0) lmpio__os_close(fd);
     free_handle(fh);
@@ -241,20 +249,33 @@ int lmpio_file_close(lmpio_file *fhp) {
   if (fh->busy > 0)
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
   /* Outstanding nonblocking operations finish first (async.c). */
+  lmpio__async_wait(fh);
+  /* A failure a binding asked for fails the close everywhere, and every
+   * rank keeps its handle; so does a rank that entered another call. */
+  lmpio__pipe_enter(fh, call);
+  int rc = lmpio__pending(MPI_SUCCESS, call);
+  /* Close is a synchronisation point: a caching client flushes what it
+   * wrote before the agreement and forgets what it cached after it (below),
+   * so that whoever reads the file next, through lmpio or not, reads what
+   * every rank wrote.  A failed flush fails the close but not the closing. */
+  int flushed = MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && fh->drv->refresh && fh->fd >= 0 && lmpio__os_fsync(fh->fd) < 0)
+    flushed = lmpio__os_error(errno, call, "cannot flush", fh->path);
+  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  if (rc != MPI_SUCCESS) return rc;
+  if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
+    flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
+  lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
   lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
     fh->split.job = NULL;
   }
-  /* A failure a binding asked for fails the close everywhere, and every
-   * rank keeps its handle. */
-  lmpio__pipe_enter(fh, call);
-  int rc = lmpio__agree(fh->comm, lmpio__pending(MPI_SUCCESS, call), 0, call);
-  if (rc != MPI_SUCCESS) return rc;
   /* A stream's failed write that no collective call reported yet (one of
    * write_shared's, served by rank 0) is reported now, on every rank. */
   rc = lmpio__pipe_unreported(fh);
+  if (rc == MPI_SUCCESS) rc = flushed;
   if (fh->fd >= 0 && lmpio__os_close(fh->fd) < 0 && rc == MPI_SUCCESS)
     rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
@@ -295,7 +316,8 @@ static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *cal
     rc = lmpio__err(MPI_ERR_READ_ONLY, call, "file \"%s\" was opened MPI_MODE_RDONLY", fh->path);
   else if (rc == MPI_SUCCESS && (fh->amode & MPI_MODE_SEQUENTIAL))
     rc = lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call, "not allowed on file \"%s\" opened MPI_MODE_SEQUENTIAL", fh->path);
-  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS ? size : 0}, 1, "sizes", NULL, 0, call);
+  lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS ? size : 0}, .nsame = 1, .labels = "sizes"};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc != MPI_SUCCESS) return rc;
   if (fh->rank == 0) {
     MPI_Offset now;
@@ -362,7 +384,8 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   lmpio__hints_same(&h, rc == MPI_SUCCESS, same);
   char labels[512] = "";
   lmpio__hints_same_labels(labels, sizeof labels);
-  rc = lmpio__agree_values(fh->comm, rc, same, LMPIO__HINTS_SAME, labels, NULL, 0, call);
+  lmpio__first f = {.same = same, .nsame = LMPIO__HINTS_SAME, .labels = labels};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc == MPI_SUCCESS) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
@@ -430,7 +453,8 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   lmpio__async_wait(fh); /* outstanding nonblocking operations keep the mode they started with */
   lmpio__pipe_enter(fh, call);
   rc = lmpio__pending(MPI_SUCCESS, call);
-  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS && flag != 0}, 1, "atomicity flags", NULL, 0, call);
+  lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS && flag != 0}, .nsame = 1, .labels = "atomicity flags"};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
   return rc;
 }
@@ -452,7 +476,7 @@ int lmpio_file_sync(lmpio_file fh) {
   lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && fh->drv->sync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "sync of", fh->path);
-  return lmpio__agree(fh->comm, rc, 0, call);
+  return lmpio__agree_first(fh->comm, rc, NULL, call);
 }
 
 /* ---- views --------------------------------------------------------------- */
@@ -471,13 +495,15 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   else if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT && !seq)
     rc = lmpio__err(MPI_ERR_ARG, call, "MPI_DISPLACEMENT_CURRENT is only valid on files opened MPI_MODE_SEQUENTIAL");
+  int first = 1;
   if (seq && fh->size > 1) {
     /* Synchronise before reading the shared pointer: every write_shared a
      * rank made before entering set_view has then moved it, whichever rank
      * reads first.  (Nobody resets it before all have read: the reset below
      * is collective.) */
-    rc = lmpio__agree(fh->comm, rc, 0, call);
+    rc = lmpio__agree_first(fh->comm, rc, NULL, call);
     if (rc != MPI_SUCCESS) return rc;
+    first = 0;
   }
   if (rc == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
     /* Sequential files: the new view starts where the shared pointer is. */
@@ -502,7 +528,9 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   char labels[512] = "data representations|etypes (their extents in the file differ)";
   lmpio__hints_same_labels(labels, sizeof labels);
   long long holes = rc == MPI_SUCCESS && nv.any_holes;
-  rc = lmpio__agree_values(fh->comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, &holes, 1, call);
+  lmpio__first f = {.same = same, .nsame = 2 + LMPIO__HINTS_SAME, .labels = labels, .max = &holes, .nmax = 1};
+  rc = first ? lmpio__agree_first(fh->comm, rc, &f, call)
+             : lmpio__agree_values(fh->comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, &holes, 1, call);
   if (rc != MPI_SUCCESS) {
     lmpio__view_free(&nv);
     return rc;

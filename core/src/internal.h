@@ -32,6 +32,39 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
 /* The same with one value that must match (0 on every rank: none). */
 int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call);
 
+/* The first exchange of every collective call on a file, before any other
+ * communication of the call on the file's communicators: the agreement
+ * above (same, labels, max: at most 8 each) plus values summed over the
+ * ranks (sum: at most 2) and values of each rank (mine) gathered into
+ * table (size * nmine, the caller's) when the exchange gathers
+ * (lmpio__agree_gathers: then *gathered is set); nsame + nmax + nsum +
+ * nmine <= 16.  It carries the identity of the call (from `call`, its
+ * large-count form the same): ranks in different calls all fail with
+ * MPI_ERR_NOT_SAME, the message naming both calls and ranks.  f may be
+ * NULL: nothing but the outcome and the identity. */
+typedef struct {
+  const long long *same;
+  int nsame;
+  const char *labels;
+  long long *max;
+  int nmax;
+  long long *sum;
+  int nsum;
+  const long long *mine;
+  int nmine;
+  long long *table;
+  int gathered;
+} lmpio__first;
+int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+/* Whether the first exchange among size ranks gathers every rank's values. */
+int lmpio__agree_gathers(int size);
+/* Whether this thread's last lmpio__pending handed out a binding's failure
+ * (the call stands in for one that failed before it began); cleared. */
+int lmpio__take_standin(void);
+/* Marks this thread's next first agreement as such a stand-in (a job run
+ * for a call initiated on another thread). */
+void lmpio__set_standin(void);
+
 #include "os.h"
 #include "hints.h"
 
@@ -289,6 +322,7 @@ struct lmpio_file_s {
   char drv_why[256];        /* why that driver: for get_info */
   lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
+  struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -327,6 +361,8 @@ int lmpio__async_fd(lmpio_file fh, int lane);
  * the first call (collective); prepares the collective lane. */
 int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call);
 void lmpio__async_join(lmpio_file fh, lmpio__job *job);
+/* One more reference to a submitted job (dropped with lmpio__async_release). */
+void lmpio__async_retain(lmpio__job *job);
 void lmpio__async_release(lmpio__job *job);
 /* Until every job of fh has run; _independent: every job of that lane
  * (which never waits for other ranks). */
@@ -334,6 +370,11 @@ void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
 /* Frees the memory request.c keeps for staged transfers (at close). */
 void lmpio__stage_trim(void);
+/* At close, once every job of fh ran: its requests no longer name fh, and
+ * a read of a user representation whose request was freed before its
+ * conversion ran (MPI_Request_free) converts now, on this thread
+ * (request.c). */
+void lmpio__requests_close(lmpio_file fh);
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio_file fh);
@@ -403,6 +444,10 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
 void lmpio__shared_free(lmpio_file fh);
 /* Removes what a crashed job may have left of the pointer of file path. */
 void lmpio__shared_delete(const char *path);
+/* How many calls of this rank moved the pointer so far (or might have:
+ * seeks, views, shared and ordered accesses); read_records_ordered keeps
+ * its unfinished record only while this stays. */
+unsigned long long lmpio__shared_moves(lmpio_file fh);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
@@ -420,7 +465,9 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
 /* Its first step: the ranks' positions, and the shared pointer moved past
  * all of them; *at: this rank's first etype, *n: its etypes.  A failure
  * with *agreed set is every rank's already; otherwise (or on success) the
- * transfer's outcome still needs an agreement. */
+ * transfer's outcome still needs an agreement.  Every rank has its place
+ * once it returns: independent shared-pointer calls may follow at once (a
+ * split _begin returns to the program). */
 int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
                            MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
 
@@ -450,6 +497,12 @@ int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype t
                        MPI_Count *bytes, const char *call);
 int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                         MPI_Count *bytes, int pre_rc, const char *call);
+
+/* Bytes of this rank's write_shared records sent to rank 0 and not yet
+ * received there (copies held in memory); a writer waits while they would
+ * exceed LMPIO__PIPE_INFLIGHT_MAX (rank 0 has a server thread). */
+#define LMPIO__PIPE_INFLIGHT_MAX ((MPI_Count)4 << 20)
+MPI_Count lmpio__pipe_inflight(lmpio_file fh);
 
 /* Frees read_records_ordered's state (records.c). */
 void lmpio__records_free(lmpio_file fh);

@@ -31,6 +31,7 @@ struct lmpio__records {
   MPI_Comm comm;
   char *carry; /* rank 0: the unfinished record */
   MPI_Count carry_len;
+  unsigned long long moves; /* lmpio__shared_moves after the last call's read */
 };
 
 void lmpio__records_free(lmpio_file fh) {
@@ -40,6 +41,19 @@ void lmpio__records_free(lmpio_file fh) {
   free(r->carry);
   free(r);
   fh->records = NULL;
+}
+
+static void drop_carry(lmpio__records *r) {
+  free(r->carry);
+  r->carry = NULL;
+  r->carry_len = 0;
+}
+
+int lmpio_file_drop_records(lmpio_file fh) {
+  if (fh == LMPIO_FILE_NULL)
+    return lmpio__err(MPI_ERR_FILE, "lmpio_file_drop_records", "file handle is LMPIO_FILE_NULL");
+  if (fh->records) drop_carry(fh->records);
+  return MPI_SUCCESS;
 }
 
 enum { F_LEN, F_FIRST, F_LAST, F_ENDSEP, F_EOF, NF };
@@ -60,12 +74,19 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
   if (records) *records = NULL;
   if (len) *len = 0;
   if (more) *more = 0;
-  /* The first call makes the state (collective: every rank is here). */
+  /* The first call makes the state (collective: every rank is here).  The
+   * unfinished record of the last call is kept only while the shared
+   * pointer is where that call left it: a rank that moved it since (a
+   * seek, a new view, its own access) makes every rank drop it. */
   lmpio__records *st = fh->records;
-  long long need = rc == MPI_SUCCESS && !st;
-  rc = lmpio__agree_values(fh->comm, rc, (long long[]){rc == MPI_SUCCESS ? sep : 0}, 1, "separators", &need, 1, call);
+  long long need[2] = {rc == MPI_SUCCESS && !st, st && st->moves != lmpio__shared_moves(fh)};
+  lmpio__pipe_enter(fh, call); /* a stream: as every collective call on it, before the agreement */
+  lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS ? sep : 0}, .nsame = 1, .labels = "separators",
+                    .max = need, .nmax = 2};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc != MPI_SUCCESS) return rc;
-  if (need) {
+  if (need[1] && st) drop_carry(st);
+  if (need[0]) {
     int bad = 0;
     if (!st && !(st = calloc(1, sizeof *st))) bad = 1;
     if (st) {
@@ -90,6 +111,7 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
   if (pre) memcpy(buf, st->carry, (size_t)pre);
   MPI_Status status;
   rc = lmpio_file_read_ordered_c(fh, buf + pre, max, MPI_BYTE, &status); /* agreed */
+  st->moves = lmpio__shared_moves(fh);
   MPI_Count got = 0;
   if (rc == MPI_SUCCESS && (MPI_Get_elements_x(&status, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED))
     got = 0;

@@ -19,7 +19,10 @@
  *    background (a failed pwrite, a full disk) is the outcome of the
  *    completing call: MPI_Wait returns its class through MPI_COMM_WORLD's
  *    error handler (the status's MPI_ERROR under MPI_Waitall) and
- *    lmpio_last_error_message() on the completing thread gives its message;
+ *    lmpio_last_error_message() on the completing thread gives its message
+ *    (or, under lmpio_request_failures, the request completes as a success
+ *    for MPI and the layer above hears of the failure: the drop-in hands it
+ *    to the file's error handler);
  *  - collective variants: the initiating call agrees on the arguments; the
  *    worker then runs the whole collective (the two-phase exchange and the
  *    file transfer) on a duplicate communicator, in the order of initiation,
@@ -37,7 +40,9 @@
  * functions, perhaps written in Lua, run on the caller's thread, a write's
  * at initiation (into a buffer of the data's size in the file), a read's at
  * completion (in the query function, which MPI_Wait / MPI_Test call on the
- * completing thread, or in _end); the worker moves file bytes only.
+ * completing thread, or in _end; a read whose request was freed with
+ * MPI_Request_free, which no query will convert, at close); the worker
+ * moves file bytes only.
  *
  * What still completes in the initiating call (the standard allows it): all
  * of them when MPI was initialised below MPI_THREAD_MULTIPLE (or with
@@ -116,7 +121,8 @@ static int finish(int rc, const MPI_Status *st, record *r, MPI_Request *request)
 /* ---- in the background --------------------------------------------------- */
 
 /* A transfer for the worker: the handle as it was at initiation. */
-typedef struct {
+typedef struct lmpio__xfer xfer;
+struct lmpio__xfer {
   lmpio__job job;              /* first: async.c frees the whole record */
   struct lmpio_file_s fh;      /* snapshot; comm: the worker's duplicate */
   int collective, dir;
@@ -126,6 +132,7 @@ typedef struct {
   MPI_Datatype type;
   int dup;                     /* type is our duplicate, freed after the run */
   int pre_rc;                  /* collective: this rank's outcome of the checks at initiation */
+  int standin;                 /* ... a binding's failure (lmpio__take_standin) */
   char pre_msg[1024];          /* and its message */
   const char *call;
   /* A view of a user-defined representation: the worker moves file bytes
@@ -140,7 +147,34 @@ typedef struct {
   int udup;
   MPI_Count native;            /* data bytes of the caller's (a write's) */
   int converted;               /* a read's conversion at completion ran */
-} xfer;
+  /* A job with a request is on its handle's list (req_mu) until the
+   * request is freed or the handle closes: close converts the reads whose
+   * requests were freed before their conversion ran, and the failure of a
+   * request names its file (lmpio_request_failures). */
+  lmpio_file origin;           /* the handle, or LMPIO_FILE_NULL once closed */
+  xfer *prev, *next;           /* on origin->requests */
+  int freed;                   /* freed before its conversion ran: close runs it */
+};
+
+static pthread_mutex_t req_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Who hears of failed requests on this thread (lmpio_request_failures). */
+static _Thread_local lmpio_request_failure_fn *failure_fn;
+static _Thread_local void *failure_arg;
+
+void lmpio_request_failures(lmpio_request_failure_fn *fn, void *arg) {
+  failure_fn = fn;
+  failure_arg = fn ? arg : NULL;
+}
+
+/* Takes x off its handle's list (req_mu held). */
+static void unlink_request(xfer *x) {
+  if (x->prev) x->prev->next = x->next;
+  else x->origin->requests = x->next;
+  if (x->next) x->next->prev = x->prev;
+  x->prev = x->next = NULL;
+  x->origin = LMPIO_FILE_NULL;
+}
 
 static int run(lmpio__job *job) {
   xfer *x = (xfer *)job;
@@ -149,6 +183,7 @@ static int run(lmpio__job *job) {
   if (x->collective) {
     MPI_Status st;
     if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
+    if (x->standin) lmpio__set_standin(); /* on the worker's thread, for its first agreement */
     rc = lmpio__collective(&x->fh, x->offset, 0, x->buf, x->count, x->type, x->dir, &st, x->pre_rc, x->call);
     if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
   } else {
@@ -248,13 +283,57 @@ static int job_query_fn(void *extra_state, MPI_Status *status) {
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
   status->MPI_ERROR = job->rc;
-  if (job->rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);
-  return job->rc;
+  if (job->rc == MPI_SUCCESS) return MPI_SUCCESS;
+  lmpio__err_set_message(job->msg);
+  if (!failure_fn) return job->rc;
+  /* A layer above reports it (the drop-in: the file's error handler). */
+  pthread_mutex_lock(&req_mu);
+  lmpio_file origin = ((xfer *)job)->origin;
+  pthread_mutex_unlock(&req_mu);
+  status->MPI_ERROR = MPI_SUCCESS;
+  failure_fn(failure_arg, job->req, origin, job->rc, job->msg);
+  return MPI_SUCCESS;
 }
 
+/* MPI frees the request: after its completion (whatever thread completes
+ * it, the worker's when MPI_Request_free came first).  A staged read whose
+ * conversion never ran (the request was freed, so no MPI_Wait will run it)
+ * stays on its handle's list: close converts it. */
 static int job_free_fn(void *extra_state) {
-  lmpio__async_release(extra_state);
+  xfer *x = extra_state;
+  int linked = 0;
+  pthread_mutex_lock(&req_mu);
+  if (x->origin != LMPIO_FILE_NULL) {
+    if (x->raw && x->dir == LMPIO__READ && !x->converted) {
+      x->freed = 1;
+    } else {
+      unlink_request(x);
+      linked = 1;
+    }
+  }
+  pthread_mutex_unlock(&req_mu);
+  if (linked) lmpio__async_release(&x->job); /* the list's reference */
+  lmpio__async_release(&x->job);
   return MPI_SUCCESS;
+}
+
+void lmpio__requests_close(lmpio_file fh) {
+  pthread_mutex_lock(&req_mu);
+  xfer *list = fh->requests;
+  fh->requests = NULL;
+  for (xfer *x = list; x; x = x->next) x->origin = LMPIO_FILE_NULL;
+  pthread_mutex_unlock(&req_mu);
+  while (list) {
+    xfer *x = list;
+    list = x->next;
+    x->prev = x->next = NULL;
+    if (x->freed) { /* nobody waits for it: its values reach the buffer now */
+      fh->busy++;   /* the conversion function may try to close fh */
+      complete_on_caller(&x->job);
+      fh->busy--;
+    }
+    lmpio__async_release(&x->job);
+  }
 }
 
 /* Queues x on fh's worker (prepared), with a request when request != NULL. */
@@ -264,6 +343,16 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
     return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
   if (request) *request = x->job.req;
   lmpio__async_submit(fh, &x->job);
+  if (request) { /* on fh's list, with a reference of its own */
+    lmpio__async_retain(&x->job);
+    pthread_mutex_lock(&req_mu);
+    x->origin = fh;
+    x->prev = NULL;
+    x->next = fh->requests;
+    if (x->next) x->next->prev = x;
+    fh->requests = x;
+    pthread_mutex_unlock(&req_mu);
+  }
   return MPI_SUCCESS;
 }
 
@@ -290,6 +379,7 @@ static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset et
   x->fh.busy = 0;
   x->fh.split.kind = LMPIO__SPLIT_NONE;
   x->fh.split.job = NULL;
+  x->fh.requests = NULL;
   x->collective = collective;
   x->dir = dir;
   x->offset = etpos;
@@ -342,8 +432,12 @@ static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   x->dup = 0;
   if (x->dir == LMPIO__WRITE && x->utype != MPI_DATATYPE_NULL) {
     MPI_Offset fbytes = 0;
+    /* The conversion function may try to close fh: refused while the
+     * initiating call still uses the handle (file.c). */
+    fh->busy++;
     int rc = lmpio__convert_memory(rep, LMPIO__WRITE, x->cap, x->raw, len, x->ubuf, x->ucount, x->utype, &x->native,
                                    &fbytes, call);
+    fh->busy--;
     if (rc != MPI_SUCCESS) return rc;
   }
   x->buf = x->raw;
@@ -415,8 +509,10 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   if (mrc == MPI_SUCCESS && use_fp == FP_SHARED) x->fh.amode &= ~MPI_MODE_SEQUENTIAL;
   /* A conversion that fails at initiation is this rank's argument error. */
   if (mrc == MPI_SUCCESS && rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
+  int standin = lmpio__take_standin(); /* (the initiating thread does not agree) */
   if (mrc == MPI_SUCCESS) {
     x->pre_rc = rc;
+    x->standin = standin;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
     if ((mrc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   }
@@ -588,7 +684,9 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
     lmpio__job *job = fh->split.job;
     fh->split.job = NULL;
     lmpio__async_join(fh, job);
+    fh->busy++; /* a read's conversion function may try to close fh */
     complete_on_caller(job);
+    fh->busy--;
     rc = job->rc;
     fh->split.bytes = rc == MPI_SUCCESS ? job->bytes : 0;
     if (rc != MPI_SUCCESS) lmpio__err_set_message(job->msg);

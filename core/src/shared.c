@@ -27,18 +27,22 @@
  * collective that learns that nobody is dirty knows the pointer without
  * touching the helper; otherwise every rank reads the helper, which is safe
  * because every rank is then inside the collective (nobody writes it) and no
- * rank leaves before all have read (a later synchronisation).
+ * rank leaves before all have read (a later synchronisation).  The ordered
+ * collectives need no such synchronisation: the dirty ranks read the
+ * helper before they enter, and the largest value read is the pointer
+ * (ordered_positions).
  *
- * Ordered collectives: one MPI_Allgather of each rank's {etypes requested,
- * failed, dirty} gives every rank its position (a prefix sum), the total and
- * the outcome of the argument checks; every rank moves its copy of base by
+ * Ordered collectives: the call's first agreement (agree.c: one
+ * MPI_Allgather) of each rank's {etypes requested, failed, dirty} gives
+ * every rank its position (a prefix sum), the total and the outcome of the
+ * argument checks; every rank moves its copy of base by
  * the total (the pointer moves once, nobody writes the helper) and transfers
  * its part in parallel.  That single collective is all the synchronisation
  * the call needs (it returns after every rank started its access): argument
  * errors are agreed through it before any transfer; a second agreement after
  * the transfer is only made when the view converts data or the helper was
- * read (see ordered()).  Above ORDERED_GATHER_MAX ranks the Allgather is
- * replaced by an MPI_Exscan and an MPI_Allreduce (log(ranks) each).
+ * read (see ordered()).  Above 64 ranks the agreement is an MPI_Allreduce
+ * and an MPI_Exscan gives the positions (log(ranks) each).
  *
  * The state lives in fh->shared (struct lmpio__shared). */
 #include "internal.h"
@@ -57,9 +61,6 @@
 
 enum { MODE_LOCAL, MODE_LOCK, MODE_MMAP };
 
-#ifndef ORDERED_GATHER_MAX /* -DORDERED_GATHER_MAX=1 tests the other path */
-#define ORDERED_GATHER_MAX 64
-#endif
 #define HELPER_SIZE 4096
 
 typedef struct {
@@ -73,12 +74,16 @@ typedef struct {
 } shstate;
 
 struct lmpio__shared {
+  unsigned long long moves; /* this rank's calls that moved the pointer (lmpio__shared_moves) */
   int fd;                 /* the helper (its name is gone), or -1 */
   char why[1024];         /* why there is no helper, when fd < 0 */
   shstate st;
 };
 
 static shstate *st_of(lmpio_file fh) { return &fh->shared->st; }
+
+unsigned long long lmpio__shared_moves(lmpio_file fh) { return fh->shared ? fh->shared->moves : 0; }
+static void note_move(lmpio_file fh) { fh->shared->moves++; }
 
 /* A key that is the same on two ranks only when they run under the same
  * kernel (boot id, or host name where there is none) and see the same file. */
@@ -324,10 +329,12 @@ int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call) {
 /* Every rank: one agreement on the outcome and `same`, reducing whether
  * some rank moved the pointer and whether the views' signatures match. */
 static int sync_state(lmpio_file fh, int rc, const long long *same, int nsame, const char *labels, long long sig,
-                      int *anydirty, int *sig_same, const char *call) {
+                      int *anydirty, int *sig_same, int first, const char *call) {
   shstate *st = st_of(fh);
   long long max[3] = {st->dirty, sig, -sig};
-  rc = lmpio__agree_values(fh->comm, rc, same, nsame, labels, max, 3, call);
+  lmpio__first f = {.same = same, .nsame = nsame, .labels = labels, .max = max, .nmax = 3};
+  rc = first ? lmpio__agree_first(fh->comm, rc, &f, call)
+             : lmpio__agree_values(fh->comm, rc, same, nsame, labels, max, 3, call);
   if (rc != MPI_SUCCESS) return rc;
   *anydirty = (int)max[0];
   if (sig_same) *sig_same = max[1] == -max[2];
@@ -347,6 +354,7 @@ static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset v
   st->base = value;
   st->delta = 0;
   st->dirty = 0;
+  note_move(fh);
   if (must_zero) rc = lmpio__agree(fh->comm, rc, 0, call);
   return rc;
 }
@@ -354,7 +362,7 @@ static int collective_set(lmpio_file fh, shstate *st, int anydirty, MPI_Offset v
 int lmpio__shared_reset(lmpio_file fh, const char *call) {
   shstate *st = st_of(fh);
   int anydirty = 0, sig_same = 1;
-  int rc = sync_state(fh, MPI_SUCCESS, NULL, 0, NULL, view_sig(&fh->view), &anydirty, &sig_same, call);
+  int rc = sync_state(fh, MPI_SUCCESS, NULL, 0, NULL, view_sig(&fh->view), &anydirty, &sig_same, 0, call);
   if (rc != MPI_SUCCESS) return rc;
   st->view_ok = sig_same;
   return collective_set(fh, st, anydirty, 0, call);
@@ -381,6 +389,7 @@ int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int
     MPI_Offset d = 0;
     rc = helper_rmw(fh, st, *n, NULL, &d, call);
     if (rc == MPI_SUCCESS) {
+      note_move(fh);
       st->dirty = st->mode != MODE_LOCAL;
       *at = st->base + d;
     }
@@ -393,6 +402,7 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
   MPI_Offset at, n;
   MPI_Count bytes = 0;
   if (fh != LMPIO_FILE_NULL && fh->drv->shared) {
+    note_move(fh);
     int rc = fh->drv->shared(fh, buf, count, type, dir, &bytes, call);
     lmpio__set_status(status, bytes);
     return rc;
@@ -432,7 +442,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
   else if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   int anydirty = 0;
   long long same[2] = {rc == MPI_SUCCESS ? offset : 0, rc == MPI_SUCCESS ? whence : 0};
-  rc = sync_state(fh, rc, same, 2, "offsets|whence values", 0, &anydirty, NULL, call);
+  rc = sync_state(fh, rc, same, 2, "offsets|whence values", 0, &anydirty, NULL, 1, call);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Offset target = 0;
   if (whence == MPI_SEEK_END) {
@@ -461,6 +471,7 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
     return lmpio__err(MPI_ERR_ARG, call, "shared file pointer would become negative (%lld)", (long long)target);
   if (whence == MPI_SEEK_CUR) { /* move base only: delta stays in the helper */
     st->base += offset;
+    note_move(fh);
     return MPI_SUCCESS;
   }
   return collective_set(fh, st, anydirty, target, call);
@@ -469,38 +480,41 @@ int lmpio_file_seek_shared(lmpio_file fh, MPI_Offset offset, int whence) {
 /* ---- ordered collectives ------------------------------------------------ */
 
 /* Every rank's position and the total, from one collective prefix sum of the
- * requested etypes; failures of the argument checks and dirtiness ride along. */
+ * requested etypes: the call's first agreement, which gathers every rank's
+ * count (up to lmpio__agree_gathers ranks; above, it sums them and an
+ * MPI_Exscan gives the position).  It also gives the helper's value: a
+ * rank that moved the pointer since the last collective reads the helper
+ * before it enters, the others pass the value they cached, and the largest
+ * is the helper's value as every rank entered (it only grows between
+ * collectives, and each rank's moves come before its own read).  So no
+ * rank reads it after another may have left and moved it again (an
+ * ordered split collective's _begin returns at once).  A failure is every
+ * rank's. */
 static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, MPI_Offset *before,
-                             MPI_Offset *total, int *anyfail, int *anydirty, const char *call) {
-  long long mine = rc != MPI_SUCCESS ? -1 : ((long long)n << 1 | st->dirty);
-  if (fh->size <= ORDERED_GATHER_MAX) {
-    if (!st->gather && !(st->gather = malloc(sizeof(long long) * (size_t)fh->size)))
-      return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* every rank fails alike */
-    if (MPI_Allgather(&mine, 1, MPI_LONG_LONG, st->gather, 1, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS)
-      return lmpio__err(MPI_ERR_OTHER, call, "MPI_Allgather failed");
-    long long sum = 0;
-    *anyfail = *anydirty = 0;
-    for (int r = 0; r < fh->size; r++) {
-      long long v = st->gather[r];
-      if (r == fh->rank) *before = sum;
-      if (v < 0) *anyfail = 1;
-      else {
-        sum += v >> 1;
-        *anydirty |= (int)(v & 1);
-      }
-    }
-    *total = sum;
+                             MPI_Offset *total, const char *call) {
+  long long mine = rc == MPI_SUCCESS ? n : 0, sum = mine;
+  MPI_Offset d = st->delta;
+  if (rc == MPI_SUCCESS && st->dirty && st->mode != MODE_LOCAL) rc = helper_rmw(fh, st, 0, NULL, &d, call);
+  long long delta = d;
+  int gathers = lmpio__agree_gathers(fh->size);
+  if (gathers && !st->gather && !(st->gather = malloc(sizeof(long long) * (size_t)fh->size)) && rc == MPI_SUCCESS)
+    rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+  lmpio__first f = {.max = &delta, .nmax = 1, .sum = &sum, .nsum = 1, .mine = &mine, .nmine = 1,
+                    .table = st->gather};
+  rc = lmpio__agree_first(fh->comm, rc, &f, call);
+  if (rc != MPI_SUCCESS) return rc; /* (a rank that could not read stays dirty) */
+  st->delta = delta;
+  st->dirty = 0;
+  *total = sum;
+  *before = 0;
+  if (f.gathered) {
+    for (int r = 0; r < fh->rank; r++) *before += st->gather[r];
     return MPI_SUCCESS;
   }
-  long long ex = 0, in[3] = {rc != MPI_SUCCESS, rc == MPI_SUCCESS ? n : 0, st->dirty}, out[3];
-  long long nn = in[1];
-  if (MPI_Exscan(&nn, &ex, 1, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS ||
-      MPI_Allreduce(in, out, 3, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS)
-    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Exscan or MPI_Allreduce failed");
+  long long ex = 0;
+  if (MPI_Exscan(&mine, &ex, 1, MPI_LONG_LONG, MPI_SUM, fh->comm) != MPI_SUCCESS)
+    return lmpio__agree(fh->comm, lmpio__err(MPI_ERR_OTHER, call, "MPI_Exscan failed"), 0, call);
   *before = fh->rank == 0 ? 0 : ex;
-  *total = out[1];
-  *anyfail = out[0] != 0;
-  *anydirty = out[2] != 0;
   return MPI_SUCCESS;
 }
 
@@ -515,27 +529,22 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
   MPI_Offset before = 0, total = *n;
-  if (fh->size == 1) {
-    if (rc != MPI_SUCCESS) return rc;
-    *at = st->base + st->delta;
-    st->base += *n;
-    return MPI_SUCCESS;
-  }
-  int anyfail = 0, anydirty = 0;
-  int grc = ordered_positions(fh, st, rc, *n, &before, &total, &anyfail, &anydirty, call);
-  if (grc != MPI_SUCCESS) return lmpio__agree(fh->comm, grc, 0, call);
-  if (anyfail) return lmpio__agree(fh->comm, rc, 0, call); /* who failed and why */
-  *agreed = 0;
-  rc = collective_delta(fh, st, anydirty, call);
+  note_move(fh);
+  rc = ordered_positions(fh, st, rc, *n, &before, &total, call);
+  if (rc != MPI_SUCCESS) return rc;
+  *agreed = fh->size == 1;
   *at = st->base + st->delta + before;
   st->base += total; /* the pointer moves once, by everything requested */
-  return rc;
+  return MPI_SUCCESS;
 }
 
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
-  if (fh->drv->ordered) return fh->drv->ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  if (fh->drv->ordered) {
+    note_move(fh);
+    return fh->drv->ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  }
   MPI_Offset at, n, moved;
   int agreed;
   int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);
@@ -545,8 +554,7 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
   /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
    * the outcome of the transfers is agreed even though it costs a second
    * collective: a storage or conversion error met by one rank fails the call
-   * everywhere.  The agreement also keeps any rank from moving the pointer
-   * before every rank has read the helper. */
+   * everywhere. */
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 

@@ -9,9 +9,12 @@
  * communicator (p->comm):
  *
  *  - write_shared: a header {WRITE, n} and the n bytes, sent without
- *    waiting (a copy is sent; the rank goes on at once).  Rank 0 writes
- *    them in one piece when it serves the header: a record is never mixed
- *    with another rank's bytes;
+ *    waiting (a copy is sent; the rank goes on at once) while the rank's
+ *    records in flight stay under LMPIO__PIPE_INFLIGHT_MAX bytes; beyond
+ *    that the writer waits for rank 0 to receive them (send_copy), so a
+ *    slow reader holds back the writers rather than their memory growing.
+ *    Rank 0 writes them in one piece when it serves the header: a record
+ *    is never mixed with another rank's bytes;
  *  - read_shared: a header {READ, n}; rank 0 reads up to n bytes and sends
  *    them back in chunks (a short chunk ends the reply: end of input);
  *  - every collective call on the handle starts with a header {SYNC, ...}
@@ -71,7 +74,10 @@ struct lmpio__pipe {
   /* other ranks: sends in flight and their buffers */
   MPI_Request *reqs;
   void **bufs;
+  int *lens;
   int nreqs, capreqs;
+  MPI_Count inflight;     /* bytes of bufs */
+  int served;             /* every rank: rank 0 has the server thread */
 };
 
 static int is_std(const char *path) { return strcmp(path, "/dev/stdout") == 0 || strcmp(path, "/dev/stdin") == 0; }
@@ -131,6 +137,10 @@ int lmpio__pipe_comm(lmpio_file fh, const char *call) {
   /* (No thread: rank 0 serves inside its own calls, as documented.) */
   if (fh->rank == 0 && fh->size > 1 && lmpio__async_available() && pthread_create(&p->server, NULL, server_main, p) == 0)
     p->threaded = 1;
+  /* Whether writers may wait for rank 0 (back-pressure, send_copy). */
+  p->served = p->threaded;
+  if (fh->size > 1 && MPI_Bcast(&p->served, 1, MPI_INT, 0, p->comm) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_OTHER, call, "MPI_Bcast failed");
   return MPI_SUCCESS;
 }
 
@@ -141,9 +151,12 @@ static void reap(lmpio__pipe *p, int all) {
     int done = 0;
     if (all) MPI_Wait(&p->reqs[i], MPI_STATUS_IGNORE), done = 1;
     else MPI_Test(&p->reqs[i], &done, MPI_STATUS_IGNORE);
-    if (done) free(p->bufs[i]);
-    else {
+    if (done) {
+      free(p->bufs[i]);
+      p->inflight -= p->lens[i];
+    } else {
       p->reqs[j] = p->reqs[i];
+      p->lens[j] = p->lens[i];
       p->bufs[j++] = p->bufs[i];
     }
   }
@@ -162,6 +175,7 @@ void lmpio__pipe_free(lmpio_file fh) {
   reap(p, 1);
   free(p->reqs);
   free(p->bufs);
+  free(p->lens);
   free(p->synced);
   free(p->sync_n);
   free(p->chunk);
@@ -172,31 +186,64 @@ void lmpio__pipe_free(lmpio_file fh) {
   fh->pipe = NULL;
 }
 
-/* Sends n bytes (a copy; buf may be reused at once) to rank 0. */
-static int send_copy(lmpio__pipe *p, const void *buf, int n, int tag, const char *call) {
+/* Waits for the oldest send in flight and frees its copy. */
+static void reap_oldest(lmpio__pipe *p) {
+  MPI_Wait(&p->reqs[0], MPI_STATUS_IGNORE);
+  free(p->bufs[0]);
+  p->inflight -= p->lens[0];
+  p->nreqs--;
+  memmove(p->reqs, p->reqs + 1, sizeof *p->reqs * (size_t)p->nreqs);
+  memmove(p->bufs, p->bufs + 1, sizeof *p->bufs * (size_t)p->nreqs);
+  memmove(p->lens, p->lens + 1, sizeof *p->lens * (size_t)p->nreqs);
+}
+
+/* Sends n bytes (a copy; buf may be reused at once) to rank 0.  record: a
+ * piece of a write_shared record.  When rank 0's server thread receives
+ * them, a record is sent synchronously (in flight until rank 0 received
+ * it, not merely buffered by MPI) and the writer first waits until the
+ * records in flight leave room for n bytes: a slow reader slows the
+ * writers down instead of their backlog growing in memory.  (Without the thread rank 0 receives only
+ * inside its calls on the file, and a rank waiting for it could wait for
+ * a rank 0 that waits for it elsewhere: no bound then.) */
+#define INFLIGHT_REQS 256
+static int send_copy(lmpio__pipe *p, const void *buf, int n, int tag, int record, const char *call) {
+  record = record && p->served;
+  if (record) {
+    reap(p, 0);
+    while (p->nreqs > 0 && (p->inflight + n > LMPIO__PIPE_INFLIGHT_MAX || p->nreqs >= INFLIGHT_REQS))
+      reap_oldest(p);
+  }
   if (p->nreqs == p->capreqs) {
     int cap = p->capreqs ? 2 * p->capreqs : 16;
     MPI_Request *r = realloc(p->reqs, sizeof *r * (size_t)cap);
     if (r) p->reqs = r;
     void **b = realloc(p->bufs, sizeof *b * (size_t)cap);
     if (b) p->bufs = b;
-    if (!r || !b) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+    int *l = realloc(p->lens, sizeof *l * (size_t)cap);
+    if (l) p->lens = l;
+    if (!r || !b || !l) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
     p->capreqs = cap;
   }
   void *copy = malloc(n > 0 ? (size_t)n : 1);
   if (!copy) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   if (n > 0) memcpy(copy, buf, (size_t)n);
-  if (MPI_Isend(copy, n, MPI_BYTE, 0, tag, p->comm, &p->reqs[p->nreqs]) != MPI_SUCCESS) {
+  int sent = record ? MPI_Issend(copy, n, MPI_BYTE, 0, tag, p->comm, &p->reqs[p->nreqs])
+                    : MPI_Isend(copy, n, MPI_BYTE, 0, tag, p->comm, &p->reqs[p->nreqs]);
+  if (sent != MPI_SUCCESS) {
     free(copy);
     return lmpio__err(MPI_ERR_OTHER, call, "MPI_Isend failed");
   }
+  p->lens[p->nreqs] = n;
   p->bufs[p->nreqs++] = copy;
+  p->inflight += n;
   return MPI_SUCCESS;
 }
 
+MPI_Count lmpio__pipe_inflight(lmpio_file fh) { return fh->pipe ? fh->pipe->inflight : 0; }
+
 static int send_header(lmpio__pipe *p, int kind, long long n, const char *call) {
   long long h[2] = {kind, n};
-  return send_copy(p, h, (int)sizeof h, TAG_HDR, call);
+  return send_copy(p, h, (int)sizeof h, TAG_HDR, kind == K_WRITE, call);
 }
 
 /* ---- rank 0: writing and reading the descriptor ---------------------------- */
@@ -448,7 +495,7 @@ static int emit(lmpio_file fh, lmpio__stream *s, int independent, const char *ca
       if (rc == MPI_SUCCESS) rc = r;
       if (rc != MPI_SUCCESS) break;
     } else if (independent) {
-      if ((rc = send_copy(p, from, (int)len, TAG_DATA, call)) != MPI_SUCCESS) break;
+      if ((rc = send_copy(p, from, (int)len, TAG_DATA, 1, call)) != MPI_SUCCESS) break;
     } else if (MPI_Send(from, (int)len, MPI_BYTE, 0, TAG_DATA, p->comm) != MPI_SUCCESS) {
       rc = lmpio__err(MPI_ERR_OTHER, call, "MPI_Send failed");
       break;
@@ -515,16 +562,13 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
   *bytes = 0;
   int rc = prepare(fh, buf, count, type, dir, &s, &m, &n, lmpio__pending(pre_rc, call), call);
   /* Every rank's count (or its failed checks) reaches rank 0 in the SYNC
-   * round; rank 0 says whether to go on. */
+   * round; then the call's first agreement says whether to go on. */
   int erc = enter(fh, rc == MPI_SUCCESS ? n : -1, call);
   if (rc == MPI_SUCCESS) rc = erc;
-  int anyfail = 0;
-  if (fh->rank == 0)
-    for (int r = 0; r < fh->size; r++) anyfail |= p->sync_n[r] < 0;
-  if (fh->size > 1) MPI_Bcast(&anyfail, 1, MPI_INT, 0, p->comm);
-  if (anyfail || rc != MPI_SUCCESS) {
+  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  if (rc != MPI_SUCCESS) {
     unprepare(&s, m);
-    return fh->size > 1 ? lmpio__agree(fh->comm, rc, 0, call) : rc;
+    return rc;
   }
   if (fh->rank == 0) {
     /* The whole ordered transfer under the mutex: a request another rank

@@ -139,11 +139,78 @@ static void test_fail_next_collective(void) {
   tl_unlink(path);
 }
 
+/* Ranks that enter different collective calls on one file: every rank
+ * fails with MPI_ERR_NOT_SAME and a message naming both calls and ranks,
+ * instead of a hang (or a truncation error) when the calls' first
+ * exchanges do not match; the handle works on afterwards.  Hung before. */
+enum { K_WRITE_AT_ALL, K_READ_AT_ALL, K_WRITE_ALL, K_WRITE_ORDERED, K_SET_VIEW, K_SYNC, K_SEEK_SHARED, K_SET_SIZE,
+       K_SET_ATOMICITY, K_SET_INFO, K_RECORDS, K_CLOSE, K_N };
+static const char *const kname[K_N] = {"write_at_all", "read_at_all", "write_all", "write_ordered", "set_view",
+                                       "sync", "seek_shared", "set_size", "set_atomicity", "set_info",
+                                       "read_records_ordered", "close"};
+
+static int call_kind(lmpio_file *fh, int k) {
+  int v[2] = {1, 2};
+  char *rec = NULL;
+  MPI_Count len;
+  int more, rc;
+  switch (k) {
+  case K_WRITE_AT_ALL: return lmpio_file_write_at_all(*fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+  case K_READ_AT_ALL: return lmpio_file_read_at_all(*fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+  case K_WRITE_ALL: return lmpio_file_write_all(*fh, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+  case K_WRITE_ORDERED: return lmpio_file_write_ordered(*fh, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+  case K_SET_VIEW: return lmpio_file_set_view(*fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  case K_SYNC: return lmpio_file_sync(*fh);
+  case K_SEEK_SHARED: return lmpio_file_seek_shared(*fh, 0, MPI_SEEK_SET);
+  case K_SET_SIZE: return lmpio_file_set_size(*fh, 0);
+  case K_SET_ATOMICITY: return lmpio_file_set_atomicity(*fh, 0);
+  case K_SET_INFO: return lmpio_file_set_info(*fh, MPI_INFO_NULL);
+  case K_RECORDS:
+    rc = lmpio_file_read_records_ordered(*fh, '\n', 10, &rec, &len, &more);
+    free(rec);
+    return rc;
+  default: return lmpio_file_close(fh);
+  }
+}
+
+static void test_different_calls(void) {
+  if (tl_size < 2) return;
+  char *path = tl_path("calls");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  int last = tl_size - 1;
+  /* every pair of kinds: the last rank calls b, the others a */
+  for (int a = 0; a < K_N; a++)
+    for (int b = 0; b < K_N; b++) {
+      if (a == b) continue;
+      int rc = call_kind(&fh, tl_rank == last ? b : a);
+      TL_EQ(rc, MPI_ERR_NOT_SAME);
+      char want[200];
+      snprintf(want, sizeof want, "rank %d called %s while rank 0 called %s", last, kname[b], kname[a]);
+      const char *m = lmpio_last_error_message();
+      if (!strstr(m, want)) {
+        TL_CHECK(!"the message names both calls and ranks");
+        fprintf(stderr, "[rank %d] %s / %s: %s\n", tl_rank, kname[a], kname[b], m);
+      }
+      TL_CHECK(fh != LMPIO_FILE_NULL); /* a close that failed keeps the handle */
+      if (tl_case_failed) break;
+    }
+  /* then the same calls work */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  int v[2] = {5, 6}, w[2] = {0, 0};
+  TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_read_at_all(fh, 8 * tl_rank, w, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(w[0] == 5 && w[1] == 6);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("ranks failing with different classes agree on class and message", test_different_classes);
   tl_run("MPI_ERR_NOT_SAME names the argument that differs", test_not_same_names_argument);
   tl_run("seek_shared past 2^63 is MPI_ERR_ARG, not an overflow", test_seek_shared_overflow);
   tl_run("lmpio_fail_next_collective fails the collective on every rank", test_fail_next_collective);
+  tl_run("ranks in different collective calls on a file fail, naming both calls", test_different_calls);
   return tl_finish();
 }

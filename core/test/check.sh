@@ -73,6 +73,11 @@ for suite in $suites; do
       if [ "$(basename "$t")" = collective_test ] && is_openmpi; then
         echo "--oversubscribe -n 4 -x LMPIO_TEST_NODES=a,a,b,b --mca io romio321" >> "$log.cfg"
       fi
+      # The first agreement of collective calls above the ranks it gathers
+      # (an MPI_Allreduce), at 4 ranks.
+      case $(basename "$t") in agree_test|collective_test|shared_test)
+        is_openmpi && echo "--oversubscribe -n 4 -x LMPIO_AGREE_GATHER_MAX=1 --mca io romio321" >> "$log.cfg" ;;
+      esac
       # Streams without threads too (rank 0 then serves inside its own calls).
       if [ "$(basename "$t")" = stream_test ] && is_openmpi; then
         echo "--oversubscribe -n 4 -x LMPIO_ASYNC=0 --mca io romio321" >> "$log.cfg"

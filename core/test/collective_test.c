@@ -6,23 +6,26 @@
  * (automatic, two-phase forced with small buffers, one aggregator, disabled)
  * and checks the file bytes with plain pread. */
 #include "testlib.h"
+#include "internal.h" /* one_node */
 
 #include <fcntl.h>
 
 typedef struct {
   const char *name;
   const char *kv[8]; /* key, value pairs, NULL-terminated */
+  int nodes;         /* taken as ranks on several nodes (automatic then aggregates interleaved accesses) */
 } hintset;
 
 static const hintset HINTS[] = {
-    {"automatic", {NULL}},
-    {"enable", {"romio_cb_write", "enable", "romio_cb_read", "enable", NULL}},
-    {"enable cb 64", {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_buffer_size", "64", NULL}},
+    {"automatic", {NULL}, 0},
+    {"automatic, ranks on several nodes", {NULL}, 1},
+    {"enable", {"romio_cb_write", "enable", "romio_cb_read", "enable", NULL}, 0},
+    {"enable cb 64", {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_buffer_size", "64", NULL}, 0},
     {"enable 1 aggregator cb 4096",
-     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "1", "cb_buffer_size", "4096"}},
+     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "1", "cb_buffer_size", "4096"}, 0},
     {"enable 2 aggregators cb 100",
-     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "2", "cb_buffer_size", "100"}},
-    {"disable", {"romio_cb_write", "disable", "romio_cb_read", "disable", NULL}},
+     {"romio_cb_write", "enable", "romio_cb_read", "enable", "cb_nodes", "2", "cb_buffer_size", "100"}, 0},
+    {"disable", {"romio_cb_write", "disable", "romio_cb_read", "disable", NULL}, 0},
 };
 #define NHINTS (sizeof HINTS / sizeof HINTS[0])
 
@@ -35,6 +38,7 @@ static lmpio_file open_with(const char *path, int amode) {
   lmpio_file fh = LMPIO_FILE_NULL;
   TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, amode, info, &fh));
   MPI_Info_free(&info);
+  if (fh && cur->nodes) fh->one_node = 0;
   return fh;
 }
 
@@ -225,6 +229,35 @@ static void empty_case(int zero_first) {
   TL_OK(lmpio_file_read_at_all(fh, 0, r, 0, MPI_BYTE, &st));
   MPI_Type_free(&ft);
   free(f);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Each rank writes with holes inside a region of its own: the ranges do not
+ * interleave, so automatic takes the independent path even across nodes
+ * (above the ranks the first agreement gathers, the ranges are gathered to
+ * tell); the holes keep their bytes. */
+static void test_disjoint_holes(void) {
+  char *path = tl_path("disjoint");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { REGION = 1000, NB = 20 };
+  long fsize = (long)REGION * tl_size;
+  prefill(fh, path, fsize);
+  MPI_Datatype ft = strided(8, 2 - tl_size); /* 8 bytes every 16 */
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * REGION, MPI_BYTE, ft, "native", MPI_INFO_NULL));
+  unsigned char w[8 * NB];
+  for (int i = 0; i < 8 * NB; i++) w[i] = val(tl_rank, i);
+  TL_OK(lmpio_file_write_at_all(fh, 0, w, 8 * NB, MPI_BYTE, MPI_STATUS_IGNORE));
+  long size;
+  unsigned char *f = file_bytes(fh, path, &size);
+  TL_EQ(size, fsize);
+  for (long i = 0; i < size; i++) {
+    long r = i / REGION, in = i % REGION;
+    int want = in / 16 < NB && in % 16 < 8 ? val((int)r, in / 16 * 8 + in % 16) : pre(i);
+    if (f[i] != want) { report("disjoint regions with holes", i, f[i], want); break; }
+  }
+  free(f);
+  MPI_Type_free(&ft);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -502,6 +535,7 @@ int main(int argc, char **argv) {
   each("interleaved strided views (8 B, 64 B, 4 KiB, with holes)", test_strided);
   each("2-D subarray distribution", test_subarray);
   each("ranks with count 0 and an idle rank", test_empty);
+  each("holes inside disjoint regions", test_disjoint_holes);
   each("short reads at end of file: counts per rank", test_short_reads);
   each("noncontiguous memory types", test_noncontig_memory);
   each("overlapping writes", test_overlap);

@@ -21,6 +21,9 @@ typedef struct {
   int delay_us;       /* reader: pause after every read (a slow reader) */
   size_t stop_after;  /* reader: close after this many bytes (0: never) */
   const char *fifo;   /* open this FIFO first (fd is then set by the thread) */
+  size_t block;       /* reader: keep nothing, count blocks of this size instead */
+  size_t blocks[256]; /* ... by their first byte */
+  size_t mixed;       /* ... and bytes that differ from their block's first */
   pthread_t th;
 } peer;
 
@@ -32,6 +35,20 @@ static void *reader(void *arg) {
     ssize_t n = read(p->fd, tmp, sizeof tmp);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    if (p->block) {
+      for (ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)tmp[i];
+        if ((p->len + (size_t)i) % p->block == 0) {
+          p->blocks[c]++;
+          p->cap = c; /* the block's first byte */
+        } else if (c != p->cap) {
+          p->mixed++;
+        }
+      }
+      p->len += (size_t)n;
+      if (p->delay_us) usleep((useconds_t)p->delay_us);
+      continue;
+    }
     if (p->len + (size_t)n > p->cap) {
       p->cap = 2 * (p->len + (size_t)n);
       p->buf = realloc(p->buf, p->cap);
@@ -244,6 +261,83 @@ static void test_write_shared_records_whole(void) {
   }
   free(q.p.buf);
   free(rec);
+}
+
+/* Ranks write_shared many 1 MiB records to a pipe whose reader is slow:
+ * the copies of the records in flight to rank 0 stay under a bound (the
+ * writer waits), instead of the whole backlog piling up in memory (300 MiB
+ * of 300 records before, the calls returning at once). */
+static void test_write_shared_backpressure(void) {
+  if (!lmpio__async_available()) {
+    if (tl_rank == 0) printf("# skipped: the bound needs rank 0's server thread (MPI_THREAD_MULTIPLE)\n");
+    return;
+  }
+  char name[64];
+  piped q;
+  pipe_open_end(&q, 1, name);
+  q.p.block = 1 << 20;
+  q.p.delay_us = 50; /* a slow reader: 4 KiB per read */
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(&q, 1);
+  enum { NREC = 24 };
+  char *rec = malloc(1 << 20);
+  MPI_Count peak = 0;
+  for (int k = 0; k < NREC; k++) {
+    memset(rec, 1 + tl_rank % 255, 1 << 20);
+    TL_OK(lmpio_file_write_shared(fh, rec, 1 << 20, MPI_CHAR, MPI_STATUS_IGNORE));
+    MPI_Count now = lmpio__pipe_inflight(fh);
+    if (now > peak) peak = now;
+  }
+  TL_CHECK(peak <= LMPIO__PIPE_INFLIGHT_MAX);
+  if (peak > LMPIO__PIPE_INFLIGHT_MAX)
+    fprintf(stderr, "[rank %d] %lld bytes of records in flight to rank 0\n", tl_rank, (long long)peak);
+  TL_OK(lmpio_file_close(&fh));
+  pipe_join(&q);
+  if (tl_rank == 0) {
+    TL_EQ(q.p.len, (size_t)NREC * (size_t)tl_size << 20);
+    TL_EQ(q.p.mixed, 0); /* whole records */
+    for (int r = 0; r < tl_size && r < 255; r++) TL_EQ(q.p.blocks[1 + r], NREC);
+  }
+  free(rec);
+}
+
+/* On a stream too, ranks in different collective calls fail with
+ * MPI_ERR_NOT_SAME naming both, and the stream works on afterwards (every
+ * call's round with rank 0 comes before its first agreement, so the rounds
+ * stay in step).  Hung before. */
+static void test_different_calls(void) {
+  if (tl_size < 2) return;
+  char name[64];
+  piped q;
+  pipe_open_end(&q, 1, name);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL, MPI_INFO_NULL, &fh));
+  pipe_start(&q, 1);
+  int last = tl_size - 1;
+  char b = (char)('a' + tl_rank % 26);
+  int rc = tl_rank == last ? lmpio_file_close(&fh) : lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE);
+  TL_EQ(rc, MPI_ERR_NOT_SAME);
+  char want[128];
+  snprintf(want, sizeof want, "rank %d called close while rank 0 called write_ordered", last);
+  TL_CHECK(strstr(lmpio_last_error_message(), want) != NULL);
+  rc = tl_rank == last ? lmpio_file_sync(fh) : lmpio_file_write_shared(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE);
+  if (tl_rank != last) TL_OK(rc); /* (independent: not a collective call) */
+  if (tl_rank == last) TL_EQ(rc, MPI_ERR_NOT_SAME); /* the others' next collective call is write_ordered */
+  if (tl_rank != last) {
+    TL_RC(lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE), MPI_ERR_NOT_SAME);
+    TL_CHECK(strstr(lmpio_last_error_message(), "called sync") != NULL);
+  }
+  TL_OK(lmpio_file_write_ordered(fh, &b, 1, MPI_CHAR, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_close(&fh));
+  pipe_join(&q);
+  if (tl_rank == 0) {
+    /* the write_shared bytes of the ranks but the last, then one of each rank in order */
+    TL_EQ(q.p.len, (size_t)(tl_size - 1) + (size_t)tl_size);
+    for (int r = 0; r < tl_size && q.p.len == (size_t)(2 * tl_size - 1); r++)
+      TL_EQ(q.p.buf[tl_size - 1 + r], 'a' + r % 26);
+  }
+  free(q.p.buf);
 }
 
 /* A pipe whose writer (rank 0's thread) sends total bytes counting modulo
@@ -548,6 +642,56 @@ static void test_records_pipe_and_file(void) {
   free(input);
 }
 
+/* A pass over the records left after one step (a break), then the shared
+ * pointer moved (seek_shared, a new view, read_ordered) or the pass
+ * dropped (lmpio_file_drop_records): the next pass starts with the bytes
+ * at the pointer, not with the unfinished record of the abandoned pass.  The
+ * abandoned record was glued in front of the next pass before. */
+static void test_records_abandoned(void) {
+  char *input = malloc(1 << 20);
+  size_t inlen = make_input(input);
+  char *path = tl_path("records-abandoned");
+  if (tl_rank == 0) {
+    FILE *f = fopen(path, "w");
+    fwrite(input, 1, inlen, f);
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+  for (int how = 0; how < 4; how++) {
+    char *rec = NULL;
+    MPI_Count len = 0;
+    int more = 0;
+    TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET)); /* (the last pass ended at end of input) */
+    /* 100 bytes a rank: the last line read is unfinished */
+    TL_OK(lmpio_file_read_records_ordered(fh, '\n', 100, &rec, &len, &more));
+    TL_EQ(more, 1);
+    free(rec);
+    if (how == 0) {
+      TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+      check_records(fh, input, inlen, 777);
+    } else if (how == 1) {
+      TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+      check_records(fh, input, inlen, 777);
+    } else if (how == 2) {
+      /* the pointer stays: the next pass starts inside a line */
+      TL_OK(lmpio_file_drop_records(fh));
+      size_t skip = 100 * (size_t)tl_size;
+      check_records(fh, input + skip, inlen - skip, 777);
+    } else {
+      /* another access through the shared pointer: the pass starts after it */
+      char b[10];
+      TL_OK(lmpio_file_read_ordered(fh, b, 10, MPI_CHAR, MPI_STATUS_IGNORE));
+      size_t skip = 110 * (size_t)tl_size;
+      check_records(fh, input + skip, inlen - skip, 777);
+    }
+  }
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+  free(input);
+}
+
 static void test_empty_input(void) {
   char name[64];
   piped q;
@@ -617,12 +761,16 @@ int main(int argc, char **argv) {
   tl_run("write_ordered to a pipe: byte-identical to one process writing in rank order", test_write_ordered_pipe);
   tl_run("a FIFO: write_ordered, then read_ordered in rank order with a short count at the end", test_fifo_write_and_read);
   tl_run("write_shared records land whole through a slow reader (and iwrite_shared)", test_write_shared_records_whole);
+  tl_run("write_shared of many big records through a slow reader: memory in flight bounded",
+         test_write_shared_backpressure);
+  tl_run("different collective calls on a stream fail on every rank, naming both", test_different_calls);
   tl_run("read_shared hands out the input once; end of input is a short count", test_read_shared_eof);
   tl_run("a reader that closes early: MPI_ERR_IO on every rank, no SIGPIPE", test_reader_closes_early);
   tl_run("big and noncontiguous writes through a slow reader (full pipe), split form", test_slow_reader_big_writes);
   tl_run("\"/dev/stdout\" is rank 0's standard output, after what it printed", test_stdout);
   tl_run("calls that have no meaning on a stream fail clearly", test_errors);
   tl_run("read_records_ordered: whole records in rank order from a pipe and a file", test_records_pipe_and_file);
+  tl_run("read_records_ordered after an abandoned pass: seek_shared, set_view, drop_records", test_records_abandoned);
   tl_run("empty input: a short read and no records on every rank", test_empty_input);
   tl_run("read_shared answered while rank 0 waits elsewhere (its server thread)", test_read_shared_rank0_elsewhere);
   return tl_finish();

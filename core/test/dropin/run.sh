@@ -42,6 +42,14 @@ while read -r cfg; do
         then echo "ok MPI_ERRORS_ARE_FATAL aborts with the message (exit status $rc)"
         else echo "not ok MPI_ERRORS_ARE_FATAL aborts with the message (exit status $rc)"; cat "$0"; fi' \
         "$log.out" "$MPIRUN" $cfg $dropin_env "$t" ;;
+    fatal_wait)
+      # The same through MPI_Wait: the file's handler, not MPI_COMM_WORLD's.
+      # shellcheck disable=SC2086
+      run "dropin fatal_wait [$cfg]" sh -c '"$@" > "$0" 2>&1; rc=$?
+        if [ "$rc" -ne 0 ] && grep -q "MPI_\(Wait\|File_iwrite_at\) failed, MPI_ERRORS_ARE_FATAL: lmpio_file_iwrite_at: .*MPI_ERR_NO_SPACE" "$0"
+        then echo "ok MPI_ERRORS_ARE_FATAL on a file aborts at MPI_Wait with the message (exit status $rc)"
+        else echo "not ok MPI_ERRORS_ARE_FATAL on a file aborts at MPI_Wait with the message (exit status $rc)"; cat "$0"; fi' \
+        "$log.out" "$MPIRUN" $cfg $dropin_env "$t" ;;
     *)
       # shellcheck disable=SC2086
       run "dropin $(basename "$t") [$cfg]" "$MPIRUN" $cfg $dropin_env "$t" ;;
