@@ -57,12 +57,11 @@ CL_FAILED=0
 cl_why_not() {
   [ "$(id -u)" = 0 ] || { echo "not root"; return; }
   [ -c /dev/fuse ] || { echo "no /dev/fuse"; return; }
-  command -v unshare >/dev/null 2>&1 && command -v nsenter >/dev/null 2>&1 || { echo "no unshare/nsenter"; return; }
+  if ! command -v unshare >/dev/null 2>&1 || ! command -v nsenter >/dev/null 2>&1; then echo "no unshare/nsenter"; return; fi
   command -v ip >/dev/null 2>&1 || { echo "no ip (iproute2)"; return; }
   ip netns list >/dev/null 2>&1 || { echo "ip netns does not work"; return; }
   unshare -n -m -u true 2>/dev/null || { echo "cannot make network namespaces (unshare -n)"; return; }
-  command -v mpirun >/dev/null 2>&1 && mpirun --version 2>/dev/null | grep -q "Open MPI" ||
-    { echo "mpirun is not Open MPI's"; return; }
+  if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then echo "no mpirun of Open MPI"; fi
 }
 
 # Installs what is missing (cheap when everything is there).
@@ -73,6 +72,7 @@ cl_deps() {
   command -v ip >/dev/null 2>&1 || cl_need="$cl_need iproute2"
   [ -z "$cl_need" ] && return 0
   echo "# cluster: installing$cl_need" >&2
+  # shellcheck disable=SC2086
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cl_need; } >&2
 }
 
@@ -203,7 +203,6 @@ shift
 exec nsenter -t \$t -n -m -u -- /bin/sh -c "\$*"
 EOF
   chmod 755 "$CL_DIR/agent"
-  CL_PROFILES=$cl_profiles
 }
 
 # Kills whatever runs in the nodes' namespaces but the file-system clients.

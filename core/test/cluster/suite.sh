@@ -41,7 +41,9 @@ BUDGET=${BUDGET:-480}
 SUITES=${SUITES-shared_test:[locked helper];shfp_test;file_test;collective_test:[automatic];\
 access_test:concurrent sieved|atomic mode|failed writes;nodes_test}
 SKIP="a directory that takes no new file|one node: every rank aggregates"
+# shellcheck disable=SC2034 # (read by cluster.sh)
 CLUSTER_LIB=1
+# shellcheck source=core/test/cluster/cluster.sh
 . "$(dirname "$0")/cluster.sh"
 
 if [ "${1:-}" = --why-not ]; then
@@ -101,10 +103,12 @@ body() {
         over_budget || impl_run "$impl $p #$r" "$p" "$impl" 2
       done
       [ "$p" = coherent ] || continue
+      # shellcheck disable=SC2034 # (read by cl_run)
       CL_HOSTS=node1:4
       for impl in $IMPLS; do
         over_budget || impl_run "$impl one-node $p #$r" "$p" "$impl" 1
       done
+      # shellcheck disable=SC2034
       CL_HOSTS=
     done
     r=$((r + 1))
