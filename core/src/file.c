@@ -215,7 +215,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->one_node = fh->nodes.nnodes == 1;
     if (max[0] != fh->drv->id) {
       fh->drv = lmpio__driver_by_id((int)max[0]);
-      snprintf(fh->drv_why, sizeof fh->drv_why, "another rank's file system (this rank's: %s)", why);
+      snprintf(fh->drv_why, sizeof fh->drv_why, "another rank's file system (this rank's: %.200s)", why);
     }
     fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }
