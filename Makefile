@@ -24,6 +24,11 @@ TESTS    := $(patsubst core/test/%.c,$(BUILD)/test/%,$(wildcard core/test/*_test
 # Programs of plain MPI (nothing of lmpio) that the dropin suite runs with
 # liblmpio-mpi.so preloaded.
 DROPIN_TESTS := $(patsubst core/test/dropin/%.c,$(BUILD)/dropin/%,$(wildcard core/test/dropin/*.c))
+# Programs of plain MPI that need ranks on two machines, run on the
+# simulated cluster of core/test/cluster/cluster.sh (make check-cluster).
+# multinode-capi: the same checks through lmpio's C API.
+CLUSTER_TESTS := $(patsubst core/test/cluster/%.c,$(BUILD)/cluster/%,$(wildcard core/test/cluster/*.c)) \
+  $(BUILD)/cluster/multinode-capi
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 CEXAMPLES:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 LUA_SRC  := $(wildcard lua/*.c)
@@ -43,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-ior install clean
+.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-ior install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -75,7 +80,13 @@ $(BUILD)/lmpio.pc: Makefile
 	@mkdir -p $(@D)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lmpio\nDescription: the MPI-IO file model as a library\nVersion: 0.1.0\nLibs: -L$${libdir} -llmpio\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
-tests: $(TESTS) $(DROPIN_TESTS)
+tests: $(TESTS) $(DROPIN_TESTS) $(CLUSTER_TESTS)
+$(BUILD)/cluster/%: core/test/cluster/%.c
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $< -o $@
+$(BUILD)/cluster/multinode-capi: core/test/cluster/multinode.c $(LIBA)
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -D_GNU_SOURCE -DMULTINODE_CAPI $(WARN) $(CFLAGS) -Icore/include $< -o $@ $(LIBA) -lm
 $(BUILD)/dropin/%: core/test/dropin/%.c core/test/dropin/check.h
 	@mkdir -p $(@D)
 	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $< -o $@
@@ -156,6 +167,14 @@ check-asan:
 # MPI4PY= a copy of mpi4py's test/ adds its test_file.py and test_io.py.
 check-dropin: lib
 	SUITE="$(SUITE)" MPI4PY="$(MPI4PY)" sh core/test/dropin/peer_suite.sh
+
+# The cluster suite alone: a simulated two-node cluster (network namespaces,
+# GlusterFS, as root; core/test/cluster/suite.sh says what runs), e.g.
+# make check-cluster RUNS=5 IMPLS="lmpio capi ompio romio" TABLE=1.
+check-cluster:
+	$(MAKE) WERROR=-Werror lib tests
+	RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
+	  BUDGET="$(or $(BUDGET),100000)" sh core/test/cluster/suite.sh
 
 # Static analysis of the core: cppcheck must stay quiet.
 lint:

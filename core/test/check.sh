@@ -2,13 +2,13 @@
 # Runs every suite and prints, as its last line, "N passed, N failed" summed
 # over all of them.  C tests print "ok NAME" / "not ok NAME" per case (rank 0,
 # after agreement over all ranks); a program that crashes, exits non-zero or
-# times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc|dropin]...
+# times out counts as one more failure.  Usage: check.sh [core|lua|examples|doc|dropin|cluster]...
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac # relative or absolute
 MPIRUN=${MPIRUN:-mpirun}
 LUA=${LUA:-lua5.4}
 TIMEOUT=${LMPIO_TEST_TIMEOUT:-300}
-suites=${*:-core lua examples doc dropin}
+suites=${*:-core lua examples doc dropin cluster}
 passed=0
 failed=0
 log=$(mktemp)
@@ -122,6 +122,22 @@ for suite in $suites; do
   dropin)
     # Unmodified MPI programs on lmpio through liblmpio-mpi.so.
     . core/test/dropin/run.sh ;;
+  cluster)
+    # Ranks on two machines sharing a network file system: a simulated
+    # cluster (network namespaces, a GlusterFS server, a FUSE client per
+    # node; core/test/cluster/), where the machine allows it.
+    why=$(sh core/test/cluster/suite.sh --why-not)
+    if [ -n "$why" ]; then
+      echo "skip cluster: $why"
+    elif ! is_openmpi; then
+      echo "skip cluster: it runs Open MPI's mpirun across the nodes"
+    else
+      # (the suite keeps to its own budget, BUDGET seconds, and cleans up)
+      saved=$TIMEOUT
+      TIMEOUT=${LMPIO_CLUSTER_TIMEOUT:-900}
+      run "cluster (core/test/cluster/suite.sh)" sh core/test/cluster/suite.sh
+      TIMEOUT=$saved
+    fi ;;
   esac
 done
 echo "$passed passed, $failed failed"
