@@ -50,13 +50,13 @@ static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   return c;
 }
 
-static int commrank(MPI_Comm comm) {
+int lmpio_lua_commrank(MPI_Comm comm) {
   int r = 0;
   MPI_Comm_rank(comm, &r);
   return r;
 }
 
-static int commsize(MPI_Comm comm) {
+int lmpio_lua_commsize(MPI_Comm comm) {
   int n = 1;
   MPI_Comm_size(comm, &n);
   return n;
@@ -80,7 +80,7 @@ enum { NAGREE = LMPIO_LUA_NAGREE, AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE =
  * error object with their own message, the others with root's. */
 static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
   char text[MAXMSG] = "";
-  if (commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
+  if (lmpio_lua_commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
   lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
   text[MAXMSG - 1] = '\0';
   if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
@@ -101,16 +101,16 @@ static void agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *
   long long mine = v[0];
   entered = 1;
   lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
-  if (v[0] != 0) raise_failure(L, comm, commsize(comm) - (int)v[0], mine != 0, msg);
+  if (v[0] != 0) raise_failure(L, comm, lmpio_lua_commsize(comm) - (int)v[0], mine != 0, msg);
 }
 
 static void fail_agree(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[NAGREE] = {commsize(comm) - commrank(comm)};
+  long long v[NAGREE] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
   agree(L, comm, v, NAGREE, msg);
 }
 
 static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[AGREE_WORDS] = {commsize(comm) - commrank(comm)};
+  long long v[AGREE_WORDS] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
   agree(L, comm, v, AGREE_WORDS, msg);
 }
 
@@ -559,7 +559,7 @@ static int c_tostring(lua_State *L) {
     lua_pushliteral(L, "lmpio.comm (freed)");
     return 1;
   }
-  lua_pushfstring(L, "lmpio.comm (rank %d of %d): %p", commrank(c->comm), commsize(c->comm), (void *)c);
+  lua_pushfstring(L, "lmpio.comm (rank %d of %d): %p", lmpio_lua_commrank(c->comm), lmpio_lua_commsize(c->comm), (void *)c);
   return 1;
 }
 
@@ -609,7 +609,7 @@ comm:bcast(params)          -- every rank's params now hold the root's
 */
 static int c_bcast(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int rank = commrank(comm), size = commsize(comm);
+  int rank = lmpio_lua_commrank(comm), size = lmpio_lua_commsize(comm);
   lua_settop(L, 3);
   int root = checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
   if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
@@ -651,7 +651,7 @@ enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
 #define GATHER_FAILED UINT64_MAX
 
 static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
-  int size = commsize(comm), mine = commrank(comm);
+  int size = lmpio_lua_commsize(comm), mine = lmpio_lua_commrank(comm);
   entered = 1;
   lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
                      "MPI_Allgather");
@@ -665,9 +665,9 @@ void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks,
 }
 
 static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
-  int size = commsize(comm);
+  int size = lmpio_lua_commsize(comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
-  put_le64(blocks + (size_t)commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
+  put_le64(blocks + (size_t)lmpio_lua_commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
   gather_blocks(L, comm, blocks, msg);
 }
 
@@ -692,7 +692,7 @@ and others not, every rank raises.
 */
 static int c_allgather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int size = commsize(comm), rank = commrank(comm);
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   lua_settop(L, 2);
   if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_allgather_array(L, comm);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
@@ -781,7 +781,7 @@ static int reduce(lua_State *L, int kind, const char *name) {
   else if (kind == R_SCAN) rc = MPI_Scan(in, out, 1, t, mop, comm);
   else rc = MPI_Exscan(in, out, 1, t, mop, comm);
   lmpio_lua_checkmpi(L, rc, kind == R_ALLREDUCE ? "MPI_Allreduce" : kind == R_SCAN ? "MPI_Scan" : "MPI_Exscan");
-  if (kind == R_EXSCAN && commrank(comm) == 0) {
+  if (kind == R_EXSCAN && lmpio_lua_commrank(comm) == 0) {
     /* MPI leaves rank 0's result undefined: the op's identity, if any */
     if (mop == MPI_MAX || mop == MPI_MIN) {
       lua_pushnil(L);
@@ -973,8 +973,8 @@ static int c_grid(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  dims_create(L, 2, commsize(comm), n, dims);
-  int r = commrank(comm);
+  dims_create(L, 2, lmpio_lua_commsize(comm), n, dims);
+  int r = lmpio_lua_commrank(comm);
   for (int i = n - 1; i >= 0; i--) {
     coords[i] = r % dims[i];
     r /= dims[i];

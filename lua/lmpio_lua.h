@@ -45,6 +45,9 @@ void lmpio_lua_note_traceback(const char *tb);
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
 /* Raises the error object for cls (never returns). */
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
+/* The rank of this process in comm, and comm's size (comm.c). */
+int lmpio_lua_commrank(MPI_Comm comm);
+int lmpio_lua_commsize(MPI_Comm comm);
 /* The message on top of the stack, "bad argument #3 to '?' (...)" from a
  * method run under lua_pcall (which hides its name, and that argument 1 is
  * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1

@@ -33,18 +33,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static int commrank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-static int commsize(MPI_Comm comm) {
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
 /* MPI counts are ints: arrays go in pieces of this many elements. */
 #define PIECE ((size_t)1 << 28)
 
@@ -217,7 +205,7 @@ int lmpio_lua_reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *na
   const char *why = opfor(a->type, op, &mt, &mop);
   if (why) agreed(L, name, 2, lua_pushfstring(L, "'%s' %s", opnames[op], why));
   reduce_pieces(L, comm, kind, 0, a, r, mt, mop);
-  if (kind == LMPIO_LUA_EXSCAN && commrank(comm) == 0 && !identity(r, op)) lua_pushnil(L);
+  if (kind == LMPIO_LUA_EXSCAN && lmpio_lua_commrank(comm) == 0 && !identity(r, op)) lua_pushnil(L);
   return 1;
 }
 
@@ -243,7 +231,7 @@ static int c_reduce(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   lua_settop(L, 4);
   lua_Integer root = luaL_optinteger(L, 4, 0);
-  int size = commsize(comm), rank = commrank(comm);
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   if (root < 0 || root >= size) luaL_argerror(L, 4, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   int code = -1;
   lmpio_lua_buffer *a = toarray(L, 2, &code);
@@ -388,7 +376,7 @@ static int *layout(lua_State *L, int size, const long long *n, const char *name)
 }
 
 int lmpio_lua_allgather_array(lua_State *L, MPI_Comm comm) {
-  int size = commsize(comm), rank = commrank(comm), code;
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm), code;
   lmpio_lua_buffer *a = toarray(L, 2, &code);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 3 */
   long long *n = lua_newuserdatauv(L, (size_t)size * sizeof *n, 0);                       /* 4 */
@@ -436,7 +424,7 @@ rank must name the same root and give the same kind of value.
 */
 static int c_gather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int size = commsize(comm), rank = commrank(comm), code = 0;
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm), code = 0;
   lua_settop(L, 3);
   lua_Integer root = luaL_optinteger(L, 3, 0);
   if (root < 0 || root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
@@ -526,7 +514,7 @@ value per rank (`#t == comm:size()`): rank r gets `t[r + 1]`, a copy, as
 */
 static int c_scatter(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int size = commsize(comm), rank = commrank(comm);
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   lua_settop(L, 3);
   lua_Integer root = luaL_optinteger(L, 3, 0);
   if (root < 0 || root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
@@ -696,7 +684,7 @@ static int tag_ub(void) {
 static int checkpeer(lua_State *L, int arg, MPI_Comm comm, int receiving) {
   if (lua_isnoneornil(L, arg)) return MPI_PROC_NULL;
   lua_Integer r = luaL_checkinteger(L, arg);
-  int size = commsize(comm);
+  int size = lmpio_lua_commsize(comm);
   if (r == MPI_PROC_NULL || (receiving && r == MPI_ANY_SOURCE)) return (int)r;
   if (r < 0 || r >= size)
     luaL_argerror(L, arg, lua_pushfstring(L, "%I is not a rank of the communicator (0 to %d), lmpio.PROC_NULL%s", r,

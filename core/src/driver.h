@@ -83,6 +83,9 @@ struct lmpio__driver {
 
 extern const lmpio__driver lmpio__driver_local, lmpio__driver_coherent, lmpio__driver_caching,
     lmpio__driver_stream;
+/* unlock for drivers whose clients need nothing more than the lock's
+ * release (local, coherent). */
+int lmpio__driver_unlock_plain(int fd, int wrote, MPI_Offset off, MPI_Offset len);
 /* By id (LMPIO__FS_*). */
 const lmpio__driver *lmpio__driver_by_id(int id);
 

@@ -9,16 +9,11 @@
  * aligns file domains). */
 #include "internal.h"
 
-static int coherent_unlock(int fd, int wrote, MPI_Offset off, MPI_Offset len) {
-  (void)wrote;
-  return lmpio__os_unlock(fd, off, len);
-}
-
 const lmpio__driver lmpio__driver_coherent = {
     .name = "coherent",
     .id = LMPIO__FS_COHERENT,
     .lock = lmpio__os_lock,
-    .unlock = coherent_unlock,
+    .unlock = lmpio__driver_unlock_plain,
     .pread = lmpio__os_pread_all,
     .size = lmpio__os_size,
     .sync = lmpio__os_fsync,

@@ -3,16 +3,11 @@
  * read-modify-write needs, and sync is fsync. */
 #include "internal.h"
 
-static int local_unlock(int fd, int wrote, MPI_Offset off, MPI_Offset len) {
-  (void)wrote;
-  return lmpio__os_unlock(fd, off, len);
-}
-
 const lmpio__driver lmpio__driver_local = {
     .name = "local",
     .id = LMPIO__FS_LOCAL,
     .lock = lmpio__os_lock,
-    .unlock = local_unlock,
+    .unlock = lmpio__driver_unlock_plain,
     .pread = lmpio__os_pread_all,
     .size = lmpio__os_size,
     .sync = lmpio__os_fsync,
