@@ -24,11 +24,11 @@
 #     -x LD_PRELOAD=$PWD/build/lib/liblmpio-mpi.so build/cluster/multinode @DIR@
 #
 # or one C test: ... -- build/test/shared_test   (its files go to @DIR@).
-# Each node has its own /tmp and /dev/shm: programs and libraries under /tmp
-# are not seen by the ranks (use /var/tmp or the work tree).
+# Each node has its own /dev/shm; /tmp is the host's (a clone of the project
+# under /tmp, as CI may make, must run there).
 #
 # The cluster: three network namespaces (gserver, node1, node2), each with
-# its own host name and mount namespace (private /tmp and /dev/shm, its own
+# its own host name and mount namespace (private /dev/shm, its own
 # /etc/hosts and boot id), joined by a bridge inside gserver's namespace on
 # the private subnet 10.218.18.0/24, which exists only inside them (nothing
 # is added to this machine's own network).  gserver runs glusterd, with its
@@ -143,7 +143,7 @@ cl_up() {
     ip link add "lmc${cl_id}$cl_m" type veth peer name "lmc${cl_id}s$cl_n" netns "$(cat "$CL_DIR/gserver.pid")" &&
       ip link set "lmc${cl_id}$cl_m" netns "$(cat "$CL_DIR/$cl_m.pid")" &&
       cl_in gserver sh -c "ip link set lmc${cl_id}s$cl_n master br0 && ip link set lmc${cl_id}s$cl_n up" &&
-      cl_in $cl_m sh -c "hostname $cl_m && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
+      cl_in $cl_m sh -c "hostname $cl_m && mount -t tmpfs tmpfs /dev/shm &&
         mount --bind '$CL_DIR/hosts' /etc/hosts && mount --bind '$CL_DIR/$cl_m/boot_id' /proc/sys/kernel/random/boot_id &&
         mount --bind '$CL_DIR/$cl_m/log' /var/log/glusterfs &&
         ip link set lo up && ip link set lmc${cl_id}$cl_m name eth0 && ip addr add $CL_NET.$cl_n/24 dev eth0 && ip link set eth0 up" ||
@@ -281,9 +281,6 @@ cl_run() {
     cl_n=$((cl_n - 1))
   done
   cl_out=$CL_DIR/out
-  for cl_a in "$@"; do
-    case $cl_a in /tmp/* | *=/tmp/*) echo "# warning: $cl_a is under /tmp, which each node has of its own" ;; esac
-  done
   cl_in node1 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout -k 10 "$cl_timeout" mpirun --host "${CL_HOSTS:-node1:2,node2:2}" --bind-to none \
     --mca plm_rsh_agent "$CL_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
