@@ -54,7 +54,7 @@ void lmpio__set_status(MPI_Status *status, MPI_Count bytes) {
 
 /* Checks that data bytes [pos, pos + n) of the view have file offsets that
  * fit an MPI_Offset (n file bytes of data from etype offset `offset`). */
-static int check_range(lmpio_file fh, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call) {
+int lmpio__check_range(lmpio_file fh, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call) {
   MPI_Offset end, last;
   if (!lmpio__mul_ok(offset, fh->view.esize, pos) || !lmpio__add_ok(*pos, n, &end))
     return lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
@@ -73,26 +73,12 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
   if (rc != MPI_SUCCESS || n == 0) return rc;
   MPI_Offset pos, fbytes = 0;
   MPI_Offset nbytes;
-  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes) || (rc = check_range(fh, offset, nbytes, &pos, call)) != MPI_SUCCESS)
+  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes) || (rc = lmpio__check_range(fh, offset, nbytes, &pos, call)) != MPI_SUCCESS)
     return rc != MPI_SUCCESS ? rc : lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
   lmpio__plan p;
   lmpio__hold(fh);
   lmpio__plan_init(&p, fh, dir);
-  if (fh->view.rep) {
-    rc = lmpio__convert(&p, pos, buf, count, type, bytes, &fbytes, call);
-  } else {
-    const lmpio__tm_node *m;
-    rc = lmpio__typemap_get(type, &m, call);
-    if (rc == MPI_SUCCESS) {
-      lmpio__stream s;
-      rc = lmpio__stream_init(&s, buf, m, count);
-      if (rc == MPI_SUCCESS) rc = lmpio__engine_run(&p, pos, &s, call);
-      else rc = lmpio__err(rc, call, "out of memory");
-      *bytes = fbytes = s.done;
-      lmpio__stream_free(&s);
-      lmpio__typemap_release(m);
-    }
-  }
+  rc = lmpio__transfer(&p, pos, buf, count, type, bytes, &fbytes, call);
   lmpio__plan_free(&p);
   lmpio__release(fh);
   *etypes = fbytes / fh->view.esize;

@@ -62,6 +62,14 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
   for (int i = 0; i < nmax; i++) v[1 + 2 * nsame + i] = max[i];
   if (size == 1) {
     memcpy(r, v, sizeof(long long) * (size_t)n);
+  } else if (lmpio__exchange_shared(comm)) { /* every record, reduced here */
+    long long all[64 * (1 + 3 * MAX_VALUES)];
+    if (lmpio__exchange(comm, v, n, all) != MPI_SUCCESS)
+      return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+    memcpy(r, v, sizeof(long long) * (size_t)n);
+    for (int q = 0; q < size; q++)
+      for (int i = 0; i < n; i++)
+        if (all[q * n + i] > r[i]) r[i] = all[q * n + i];
   } else if (MPI_Allreduce(v, r, n, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) {
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }
@@ -175,8 +183,7 @@ static int first_gather(MPI_Comm comm, int rank, int size, int rc, long long wor
   for (int i = 0; i < f->nmine; i++) *slot++ = f->mine[i];
   long long *g = size <= GATHER_MAX ? all : malloc(sizeof(long long) * REC * (size_t)size);
   if (!g) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* (only when the tests lift GATHER_MAX) */
-  if (size == 1) memcpy(g, mine, sizeof mine);
-  else if (MPI_Allgather(mine, REC, MPI_LONG_LONG, g, REC, MPI_LONG_LONG, comm) != MPI_SUCCESS) {
+  if (lmpio__exchange(comm, mine, REC, g) != MPI_SUCCESS) {
     if (g != all) free(g);
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }

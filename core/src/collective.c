@@ -568,6 +568,42 @@ static int two_phase(coll *c, int rc) {
   return rc;
 }
 
+/* Whether every rank moves its own data, decided by each rank alone from
+ * what is the same on every rank (hints, view, atomicity, where the ranks
+ * run): then the call needs no exchange before the transfer.  Automatic:
+ * on one node every rank shares one page cache, so moving the data through
+ * aggregators costs an extra copy and saves nothing (measured here:
+ * independent sieving was faster for every strided write). */
+static int independent_here(lmpio_file fh, int dir, int eligible) {
+  int mode = dir == LMPIO__WRITE ? fh->hints.cb_write : fh->hints.cb_read;
+  return !eligible || mode == LMPIO__HINT_DISABLE || (mode == LMPIO__HINT_AUTOMATIC && fh->one_node);
+}
+
+/* Each rank its own part, then the call's one exchange: which call every
+ * rank is in, and the outcome.  A rank whose own arguments failed moves
+ * nothing; the others have moved theirs when they learn of it, and every
+ * rank returns the failing rank's class and message. */
+static int independent(lmpio_file fh, int rc, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
+                       MPI_Datatype type, int dir, int use_fp, MPI_Status *status, const char *call) {
+  MPI_Count bytes = 0;
+  MPI_Offset fbytes = 0, nbytes;
+  if (rc == MPI_SUCCESS && n > 0) {
+    if (!lmpio__mul_ok(n, fh->view.esize, &nbytes))
+      rc = lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+    else rc = lmpio__check_range(fh, pos / fh->view.esize, nbytes, &pos, call);
+  }
+  if (rc == MPI_SUCCESS && n > 0) {
+    lmpio__plan p;
+    lmpio__plan_init(&p, fh, dir);
+    rc = lmpio__transfer(&p, pos, buf, count, type, &bytes, &fbytes, call);
+    lmpio__plan_free(&p);
+  }
+  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  if (use_fp && rc == MPI_SUCCESS) fh->fp += fbytes / fh->view.esize;
+  lmpio__set_status(status, rc == MPI_SUCCESS ? bytes : 0);
+  return rc;
+}
+
 int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
@@ -590,6 +626,15 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
                     (long long)etpos, (long long)fh->view.esize);
   int size = fh->size;
   lmpio__hold_all(fh);
+  /* Two-phase needs a native view, no atomic mode and a filetype that does
+   * not overlap itself (the same on every rank: they are set collectively,
+   * and an overlapping filetype only on a read-only file). */
+  int eligible = fh->view.rep == NULL && !fh->atomic && fh->view.ft->monotone;
+  if (independent_here(fh, dir, eligible)) {
+    rc = independent(fh, rc, pos, n, buf, count, type, dir, use_fp, status, call);
+    lmpio__release(fh);
+    return rc;
+  }
 
   coll c;
   memset(&c, 0, sizeof c);
@@ -598,10 +643,6 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.call = call;
   c.buf = buf;
   c.memcontig = 1;
-  /* Two-phase needs a native view, no atomic mode and a filetype that does
-   * not overlap itself (the same on every rank: they are set collectively,
-   * and an overlapping filetype only on a read-only file). */
-  int eligible = fh->view.rep == NULL && !fh->atomic && fh->view.ft->monotone;
   int nagg = size < LMPIO__MAX_AGGREGATORS ? size : LMPIO__MAX_AGGREGATORS;
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);

@@ -78,7 +78,10 @@ static void free_handle(lmpio_file fh) {
   lmpio__nodes_free(&fh->nodes);
   lmpio__pipe_free(fh);
   lmpio__records_free(fh);
-  if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
+  if (fh->comm != MPI_COMM_NULL) {
+    lmpio__exchange_detach(fh->comm);
+    MPI_Comm_free(&fh->comm);
+  }
   lmpio__view_free(&fh->view);
   free(fh->path);
   free(fh);
@@ -205,6 +208,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
    * (ranks whose clients differ, one caches, one does not, all take the
    * caching one's care); the largest block any rank's file system reports,
    * so that every rank cuts the same file domains. */
+  if (rc == MPI_SUCCESS) rc = lmpio__exchange_attach(fh->comm);
   if (rc == MPI_SUCCESS) rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
   if (rc == MPI_SUCCESS) {
     int agg[LMPIO__MAX_AGGREGATORS], n = 0;

@@ -58,6 +58,14 @@ typedef struct {
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
 /* Whether the first exchange among size ranks gathers every rank's values. */
 int lmpio__agree_gathers(int size);
+/* exchange.c: every rank's n values to every rank (all: size * n), through
+ * shared memory when comm has it attached, else MPI_Allgather. */
+int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all);
+/* Collective over comm: attaches shared memory for its exchanges when every
+ * rank is on one node (else nothing); detach before freeing comm. */
+int lmpio__exchange_attach(MPI_Comm comm);
+void lmpio__exchange_detach(MPI_Comm comm);
+int lmpio__exchange_shared(MPI_Comm comm);
 /* Whether this thread's last lmpio__pending handed out a binding's failure
  * (the call stands in for one that failed before it began); cleared. */
 int lmpio__take_standin(void);
@@ -391,11 +399,19 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
 /* Number of etypes that count items of type make in the view, or an error. */
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
+/* Checks that n data bytes from etype `offset` have file offsets that fit
+ * an MPI_Offset; *pos: the data byte of offset. */
+int lmpio__check_range(lmpio_file fh, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call);
 /* Moves count items of type between buf and the view at `offset` etypes
  * (plan, then the engine or the conversion driver).  *bytes: native data
  * bytes moved (short at end of file); *etypes: whole etypes they filled. */
 int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
                   int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
+/* transfer.c: moves count items of type between buf and data bytes [pos,
+ * ...) of p's view; *bytes: native data bytes moved (short at end of file),
+ * *fbytes: the file data bytes they fill. */
+int lmpio__transfer(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,
+                    MPI_Count *bytes, MPI_Offset *fbytes, const char *call);
 /* The blocking independent calls (explicit offset, or the individual pointer
  * when use_fp, which advances it). */
 int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,

@@ -147,6 +147,11 @@ struct lmpio__xfer {
   int udup;
   MPI_Count native;            /* data bytes of the caller's (a write's) */
   int converted;               /* a read's conversion at completion ran */
+  /* An independent transfer: its plan, made at initiation (the view, the
+   * worker's descriptor), and where it starts in the view's data. */
+  lmpio__plan plan;
+  int planned;
+  MPI_Offset pos;
   /* A job with a request is on its handle's list (req_mu) until the
    * request is freed or the handle closes: close converts the reads whose
    * requests were freed before their conversion ran, and the failure of a
@@ -187,8 +192,9 @@ static int run(lmpio__job *job) {
     rc = lmpio__collective(&x->fh, x->offset, 0, x->buf, x->count, x->type, x->dir, &st, x->pre_rc, x->call);
     if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
   } else {
-    MPI_Offset etypes;
-    rc = lmpio__access(&x->fh, x->offset, x->buf, x->count, x->type, x->dir, &bytes, &etypes, x->call);
+    MPI_Offset fbytes;
+    rc = x->count > 0 ? lmpio__transfer(&x->plan, x->pos, x->buf, x->count, x->type, &bytes, &fbytes, x->call)
+                      : MPI_SUCCESS;
   }
   /* The worker has time: start the written pages' way to the disk now, so
    * that a sync after the wait has less left to do. */
@@ -243,6 +249,8 @@ void lmpio__stage_trim(void) {
 
 static void dispose(lmpio__job *job) {
   xfer *x = (xfer *)job;
+  if (x->planned) lmpio__plan_free(&x->plan);
+  x->planned = 0;
   if (x->dup) MPI_Type_free(&x->type);
   if (x->udup) MPI_Type_free(&x->utype);
   stage_free(x->raw, (size_t)x->raw_len);
@@ -469,6 +477,23 @@ static int initiate_checks(lmpio_file fh, MPI_Offset offset, int use_fp, MPI_Cou
   return rc;
 }
 
+/* The plan of an independent job, from its snapshot (the worker's
+ * descriptor; a staged view read as native), checked as the blocking call
+ * checks its range: the worker only runs it. */
+static int plan_xfer(xfer *x, MPI_Offset n, const char *call) {
+  MPI_Offset nbytes;
+  if (n == 0) {
+    x->count = 0;
+    return MPI_SUCCESS;
+  }
+  if (!lmpio__mul_ok(n, x->fh.view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+  int rc = lmpio__check_range(&x->fh, x->offset, nbytes, &x->pos, call);
+  if (rc != MPI_SUCCESS) return rc;
+  lmpio__plan_init(&x->plan, &x->fh, x->dir);
+  x->planned = 1;
+  return MPI_SUCCESS;
+}
+
 /* Starts an independent transfer in the background. */
 static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                              MPI_Datatype type, int dir, MPI_Request *request, const char *call) {
@@ -478,6 +503,7 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
   if (rc == MPI_SUCCESS && (rc = stage_user(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
+  else if (rc == MPI_SUCCESS && (rc = plan_xfer(x, n, call)) != MPI_SUCCESS) drop_xfer(x);
   else if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
   return rc;
@@ -570,8 +596,9 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
     if (rc == MPI_SUCCESS) {
       x->offset = at;
-      rc = submit(fh, x, request, call);
+      rc = plan_xfer(x, n, call);
     }
+    if (rc == MPI_SUCCESS) rc = submit(fh, x, request, call);
     if (rc != MPI_SUCCESS && x) drop_xfer(x);
     return rc;
   }
