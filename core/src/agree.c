@@ -62,15 +62,7 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
   for (int i = 0; i < nmax; i++) v[1 + 2 * nsame + i] = max[i];
   if (size == 1) {
     memcpy(r, v, sizeof(long long) * (size_t)n);
-  } else if (lmpio__exchange_shared(comm)) { /* every record, reduced here */
-    long long all[64 * (1 + 3 * MAX_VALUES)];
-    if (lmpio__exchange(comm, v, n, all) != MPI_SUCCESS)
-      return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
-    memcpy(r, v, sizeof(long long) * (size_t)n);
-    for (int q = 0; q < size; q++)
-      for (int i = 0; i < n; i++)
-        if (all[q * n + i] > r[i]) r[i] = all[q * n + i];
-  } else if (MPI_Allreduce(v, r, n, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) {
+  } else if (lmpio__exchange_max(comm, v, n, r) != MPI_SUCCESS) {
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }
   for (int i = 0; i < nmax; i++) max[i] = r[1 + 2 * nsame + i];

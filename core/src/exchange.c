@@ -31,11 +31,16 @@ typedef struct {
 
 typedef struct {
   MPI_Win win;
-  slot *slots;
-  long long seq; /* exchanges made */
+  slot *slots;          /* NULL: MPI's collectives */
+  long long seq;        /* exchanges made */
   int rank, size;
-  unsigned patience; /* spins before yielding the core */
+  unsigned patience;    /* spins before yielding the core */
 } shm;
+
+/* The segment is made at the ATTACH_AT-th exchange on the communicator
+ * (every rank reaches it in the same exchange): a file opened for a few
+ * calls does not pay for it (a shared window costs more than an open). */
+#define ATTACH_AT 16
 
 static int keyval = MPI_KEYVAL_INVALID;
 
@@ -48,57 +53,61 @@ static shm *shm_of(MPI_Comm comm) {
 }
 
 int lmpio__exchange_attach(MPI_Comm comm) {
-  int size, rank, nsize = 0;
+  int size, rank;
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
   const char *env = getenv("LMPIO_SHM_AGREEMENT"); /* "0": MPI's collectives (tests compare both) */
-  int want = size > 1 && size <= MAX_RANKS && !(env && strcmp(env, "0") == 0);
-  MPI_Comm node = MPI_COMM_NULL;
-  if (want && MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-    MPI_Comm_size(node, &nsize);
-    MPI_Comm_free(&node);
-  }
-  int ok = want && nsize == size, all = 0;
-  /* (every rank decides alike: the same size, the same split) */
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
-  if (!all) return MPI_SUCCESS;
+  if (size == 1 || size > MAX_RANKS || (env && strcmp(env, "0") == 0)) return MPI_SUCCESS;
   if (keyval == MPI_KEYVAL_INVALID &&
       MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS)
     return MPI_SUCCESS;
   shm *s = calloc(1, sizeof *s);
+  if (!s) return MPI_SUCCESS; /* (the same on every rank is not needed: a rank without counts nothing) */
+  s->rank = rank;
+  s->size = size;
+  if (MPI_Comm_set_attr(comm, keyval, s) != MPI_SUCCESS) free(s);
+  return MPI_SUCCESS;
+}
+
+/* Collective over comm, at the same exchange on every rank: the segment,
+ * when every rank shares this node and every rank could map it. */
+static void attach_segment(MPI_Comm comm, shm *s) {
+  int nsize = 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &nsize);
+    MPI_Comm_free(&node);
+  }
+  int ok = nsize == s->size, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) return;
   void *base = NULL;
-  MPI_Aint bytes = rank == 0 ? (MPI_Aint)sizeof(slot) * size : 0;
-  int got = s && MPI_Win_allocate_shared(bytes, LINE, MPI_INFO_NULL, comm, &base, &s->win) == MPI_SUCCESS;
-  int agreed = 0;
-  MPI_Allreduce(&got, &agreed, 1, MPI_INT, MPI_LAND, comm);
-  if (!agreed) {
+  MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size : 0;
+  int got = MPI_Win_allocate_shared(bytes, LINE, MPI_INFO_NULL, comm, &base, &s->win) == MPI_SUCCESS;
+  MPI_Allreduce(&got, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) {
     if (got) MPI_Win_free(&s->win);
-    free(s);
-    return MPI_SUCCESS; /* MPI's collectives then: slower, not wrong */
+    return; /* MPI's collectives then: slower, not wrong */
   }
   MPI_Aint qsize;
   int disp;
   MPI_Win_shared_query(s->win, 0, &qsize, &disp, &base);
-  s->slots = base;
-  s->rank = rank;
-  s->size = size;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  s->patience = cores > 0 && size > cores ? 64 : 1u << 20;
-  if (rank == 0) memset(base, 0, sizeof(slot) * (size_t)size);
+  s->patience = cores > 0 && s->size > cores ? 64 : 1u << 20;
+  if (s->rank == 0) memset(base, 0, sizeof(slot) * (size_t)s->size);
   MPI_Barrier(comm); /* the zeroed slots before anyone publishes */
-  MPI_Comm_set_attr(comm, keyval, s);
-  return MPI_SUCCESS;
+  s->slots = base;
+  s->seq = 0;
 }
 
 void lmpio__exchange_detach(MPI_Comm comm) {
   shm *s = shm_of(comm);
   if (!s) return;
   MPI_Comm_delete_attr(comm, keyval);
-  MPI_Win_free(&s->win); /* collective: every rank detaches alike */
+  if (s->slots) MPI_Win_free(&s->win); /* collective: every rank made it alike */
   free(s);
 }
 
-int lmpio__exchange_shared(MPI_Comm comm) { return shm_of(comm) != NULL; }
 
 /* Waits for a rank's record of exchange seq: spinning, as MPI's own
  * shared-memory transport does; with more ranks than cores, yielding soon
@@ -108,17 +117,14 @@ static void wait_for(const shm *s, const slot *sl, long long seq) {
     if (spins >= s->patience) sched_yield();
 }
 
-int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all) {
+/* comm's segment, made now if this is the exchange it is made at. */
+static shm *ready(MPI_Comm comm) {
   shm *s = shm_of(comm);
-  if (!s || n > MAX_LONGS) {
-    int size;
-    MPI_Comm_size(comm, &size);
-    if (size == 1) {
-      memcpy(all, mine, sizeof(long long) * (size_t)n);
-      return MPI_SUCCESS;
-    }
-    return MPI_Allgather(mine, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, comm);
-  }
+  if (s && !s->slots && ++s->seq == ATTACH_AT) attach_segment(comm, s);
+  return s && s->slots ? s : NULL;
+}
+
+static void gather(shm *s, const long long *mine, int n, long long *all) {
   long long seq = ++s->seq;
   int b = (int)(seq & 1);
   slot *me = &s->slots[s->rank];
@@ -129,5 +135,31 @@ int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all)
     if (r != s->rank) wait_for(s, sl, seq);
     memcpy(all + (size_t)r * (size_t)n, sl->rec[b], sizeof(long long) * (size_t)n);
   }
+}
+
+int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max) {
+  shm *s = ready(comm);
+  if (!s || n > MAX_LONGS) return MPI_Allreduce(mine, max, n, MPI_LONG_LONG, MPI_MAX, comm);
+  long long all[MAX_RANKS * MAX_LONGS];
+  gather(s, mine, n, all);
+  memcpy(max, all, sizeof(long long) * (size_t)n);
+  for (int r = 1; r < s->size; r++)
+    for (int i = 0; i < n; i++)
+      if (all[r * n + i] > max[i]) max[i] = all[r * n + i];
+  return MPI_SUCCESS;
+}
+
+int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all) {
+  shm *s = ready(comm);
+  if (!s || n > MAX_LONGS) {
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (size == 1) {
+      memcpy(all, mine, sizeof(long long) * (size_t)n);
+      return MPI_SUCCESS;
+    }
+    return MPI_Allgather(mine, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, comm);
+  }
+  gather(s, mine, n, all);
   return MPI_SUCCESS;
 }

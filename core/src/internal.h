@@ -61,11 +61,13 @@ int lmpio__agree_gathers(int size);
 /* exchange.c: every rank's n values to every rank (all: size * n), through
  * shared memory when comm has it attached, else MPI_Allgather. */
 int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all);
-/* Collective over comm: attaches shared memory for its exchanges when every
- * rank is on one node (else nothing); detach before freeing comm. */
+/* Prepares comm's exchanges (not collective); from its 16th exchange on,
+ * they go through shared memory when every rank is on one node.  Detach
+ * (collective) before freeing comm. */
 int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
-int lmpio__exchange_shared(MPI_Comm comm);
+/* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
+int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
 /* Whether this thread's last lmpio__pending handed out a binding's failure
  * (the call stands in for one that failed before it began); cleared. */
 int lmpio__take_standin(void);
