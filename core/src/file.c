@@ -80,6 +80,7 @@ static void free_handle(lmpio_file fh) {
   lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
   lmpio__view_free(&fh->view);
+  free(fh->stats);
   free(fh->path);
   free(fh);
 }
@@ -171,6 +172,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (fh) {
       fh->comm = MPI_COMM_NULL;
       fh->path = strdup(path);
+      fh->stats = calloc(1, sizeof *fh->stats); /* none: nothing is counted */
     }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   }
@@ -261,12 +263,17 @@ int lmpio_file_close(lmpio_file *fhp) {
   int flushed = MPI_SUCCESS;
   if (rc == MPI_SUCCESS && fh->drv->refresh && fh->fd >= 0 && lmpio__os_fsync(fh->fd) < 0)
     flushed = lmpio__os_error(errno, call, "cannot flush", fh->path);
-  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  /* The first exchange also tells whether some rank's LMPIO_STATS asks
+   * for a summary (then one reduction more, below). */
+  long long summary = lmpio__stats_wanted();
+  lmpio__first first = {.max = &summary, .nmax = 1};
+  rc = lmpio__agree_first(fh->comm, rc, &first, call);
   if (rc != MPI_SUCCESS) return rc;
   if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
     flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
   lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
+  if (summary) lmpio__stats_summary(fh->stats, fh->comm, fh->path);
   lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
