@@ -73,6 +73,12 @@ static void set_aggregators(lmpio_file fh, const int *agg, int n) {
   fh->naggr = n;
 }
 
+/* Keys of info nobody knows: kept for get_info, reported by rank 0. */
+static void note_unknown(lmpio_file fh, MPI_Info info) {
+  if (lmpio__hints_unknown(info, fh->unknown_hints, sizeof fh->unknown_hints))
+    lmpio__hints_warn(&fh->hints, fh->unknown_hints, fh->rank);
+}
+
 static void free_handle(lmpio_file fh) {
   if (!fh) return;
   lmpio__nodes_free(&fh->nodes);
@@ -238,6 +244,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (created) lmpio__os_unlink(path);
     return rc;
   }
+  note_unknown(fh, info);
   *fhp = fh;
   return MPI_SUCCESS;
 }
@@ -396,6 +403,7 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   if (rc == MPI_SUCCESS) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
+    note_unknown(fh, info);
   }
   return rc;
 }
@@ -445,7 +453,8 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   h.fs_driver = fh->drv->id + 1;
   if (lmpio__hints_to_info(&h, info) != MPI_SUCCESS || nodes_to_info(fh, info) != MPI_SUCCESS ||
       MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS ||
-      MPI_Info_set(info, "lmpio_fs_driver_reason", fh->drv_why) != MPI_SUCCESS) {
+      MPI_Info_set(info, "lmpio_fs_driver_reason", fh->drv_why) != MPI_SUCCESS ||
+      (*fh->unknown_hints && MPI_Info_set(info, "lmpio_unknown_hints", fh->unknown_hints) != MPI_SUCCESS)) {
     MPI_Info_free(&info);
     return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_set failed");
   }
@@ -548,6 +557,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->fp = 0;
   fh->hints = h;
   set_aggregators(fh, agg, n);
+  note_unknown(fh, info);
   return lmpio__shared_reset(fh, call);
 }
 
