@@ -25,7 +25,10 @@ The request of a nonblocking data access call (`fh:iread_at`,
 `fh:iwrite_all`, `fh:iread_shared`, ...), an MPI generalized request.  The
 call starts the transfer, which runs in the background (on a thread of the
 core) while the script computes; `wait`, `test`, `lmpio.waitall` and
-`lmpio.waitany` complete it.  Do not touch the data before then.  The
+`lmpio.waitany` complete it.  Until then the data is the call's: writing
+an array a pending write holds, or touching one a pending read holds,
+raises ("array is held by a pending iwrite_at; wait for its request
+first"); the file's close lets go too.  The
 request keeps the call's data (array, buffer or string) alive until it
 completes, even when the script drops the request: a request collected
 before it completed is waited for first.  In a representation registered
