@@ -1332,6 +1332,7 @@ static int l_byteswap(lua_State *L) {
     s = (const unsigned char *)lua_tolstring(L, 3, &slen);
   } else {
     lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 3);
+    lmpio_lua_checkheld(L, b, 0);
     s = b->data;
     slen = b->nbytes;
   }
@@ -1339,6 +1340,7 @@ static int l_byteswap(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 5);
   lua_Integer size = luaL_checkinteger(L, 6);
   if (d->readonly) return luaL_argerror(L, 1, "attempt to write to a read-only buffer");
+  lmpio_lua_checkheld(L, d, 1);
   if (size < 1 || size > 1024) return luaL_argerror(L, 6, "item size must be 1..1024");
   if (n < 0) return luaL_argerror(L, 5, "must not be negative");
   if ((lua_Unsigned)n > (size_t)-1 / 2 / (size_t)size) return luaL_argerror(L, 5, "too many items");
