@@ -580,6 +580,24 @@ static int independent_here(lmpio_file fh, int dir, int eligible) {
   return !eligible || mode == LMPIO__HINT_DISABLE || (mode == LMPIO__HINT_AUTOMATIC && fh->one_node);
 }
 
+/* This rank moves its own data (n etypes from data byte pos) through the
+ * plan p (NULL: made here).  *fbytes: the file data bytes filled. */
+static int own_part(lmpio_file fh, lmpio__plan *p, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
+                    MPI_Datatype type, int dir, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
+  MPI_Offset nbytes;
+  *bytes = 0;
+  *fbytes = 0;
+  if (n == 0) return MPI_SUCCESS;
+  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+  int rc = lmpio__check_range(fh, pos / fh->view.esize, nbytes, &pos, call);
+  if (rc != MPI_SUCCESS) return rc;
+  lmpio__plan mine;
+  if (!p) lmpio__plan_init(&mine, fh, dir);
+  rc = lmpio__transfer(p ? p : &mine, pos, buf, count, type, bytes, fbytes, call);
+  if (!p) lmpio__plan_free(&mine);
+  return rc;
+}
+
 /* Each rank its own part, then the call's one exchange: which call every
  * rank is in, and the outcome.  A rank whose own arguments failed moves
  * nothing; the others have moved theirs when they learn of it, and every
@@ -587,18 +605,8 @@ static int independent_here(lmpio_file fh, int dir, int eligible) {
 static int independent(lmpio_file fh, int rc, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
                        MPI_Datatype type, int dir, int use_fp, MPI_Status *status, const char *call) {
   MPI_Count bytes = 0;
-  MPI_Offset fbytes = 0, nbytes;
-  if (rc == MPI_SUCCESS && n > 0) {
-    if (!lmpio__mul_ok(n, fh->view.esize, &nbytes))
-      rc = lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
-    else rc = lmpio__check_range(fh, pos / fh->view.esize, nbytes, &pos, call);
-  }
-  if (rc == MPI_SUCCESS && n > 0) {
-    lmpio__plan p;
-    lmpio__plan_init(&p, fh, dir);
-    rc = lmpio__transfer(&p, pos, buf, count, type, &bytes, &fbytes, call);
-    lmpio__plan_free(&p);
-  }
+  MPI_Offset fbytes = 0;
+  if (rc == MPI_SUCCESS) rc = own_part(fh, NULL, pos, n, buf, count, type, dir, &bytes, &fbytes, call);
   rc = lmpio__agree_first(fh->comm, rc, NULL, call);
   if (use_fp && rc == MPI_SUCCESS) fh->fp += fbytes / fh->view.esize;
   lmpio__set_status(status, rc == MPI_SUCCESS ? bytes : 0);
@@ -675,10 +683,12 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
   MPI_Count bytes = 0;
   MPI_Offset etypes = 0;
-  if (!twophase) {
+  if (!twophase) { /* (the ranks span nodes, and their data do not interleave) */
+    MPI_Offset fbytes = 0;
+    c.plan.aggregator = 0;
+    rc = own_part(fh, c.plan.ft ? &c.plan : NULL, pos, n, buf, count, type, dir, &bytes, &fbytes, call);
     coll_free(&c);
-    rc = lmpio__access(fh, etpos, buf, count, type, dir, &bytes, &etypes, call);
-    if (use_fp) fh->fp += etypes;
+    if (use_fp) fh->fp += fbytes / fh->view.esize;
     rc = lmpio__agree(fh->comm, rc, 0, call);
     lmpio__release(fh);
     lmpio__set_status(status, bytes);

@@ -493,7 +493,7 @@ static void test_errors(void) {
   unsigned char *f = file_bytes(fh, path, &size);
   TL_EQ(size, fsize);
   /* "automatic" on one node and "disable": each rank its own data. */
-  int own = !cur->nodes && (strcmp(cur->name, "automatic") == 0 || strcmp(cur->name, "disable") == 0);
+  int own = (strcmp(cur->name, "automatic") == 0 && fh->one_node) || strcmp(cur->name, "disable") == 0;
   for (long i = 0; i < size; i++) {
     int owner = (int)(i % ((long)B * tl_size) / B); /* whose view holds byte i */
     int block = (int)(i / ((long)B * tl_size));      /* and which of its blocks */
