@@ -58,6 +58,14 @@ values:
                         '%08x'); default: integers in decimal, floating-point
                         numbers in the fewest digits that read back exactly
   --columns N           values per line (default 1), separated by spaces
+  --no-header           no line of column names before rows (below)
+
+A derived --type (or etype), e.g. 'record{{"id", INT}, {"x", DOUBLE, 3}}',
+prints one row per element: its items, under a line of column names (a
+record's field names, x[1] x[2] x[3] for an array field; TYPE@OFFSET for
+other items).  Through the default byte etype the elements are packed in
+the file (each item at its size in the representation, no padding) and
+--offset and --count count elements.
 
 Under mpirun, rank 0 prints and the other ranks do nothing.
 ]]
@@ -337,6 +345,8 @@ local function set_view(fh, path, disp, etype, filetype, rep)
   if not ok then fail("%s: cannot set the view: %s", path, error_text(e)) end
 end
 
+local dump_rows -- below
+
 -- ---- dump -------------------------------------------------------------------
 
 -- The fewest digits of v that read back as the same value (as a float of
@@ -376,10 +386,109 @@ local function formatter(fmt, mtype)
   end
 end
 
+-- The column names of the items of derived type t (runs: t:items()):
+-- a record's field names (x[1], x[2], ... for an array field), else each
+-- item's type and byte offset (DOUBLE@8).
+local function column_names(t, runs)
+  local byoff = {}
+  local ok, recs = pcall(lmpio.records, t, 0)
+  if ok then
+    for _, f in ipairs(recs:fields()) do
+      local isize = f.type:size()
+      for k = 1, f.count do
+        byoff[f.offset + (k - 1) * isize] = f.count == 1 and f.name or string.format("%s[%d]", f.name, k)
+      end
+    end
+  end
+  local names = {}
+  for _, run in ipairs(runs) do
+    local isize = run.type:size()
+    for k = 0, run.count - 1 do
+      local off = run.offset + k * isize
+      names[#names + 1] = byoff[off] or string.format("%s@%d", run.type:name(), off)
+    end
+  end
+  return names
+end
+
+-- Elements of a derived memory type, one row each: its items in typemap
+-- order, under a line of column names.  Through a byte etype the offset
+-- and count count elements, each taking its items' file sizes (packed);
+-- otherwise etypes, as for predefined types.
+dump_rows = function(o, path, disp, etype, filetype, mtype, offset, count)
+  if o.columns then fail("--columns: a derived type prints one row per element (its items are the columns)") end
+  local esize, msize = etype:size(), mtype:size()
+  if esize == 0 then fail("--etype: %s has no data", o.etype or "BYTE") end
+  if msize == 0 then fail("--type: %s has no data", o.type or o.etype) end
+  if esize ~= 1 and esize % msize ~= 0 then
+    fail("the etype (%d bytes) is not a whole number of --type %s (%d bytes)", esize, o.type or o.etype, msize)
+  end
+  local runs = mtype:items()
+  for _, run in ipairs(runs) do
+    if not pcall(lmpio.array, run.type, 0) then fail("--type: items of %s cannot be printed", run.type:name()) end
+  end
+  local formats = {}
+  for _, run in ipairs(runs) do
+    local name = run.type:name()
+    formats[name] = formats[name] or formatter(o.format, run.type)
+  end
+  run_datarep_file(o["datarep-file"])
+  local fh <close> = open(lmpio.self, path, "r")
+  set_view(fh, path, disp, etype, filetype, o.datarep or "native")
+  -- etypes per element: through bytes, the element's packed size
+  local per
+  if esize == 1 then
+    per = 0
+    for _, run in ipairs(runs) do
+      local ok, e = pcall(fh.get_type_extent, fh, run.type)
+      if not ok then fail("%s: %s", path, error_text(e)) end
+      per = per + run.count * e
+    end
+  end
+  local out = io.stdout
+  out:setvbuf("full")
+  if not o["no-header"] then out:write(table.concat(column_names(mtype, runs), " "), "\n") end
+  local mext = mtype:extent()
+  local epe = per and 1 or esize // msize -- elements per unit of offset and count
+  local chunk = math.max(1, 65536 // math.max(mext * epe, 1))
+  local buf = lmpio.buffer(chunk * epe * mext)
+  local at, left = offset, count or math.huge
+  local row = {}
+  while left > 0 do
+    local want = math.min(chunk, left)
+    local ok, a, n
+    if per then -- etype bytes: offsets in bytes, count in elements
+      ok, a, n = pcall(fh.read_at, fh, at * per, buf, want, mtype)
+    else
+      ok, a, n = pcall(fh.read_at, fh, at, buf, want * epe, mtype)
+    end
+    if not ok then fail("%s: %s", path, error_text(a)) end
+    local bytes = buf:tostring(1, n * mext)
+    for i = 0, n - 1 do
+      local c = 0
+      for _, run in ipairs(runs) do
+        local isize = run.type:size()
+        local from = i * mext + run.offset
+        local vals = lmpio.array(run.type, bytes:sub(from + 1, from + run.count * isize))
+        local f = formats[run.type:name()]
+        for k = 1, run.count do
+          c = c + 1
+          row[c] = f(vals[k])
+        end
+      end
+      out:write(table.concat(row, " ", 1, c), "\n")
+    end
+    if n < want * epe then break end
+    at, left = at + want, left - want
+  end
+  out:flush()
+end
+
 local function dump(argv)
   local pos, o = parse(argv, 2, {
     disp = true, etype = true, filetype = true, datarep = true, ["datarep-file"] = true,
     type = true, offset = true, count = true, format = true, columns = true, help = false,
+    ["no-header"] = false,
   }, "dump")
   if o.help then return io.stdout:write(usage.dump) end
   check_positional(pos, 1, "dump", "one FILE")
@@ -395,8 +504,7 @@ local function dump(argv)
   local count = o.count and integer("--count", o.count, env, 0)
   local columns = integer("--columns", o.columns or "1", env, 1)
   if not mtype:is_predefined() then
-    fail("%s is derived: give its predefined item type with --type (e.g. --type DOUBLE)",
-         o.type and "--type " .. o.type or "the etype " .. (o.etype or "BYTE"))
+    return dump_rows(o, path, disp, etype, filetype, mtype, offset, count)
   end
   local esize, msize = etype:size(), mtype:size()
   if esize == 0 then fail("--etype: %s has no data", o.etype or "BYTE") end
