@@ -165,6 +165,9 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     int unused;
     if (e == 0) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 0, &readable, &unused);
     else errno = e;
+    /* Removed since rank 0 made it (by another program: MPI_MODE_CREATE
+     * still means the file is there after the open): made again. */
+    if (e == 0 && fd < 0 && errno == ENOENT) fd = open_fd(path, amode & ~MPI_MODE_EXCL, 1, &readable, &unused);
   } else {
     fd = open_fd(path, amode, 0, &readable, &created);
   }

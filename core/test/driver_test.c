@@ -4,6 +4,8 @@
  * cached pages are simulated by a pread that serves stale bytes until they
  * are dropped with posix_fadvise. */
 #include "testlib.h"
+
+#include <sys/stat.h>
 #include "internal.h"
 
 #include <errno.h>
@@ -358,6 +360,39 @@ static void t_reopen(void) {
   tl_unlink(path);
 }
 
+/* Another program removes the file between rank 0's create and the ranks'
+ * open (two MPI_COMM_SELF handles of one path, say): MPI_MODE_CREATE makes
+ * it again instead of failing with MPI_ERR_NO_SUCH_FILE. */
+static const char *gone_path;
+static int u_open(const char *p, int f, mode_t m) {
+  if (!(f & O_CREAT) && gone_path && strcmp(p, gone_path) == 0) {
+    unlink(p);
+    gone_path = NULL;
+  }
+  return lmpio__os_real.open(p, f, m);
+}
+
+static void t_removed_before_reopen(void) {
+  char path[256];
+  snprintf(path, sizeof path, "%s.%d", tl_path("removed"), tl_rank); /* each rank its own file */
+  lmpio__os.open = u_open;
+  gone_path = path;
+  lmpio_file fh = LMPIO_FILE_NULL;
+  int rc = lmpio_file_open(MPI_COMM_SELF, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+  lmpio__os = lmpio__os_real;
+  TL_RC(rc, MPI_SUCCESS);
+  TL_CHECK(gone_path == NULL); /* it was removed */
+  if (fh != LMPIO_FILE_NULL) {
+    int v = 7;
+    TL_OK(lmpio_file_write_at(fh, 0, &v, 1, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_close(&fh));
+  }
+  struct stat st;
+  TL_EQ(stat(path, &st), 0);
+  TL_EQ((long)st.st_size, 4L);
+  unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("driver chosen by the file system's statfs type", t_statfs);
@@ -368,5 +403,6 @@ int main(int argc, char **argv) {
   tl_run("caching: sync flushes, then drops the cache", t_caching_sync);
   tl_run("shared pointer: a helper that cannot be mapped falls back to locks on every rank", t_unmappable_pointer);
   tl_run("open: rank 0 closes the descriptor that created the file", t_reopen);
+  tl_run("open: a file removed after rank 0 created it is made again (MPI_MODE_CREATE)", t_removed_before_reopen);
   return tl_finish();
 }
