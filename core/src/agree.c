@@ -91,13 +91,24 @@ static const char *const calls[] = {
 };
 #define NCALLS ((long long)(sizeof calls / sizeof calls[0]))
 
-static long long identity(const char *call) {
+static long long identity_of(const char *call) {
   const char *p = strncmp(call, "lmpio_file_", 11) == 0 ? call + 11 : call;
   size_t n = strlen(p);
   if (n > 2 && strcmp(p + n - 2, "_c") == 0) n -= 2; /* the large-count form is the same call */
   for (long long i = 0; i < NCALLS; i++)
     if (strlen(calls[i]) == n && strncmp(calls[i], p, n) == 0) return i + 1;
   return NCALLS + 1 + lmpio__hash(p) % 100000; /* not in the table (a new entry): still told apart */
+}
+
+/* The names are the callers' string constants: the last one is kept. */
+static long long identity(const char *call) {
+  static _Thread_local const char *last;
+  static _Thread_local long long last_id;
+  if (call != last) {
+    last_id = identity_of(call);
+    last = call;
+  }
+  return last_id;
 }
 
 static _Thread_local int exiting;

@@ -242,6 +242,15 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
 int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, const char *call) {
   MPI_Offset total = s->total - s->done;
   if (total <= 0) return MPI_SUCCESS;
+  if (p->contiguous && s->contig && !p->atomic && (p->dir == LMPIO__READ || !p->lock_direct)) {
+    /* One run of the file from one run of memory, with no lock to take (the
+     * window the plan would make): one system call, no window built. */
+    MPI_Count before = s->done;
+    int eof = 0;
+    int rc = direct_piece(p, NULL, s, p->disp + p->ft->data_lb + pos, total, &eof, call);
+    lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
+    return rc;
+  }
   lmpio__plan_iter it;
   lmpio__window w;
   lmpio__engine e = {NULL, 0};

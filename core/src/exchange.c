@@ -23,6 +23,8 @@
 #define MAX_LONGS 64 /* longest record: 512 bytes */
 #define MAX_RANKS 64 /* above, a rank reading every record costs more than MPI */
 
+/* (The sequence number has a line of its own: a reader polling it does not
+ * take the line the writer is filling.) */
 typedef struct {
   _Atomic long long seq;
   char pad[LINE - sizeof(long long)];
