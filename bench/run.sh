@@ -137,6 +137,17 @@ for n in 1 2 4; do
   done
 done
 
+# Small collective calls, microseconds per call, against OMPIO and ROMIO
+# (bench/latency_bench.c) at 2 ranks on /dev/shm.
+for io in ompio romio321; do
+  echo
+  echo "== latency_bench (mpirun -n 2 --mca io $io) =="
+  if ! timeout "$TIMEOUT" "$MPIRUN" -n 2 --mca io "$io" "$BUILD/bench/latency_bench" 20000 5 /dev/shm < /dev/null; then
+    echo "run.sh: latency_bench failed" >&2
+    status=1
+  fi
+done
+
 # The Lua module against the same calls from C (bench/lua_bench.sh).
 echo
 sh bench/lua_bench.sh < /dev/null || status=1
