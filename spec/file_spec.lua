@@ -54,6 +54,8 @@ describe("files", function()
     fh:close()
     fh = lmpio.open(world, path, "w+")
     assert.equal(0, fh:get_size())
+    -- a collective write does not wait for the ranks still asking the size
+    world:barrier()
     fh:write_at_all(rank, "y")
     fh:close()
     fh = lmpio.open(world, path, "w")
