@@ -319,7 +319,7 @@ struct lmpio_file_s {
   int one_node;             /* every rank on one node: one page cache for all */
   lmpio__nodes nodes;       /* where the ranks run (found at open) */
   int naggr;                /* two-phase aggregators in effect (hints and nodes) */
-  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied with the handle) */
+  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied into collective plans) */
   MPI_Offset fs_block;      /* the file system's block size (agreed at open) */
   int atomic;
   int busy;                 /* calls in progress on this handle (close refuses) */
@@ -335,7 +335,7 @@ struct lmpio_file_s {
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
   struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
-  lmpio__stats *stats;      /* counters (stats.c); shared by the copies jobs make of the handle; may be NULL */
+  lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */

@@ -1,12 +1,13 @@
 /* Nonblocking and split-collective data access.
  *
  * With MPI_THREAD_MULTIPLE the operations really run in the background: the
- * initiating call checks the arguments, moves the file pointer, takes a
- * snapshot of the handle (view, atomicity, hints, descriptor; the pointer
- * to use becomes an explicit offset) and queues the transfer on the
- * handle's worker (async.c), then returns; the transfer runs while the
- * caller computes, through the same code as the blocking calls (access.c,
- * collective.c), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
+ * initiating call checks the arguments, moves the file pointer, makes the
+ * transfer's plan (view, atomicity, hints, descriptor; a collective's also
+ * its communicator and aggregators; the pointer to use becomes a position)
+ * and queues it on the handle's worker (async.c), then returns; the worker
+ * runs the plan while the caller computes, through the routines under the
+ * blocking calls (lmpio__transfer, lmpio__coll_transfer: never the handle,
+ * never an entry), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
  * generalized request (or the split collective's _end) complete it:
  *
  *  - pointers (the individual one, and the shared one for iread_shared and
@@ -23,11 +24,12 @@
  *    (or, under lmpio_request_failures, the request completes as a success
  *    for MPI and the layer above hears of the failure: the drop-in hands it
  *    to the file's error handler);
- *  - collective variants: the initiating call agrees on the arguments; the
- *    worker then runs the whole collective (the two-phase exchange and the
- *    file transfer) on a duplicate communicator, in the order of initiation,
- *    and agrees on the outcome before completing the request, so it is the
- *    same on every rank;
+ *  - collective variants: the initiating call checks the arguments and
+ *    talks to no other rank; the worker runs the collective from its first
+ *    agreement on (which carries those checks' outcome; then the two-phase
+ *    exchange and the file transfer) on a duplicate communicator, in the
+ *    order of initiation, and agrees on the outcome before completing the
+ *    request, so it is the same on every rank;
  *  - a derived datatype is duplicated at initiation (the caller may free
  *    it); the buffer is the caller's until completion, untouched after;
  *  - close, set_view, set_size, preallocate, sync and set_atomicity wait for
@@ -411,8 +413,8 @@ static void drop_xfer(xfer *x) {
 
 /* A view of a user-defined representation: its conversion functions (C,
  * or Lua, whose state is not thread-safe) run on the caller's thread, and
- * the worker moves only the file bytes, through a snapshot whose view is
- * the same layout read as native.  A write converts into x->raw here; a
+ * the worker moves only the file bytes, through a plan whose view is the
+ * same layout read as native (job_plan).  A write converts into x->raw here; a
  * read lands there and is converted at completion (complete_on_caller).
  * n: the etypes of the access.  The staging holds the whole access (its
  * size in the file), for the length of the operation. */
