@@ -54,12 +54,12 @@ void lmpio__set_status(MPI_Status *status, MPI_Count bytes) {
 
 /* Checks that data bytes [pos, pos + n) of the view have file offsets that
  * fit an MPI_Offset (n file bytes of data from etype offset `offset`). */
-int lmpio__check_range(lmpio_file fh, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call) {
+int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call) {
   MPI_Offset end, last;
-  if (!lmpio__mul_ok(offset, fh->view.esize, pos) || !lmpio__add_ok(*pos, n, &end))
+  if (!lmpio__mul_ok(offset, v->esize, pos) || !lmpio__add_ok(*pos, n, &end))
     return lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
-                      (long long)offset, (long long)fh->view.esize);
-  if (n > 0) return lmpio__view_byte(&fh->view, end - 1, &last, call);
+                      (long long)offset, (long long)v->esize);
+  if (n > 0) return lmpio__view_byte(v, end - 1, &last, call);
   return MPI_SUCCESS;
 }
 
@@ -73,7 +73,7 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
   if (rc != MPI_SUCCESS || n == 0) return rc;
   MPI_Offset pos, fbytes = 0;
   MPI_Offset nbytes;
-  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes) || (rc = lmpio__check_range(fh, offset, nbytes, &pos, call)) != MPI_SUCCESS)
+  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes) || (rc = lmpio__check_range(&fh->view, offset, nbytes, &pos, call)) != MPI_SUCCESS)
     return rc != MPI_SUCCESS ? rc : lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
   lmpio__plan p;
   lmpio__hold(fh);

@@ -50,7 +50,7 @@
 typedef lmpio__vec vec;
 
 typedef struct {
-  lmpio_file fh;
+  const lmpio__coll_plan *cp; /* all the handle it sees */
   int dir;
   const char *call;
   char *buf;
@@ -58,7 +58,8 @@ typedef struct {
   int memcontig;           /* data is one run at buf + m->data_lb */
   int direct;              /* ... and small enough for int displacements */
   lmpio__stream ms;        /* my memory */
-  lmpio__plan plan;        /* snapshot of the handle for the engine */
+  lmpio__plan plan;        /* cp's, its windows counted as the aggregator's (filetype borrowed) */
+  lmpio__view view;        /* cp's view, for view.c */
   lmpio__engine engine;
   lmpio__window w;
   MPI_Offset pos;          /* first data byte of the view */
@@ -66,7 +67,7 @@ typedef struct {
   MPI_Offset start, end;   /* file bytes it touches */
   /* domains */
   int naggr, me;           /* me: my aggregator index or -1 */
-  const int *agg;          /* rank of aggregator k (the handle's) */
+  const int *agg;          /* rank of aggregator k (cp's) */
   MPI_Offset gmin, gmax, base, fd, cb;
   MPI_Offset rounds;
   /* buffers, grown as needed */
@@ -97,7 +98,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 /* ---- 1. my range ------------------------------------------------------ */
 
 static int my_range(coll *c) {
-  const lmpio__view *v = &c->fh->view;
+  const lmpio__view *v = &c->view;
   c->start = c->end = 0;
   if (c->total == 0) return MPI_SUCCESS;
   int rc = lmpio__view_byte(v, c->pos, &c->start, c->call);
@@ -121,12 +122,12 @@ static void window(const coll *c, int k, int r, MPI_Offset *ws, MPI_Offset *we) 
 }
 
 static void file_domains(coll *c, MPI_Offset cb_size) {
-  c->naggr = c->fh->naggr;
-  c->agg = c->fh->aggr;
+  c->naggr = c->cp->naggr;
+  c->agg = c->cp->aggr;
   c->me = -1;
   for (int k = 0; k < c->naggr; k++)
-    if (c->agg[k] == c->fh->rank) c->me = k;
-  MPI_Offset span = c->gmax - c->gmin, align = lmpio__fd_alignment(c->fh);
+    if (c->agg[k] == c->cp->rank) c->me = k;
+  MPI_Offset span = c->gmax - c->gmin, align = c->cp->align;
   c->base = c->gmin;
   c->fd = (span + c->naggr - 1) / c->naggr;
   if (c->fd >= align) {
@@ -238,7 +239,7 @@ static int agg_write(coll *c, size_t nv, int ncontrib) {
   c->w.fill = !covered;
   /* A write-only descriptor cannot read the holes back, and a caching
    * client's read of them may be stale (driver.h): piece by piece. */
-  if (!covered && (!c->fh->fd_readable || !c->fh->drv->sieve_writes)) c->w.sieve = 0;
+  if (!covered && (!c->plan.fd_readable || !c->plan.drv->sieve_writes)) c->w.sieve = 0;
   lmpio__stream s;
   lmpio__stream_bytes(&s, c->rd, sum);
   int eof = 0;
@@ -278,9 +279,9 @@ static MPI_Offset my_next_round(coll *c, MPI_Offset r) {
     MPI_Offset ws = dlo + (r + 1) * c->cb;
     if (ws < c->start) ws = c->start;
     if (ws >= dhi || ws >= c->end) continue;
-    MPI_Offset a = lmpio__view_data_before(&c->fh->view, ws) - c->pos, x;
+    MPI_Offset a = lmpio__view_data_before(&c->view, ws) - c->pos, x;
     if (a < 0) a = 0;
-    if (a >= c->total || lmpio__view_byte(&c->fh->view, c->pos + a, &x, c->call) != MPI_SUCCESS) continue;
+    if (a >= c->total || lmpio__view_byte(&c->view, c->pos + a, &x, c->call) != MPI_SUCCESS) continue;
     if (x < dhi) {
       MPI_Offset rk = (x - dlo) / c->cb;
       if (rk < next) next = rk;
@@ -293,8 +294,8 @@ static MPI_Offset my_next_round(coll *c, MPI_Offset r) {
  * this rank's own outcome; *next the next round any rank has data in. */
 static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
   int rc = *prc;
-  lmpio_file fh = c->fh;
-  int size = fh->size;
+  const lmpio__coll_plan *cp = c->cp;
+  int size = cp->size;
   size_t nsv = 0;
   MPI_Offset sbytes = 0;
   /* My pieces for every aggregator's window of this round. */
@@ -303,8 +304,8 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     MPI_Offset ws, we, a = 0, b = 0;
     window(c, k, r, &ws, &we);
     if (c->total > 0 && ws < we && ws < c->end && we > c->start) {
-      a = lmpio__view_data_before(&fh->view, ws) - c->pos;
-      b = lmpio__view_data_before(&fh->view, we) - c->pos;
+      a = lmpio__view_data_before(&c->view, ws) - c->pos;
+      b = lmpio__view_data_before(&c->view, we) - c->pos;
       if (a < 0) a = 0;
       if (b > c->total) b = c->total;
       if (a > b) a = b;
@@ -319,7 +320,7 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
   }
   MPI_Offset mine = my_next_round(c, r);
   for (int j = 0; j < size; j++) c->scnt[3 * j + 2] = rc != MPI_SUCCESS ? -1 : mine;
-  if (MPI_Alltoall(c->scnt, 3, MPI_LONG_LONG, c->rcnt, 3, MPI_LONG_LONG, fh->comm) != MPI_SUCCESS) {
+  if (MPI_Alltoall(c->scnt, 3, MPI_LONG_LONG, c->rcnt, 3, MPI_LONG_LONG, cp->comm) != MPI_SUCCESS) {
     *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoall failed");
     return 1;
   }
@@ -353,7 +354,7 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     fail = 1;
   int frc = fail ? lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate the buffers of a collective round")
                  : MPI_SUCCESS;
-  if (lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, &fail, 1, c->call) != MPI_SUCCESS || fail) {
+  if (lmpio__agree_values(cp->comm, MPI_SUCCESS, NULL, 0, NULL, &fail, 1, c->call) != MPI_SUCCESS || fail) {
     if (frc != MPI_SUCCESS) *prc = frc;
     return 1;
   }
@@ -369,7 +370,7 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     c->rdsp[j] = ro;
     ro += rc2[j];
   }
-  if (MPI_Alltoallv(c->sv, sc, c->sdsp, MPI_BYTE, c->rv, rc2, c->rdsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
+  if (MPI_Alltoallv(c->sv, sc, c->sdsp, MPI_BYTE, c->rv, rc2, c->rdsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
     *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
     return 1;
   }
@@ -395,14 +396,14 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     if (!c->direct)
       for (int k = 0; k < c->naggr; k++)
         if (mycnt[c->agg[k]] > 0) copy_mem(c, c->sd + mydsp[c->agg[k]], c->d0[k], mycnt[c->agg[k]]);
-    if (MPI_Alltoallv(mine_buf, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(mine_buf, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_write(c, (size_t)nrv, ncontrib);
   } else {
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_read(c, (size_t)nrv);
-    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine_buf, mycnt, mydsp, MPI_BYTE, fh->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine_buf, mycnt, mydsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
@@ -473,7 +474,6 @@ static void coll_free(coll *c) {
   free(c->scnt);
   free(c->sdsp);
   free(c->d0);
-  if (c->plan.ft) lmpio__plan_free(&c->plan);
   if (c->m) {
     lmpio__stream_free(&c->ms);
     lmpio__typemap_release(c->m);
@@ -513,15 +513,15 @@ static int choose(coll *c, const long long *red, long long len_sum, const long l
    * span nodes.  On one node every rank shares one page cache, so moving the
    * data through aggregators costs an extra copy and saves nothing: measured
    * here, independent sieving was faster for every strided write. */
-  int mode = c->dir == LMPIO__WRITE ? c->fh->hints.cb_write : c->fh->hints.cb_read;
+  int mode = c->dir == LMPIO__WRITE ? c->plan.hints.cb_write : c->plan.hints.cb_read;
   if (mode == LMPIO__HINT_ENABLE) return 1;
-  if (mode != LMPIO__HINT_AUTOMATIC || c->fh->one_node || allcontig) return 0;
+  if (mode != LMPIO__HINT_AUTOMATIC || c->cp->one_node || allcontig) return 0;
   if (len_sum > c->gmax - c->gmin) return 1; /* more bytes than the span: some overlap */
   if (g) return interleaved(g, size);
   /* (above the agreement's gathering size: the ranges now) */
   long long mine[G_N] = {c->start, c->end}, *all = malloc(sizeof(long long) * G_N * (size_t)size);
-  *rc = lmpio__agree(c->fh->comm, all ? MPI_SUCCESS : lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory"), 0, c->call);
-  if (*rc == MPI_SUCCESS && MPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, c->fh->comm) != MPI_SUCCESS)
+  *rc = lmpio__agree(c->cp->comm, all ? MPI_SUCCESS : lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory"), 0, c->call);
+  if (*rc == MPI_SUCCESS && MPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, c->cp->comm) != MPI_SUCCESS)
     *rc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Allgather failed");
   int il = *rc == MPI_SUCCESS && interleaved(all, size);
   free(all);
@@ -537,8 +537,6 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   }
   if (lmpio__stream_init(&c->ms, c->buf, c->m, count) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
-  lmpio__plan_init(&c->plan, c->fh, c->dir);
-  c->plan.aggregator = 1; /* its windows move every rank's data (stats.h) */
   c->pos = pos;
   c->total = c->ms.total;
   c->memcontig = c->ms.contig;
@@ -548,9 +546,9 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   c->valid = c->total;
   if (c->dir == LMPIO__READ && c->total > 0) {
     MPI_Offset size;
-    if (c->fh->drv->size(c->fh->fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->fh->path);
+    if (c->plan.drv->size(c->plan.fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->plan.path);
     if (c->end > size) {
-      MPI_Offset v = lmpio__view_data_before(&c->fh->view, size) - c->pos;
+      MPI_Offset v = lmpio__view_data_before(&c->view, size) - c->pos;
       c->valid = v < 0 ? 0 : v < c->total ? v : c->total;
     }
   }
@@ -560,7 +558,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
 
 /* Two-phase, from the file domains on; returns this rank's outcome. */
 static int two_phase(coll *c, int rc) {
-  file_domains(c, c->fh->hints.cb_buffer_size);
+  file_domains(c, c->plan.hints.cb_buffer_size);
   take_kept(c);
   /* A rank that fails says so in the next round's counts; all stop there. */
   MPI_Offset next = 0;
@@ -575,83 +573,61 @@ static int two_phase(coll *c, int rc) {
  * on one node every rank shares one page cache, so moving the data through
  * aggregators costs an extra copy and saves nothing (measured here:
  * independent sieving was faster for every strided write). */
-static int independent_here(lmpio_file fh, int dir, int eligible) {
-  int mode = dir == LMPIO__WRITE ? fh->hints.cb_write : fh->hints.cb_read;
-  return !eligible || mode == LMPIO__HINT_DISABLE || (mode == LMPIO__HINT_AUTOMATIC && fh->one_node);
+static int independent_here(const lmpio__coll_plan *cp, int eligible) {
+  int mode = cp->plan.dir == LMPIO__WRITE ? cp->plan.hints.cb_write : cp->plan.hints.cb_read;
+  return !eligible || mode == LMPIO__HINT_DISABLE || (mode == LMPIO__HINT_AUTOMATIC && cp->one_node);
 }
 
-/* This rank moves its own data (n etypes from data byte pos) through the
- * plan p (NULL: made here).  *fbytes: the file data bytes filled. */
-static int own_part(lmpio_file fh, lmpio__plan *p, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
-                    MPI_Datatype type, int dir, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
+/* This rank moves its own data (n etypes from data byte pos) through cp's
+ * plan.  *fbytes: the file data bytes filled. */
+static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
+                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
   MPI_Offset nbytes;
   *bytes = 0;
   *fbytes = 0;
   if (n == 0) return MPI_SUCCESS;
-  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
-  int rc = lmpio__check_range(fh, pos / fh->view.esize, nbytes, &pos, call);
+  lmpio__view v;
+  lmpio__plan_view(&cp->plan, &v);
+  if (!lmpio__mul_ok(n, v.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+  int rc = lmpio__check_range(&v, pos / v.esize, nbytes, &pos, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__plan mine;
-  if (!p) lmpio__plan_init(&mine, fh, dir);
-  rc = lmpio__transfer(p ? p : &mine, pos, buf, count, type, bytes, fbytes, call);
-  if (!p) lmpio__plan_free(&mine);
-  return rc;
+  return lmpio__transfer(&cp->plan, pos, buf, count, type, bytes, fbytes, call);
 }
 
 /* Each rank its own part, then the call's one exchange: which call every
  * rank is in, and the outcome.  A rank whose own arguments failed moves
  * nothing; the others have moved theirs when they learn of it, and every
  * rank returns the failing rank's class and message. */
-static int independent(lmpio_file fh, int rc, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
-                       MPI_Datatype type, int dir, int use_fp, MPI_Status *status, const char *call) {
-  MPI_Count bytes = 0;
-  MPI_Offset fbytes = 0;
-  if (rc == MPI_SUCCESS) rc = own_part(fh, NULL, pos, n, buf, count, type, dir, &bytes, &fbytes, call);
-  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
-  if (use_fp && rc == MPI_SUCCESS) fh->fp += fbytes / fh->view.esize;
-  lmpio__set_status(status, rc == MPI_SUCCESS ? bytes : 0);
+static int independent(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
+                       MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
+  if (rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
+  rc = lmpio__agree_first(cp->comm, rc, NULL, call);
+  if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
   return rc;
 }
 
-int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
-                      MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  lmpio__pipe_enter(fh, call); /* a stream: the requests made before are served */
-  int rc = lmpio__pending(pre_rc, call);
-  /* The standard: no other collective access while a split collective is active. */
-  if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)
-    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
-  if (rc == MPI_SUCCESS)
-    rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
-  if (rc == MPI_SUCCESS && !use_fp && offset < 0)
-    rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
-  /* A count that is not whole etypes on one rank must stop every rank
-   * before anything is written. */
-  MPI_Offset n = 0, pos = 0;
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
-  MPI_Offset etpos = use_fp ? fh->fp : offset;
-  if (rc == MPI_SUCCESS && !lmpio__mul_ok(etpos, fh->view.esize, &pos))
-    rc = lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
-                    (long long)etpos, (long long)fh->view.esize);
-  int size = fh->size;
-  lmpio__hold_all(fh);
+int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
+                         MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes,
+                         const char *call) {
+  *bytes = 0;
+  *fbytes = 0;
+  int size = cp->size, dir = cp->plan.dir;
   /* Two-phase needs a native view, no atomic mode and a filetype that does
    * not overlap itself (the same on every rank: they are set collectively,
    * and an overlapping filetype only on a read-only file). */
-  int eligible = fh->view.rep == NULL && !fh->atomic && fh->view.ft->monotone;
-  if (independent_here(fh, dir, eligible)) {
-    rc = independent(fh, rc, pos, n, buf, count, type, dir, use_fp, status, call);
-    lmpio__release(fh);
-    return rc;
-  }
+  int eligible = cp->plan.rep == NULL && !cp->plan.atomic && cp->plan.ft->monotone;
+  if (independent_here(cp, eligible)) return independent(cp, rc, pos, n, buf, count, type, bytes, fbytes, call);
 
   coll c;
   memset(&c, 0, sizeof c);
-  c.fh = fh;
+  c.cp = cp;
   c.dir = dir;
   c.call = call;
   c.buf = buf;
   c.memcontig = 1;
+  c.plan = cp->plan; /* (its filetype is cp's: not released here) */
+  c.plan.aggregator = 1; /* its windows move every rank's data (stats.h) */
+  lmpio__plan_view(&cp->plan, &c.view);
   int nagg = size < LMPIO__MAX_AGGREGATORS ? size : LMPIO__MAX_AGGREGATORS;
   c.scnt = malloc(sizeof(long long) * 6 * (size_t)size);
   c.sdsp = malloc(sizeof(int) * 4 * (size_t)size);
@@ -668,40 +644,64 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
                         nonempty ? -c.start : LLONG_MIN};
   long long len_sum = nonempty ? c.end - c.start : 0;
   lmpio__first f = {.max = red, .nmax = R_N, .sum = &len_sum, .nsum = 1, .mine = mine, .nmine = G_N, .table = g};
-  rc = lmpio__agree_first(fh->comm, rc, &f, call);
+  rc = lmpio__agree_first(cp->comm, rc, &f, call);
   /* 2. Two-phase or independent: the same answer on every rank. */
   int twophase = rc == MPI_SUCCESS && !red[R_INELIGIBLE] && choose(&c, red, len_sum, f.gathered ? g : NULL, size, &rc);
   free(g);
   if (rc != MPI_SUCCESS) { /* the failing ranks' class and message, on every rank */
     coll_free(&c);
-    lmpio__release(fh);
-    lmpio__set_status(status, 0);
     return rc;
   }
   c.rcnt = c.scnt + 3 * size;
   c.rdsp = c.sdsp + size;
   c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
-  MPI_Count bytes = 0;
-  MPI_Offset etypes = 0;
   if (!twophase) { /* (the ranks span nodes, and their data do not interleave) */
-    MPI_Offset fbytes = 0;
-    c.plan.aggregator = 0;
-    rc = own_part(fh, c.plan.ft ? &c.plan : NULL, pos, n, buf, count, type, dir, &bytes, &fbytes, call);
+    rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
     coll_free(&c);
-    if (use_fp) fh->fp += fbytes / fh->view.esize;
-    rc = lmpio__agree(fh->comm, rc, 0, call);
-    lmpio__release(fh);
-    lmpio__set_status(status, bytes);
-    return rc;
+    return lmpio__agree(cp->comm, rc, 0, call);
   }
 
   /* 3.-5. Domains, then the rounds; 6. the outcome, agreed. */
-  rc = lmpio__agree(fh->comm, two_phase(&c, rc), 0, call);
-  if (rc == MPI_SUCCESS) bytes = dir == LMPIO__READ ? c.valid : c.total;
-  lmpio__stats_path(fh->stats, LMPIO__P_TWOPHASE, dir, bytes);
-  etypes = bytes / fh->view.esize;
-  if (use_fp) fh->fp += etypes;
+  rc = lmpio__agree(cp->comm, two_phase(&c, rc), 0, call);
+  if (rc == MPI_SUCCESS) *bytes = *fbytes = dir == LMPIO__READ ? c.valid : c.total;
+  lmpio__stats_path(cp->plan.stats, LMPIO__P_TWOPHASE, dir, *bytes);
   coll_free(&c);
+  return rc;
+}
+
+int lmpio__coll_position(lmpio_file fh, MPI_Offset etpos, MPI_Offset *pos, const char *call) {
+  if (lmpio__mul_ok(etpos, fh->view.esize, pos)) return MPI_SUCCESS;
+  return lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
+                    (long long)etpos, (long long)fh->view.esize);
+}
+
+/* The entry: checks, the pointer and the status, on the caller's thread;
+ * the transfer on a collective plan of the handle as it is now. */
+int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
+                      MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  lmpio__pipe_enter(fh, call); /* a stream: the requests made before are served */
+  int rc = lmpio__pending(pre_rc, call);
+  /* The standard: no other collective access while a split collective is active. */
+  if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  if (rc == MPI_SUCCESS)
+    rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
+  if (rc == MPI_SUCCESS && !use_fp && offset < 0)
+    rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
+  /* A count that is not whole etypes on one rank must stop every rank
+   * before anything is written. */
+  MPI_Offset n = 0, pos = 0;
+  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, use_fp ? fh->fp : offset, &pos, call);
+  lmpio__hold_all(fh);
+  lmpio__coll_plan cp;
+  lmpio__coll_plan_init(&cp, fh, fh->comm, dir);
+  MPI_Count bytes = 0;
+  MPI_Offset fbytes = 0;
+  rc = lmpio__coll_transfer(&cp, rc, pos, n, buf, count, type, &bytes, &fbytes, call);
+  lmpio__coll_plan_free(&cp);
+  if (use_fp) fh->fp += fbytes / fh->view.esize;
   lmpio__release(fh);
   lmpio__set_status(status, bytes);
   return rc;

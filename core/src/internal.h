@@ -319,7 +319,7 @@ struct lmpio_file_s {
   int one_node;             /* every rank on one node: one page cache for all */
   lmpio__nodes nodes;       /* where the ranks run (found at open) */
   int naggr;                /* two-phase aggregators in effect (hints and nodes) */
-  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied with the handle) */
+  int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied into collective plans) */
   MPI_Offset fs_block;      /* the file system's block size (agreed at open) */
   int atomic;
   int busy;                 /* calls in progress on this handle (close refuses) */
@@ -335,7 +335,7 @@ struct lmpio_file_s {
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
   struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
-  lmpio__stats *stats;      /* counters (stats.c); shared by the copies jobs make of the handle; may be NULL */
+  lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
@@ -404,9 +404,9 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
 /* Number of etypes that count items of type make in the view, or an error. */
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
-/* Checks that n data bytes from etype `offset` have file offsets that fit
- * an MPI_Offset; *pos: the data byte of offset. */
-int lmpio__check_range(lmpio_file fh, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call);
+/* Checks that n data bytes from etype `offset` of view v have file offsets
+ * that fit an MPI_Offset; *pos: the data byte of offset. */
+int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call);
 /* Moves count items of type between buf and the view at `offset` etypes
  * (plan, then the engine or the conversion driver).  *bytes: native data
  * bytes moved (short at end of file); *etypes: whole etypes they filled. */
@@ -535,5 +535,16 @@ void lmpio__records_free(lmpio_file fh);
  * Fails on every rank while a split collective is active. */
 int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call);
+/* The transfer under them, from the call's first agreement on, on cp alone
+ * (never the handle): the blocking calls' and the background jobs'.  rc:
+ * this rank's outcome of the entry's checks; n etypes from data byte pos.
+ * Returns the agreed outcome; *bytes: for the status; *fbytes: the file
+ * data bytes the individual pointer moves past. */
+/* The data byte of the view where a collective access at etype etpos
+ * starts, or MPI_ERR_ARG when it overflows. */
+int lmpio__coll_position(lmpio_file fh, MPI_Offset etpos, MPI_Offset *pos, const char *call);
+int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
+                         MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes,
+                         const char *call);
 
 #endif

@@ -74,6 +74,31 @@ void lmpio__plan_free(lmpio__plan *p) {
   p->ft = NULL;
 }
 
+void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v) {
+  memset(v, 0, sizeof *v);
+  v->disp = p->disp;
+  v->etype = v->filetype = MPI_DATATYPE_NULL;
+  v->rep = p->rep;
+  v->ft = p->ft;
+  v->esize = p->esize;
+  v->contiguous = p->contiguous;
+  v->empty = p->ft->size == 0;
+  v->any_holes = p->lock_direct;
+}
+
+void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir) {
+  lmpio__plan_init(&cp->plan, fh, dir);
+  cp->comm = comm;
+  cp->rank = fh->rank;
+  cp->size = fh->size;
+  cp->one_node = fh->one_node;
+  cp->naggr = fh->naggr;
+  memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
+  cp->align = lmpio__fd_alignment(fh);
+}
+
+void lmpio__coll_plan_free(lmpio__coll_plan *cp) { lmpio__plan_free(&cp->plan); }
+
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p) {
   MPI_Offset b = p->dir == LMPIO__READ ? p->hints.ind_rd_buffer_size : p->hints.ind_wr_buffer_size;
   if (b > WINDOW_MAX) b = WINDOW_MAX;

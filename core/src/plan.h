@@ -44,6 +44,25 @@ typedef struct {
 /* Snapshot of fh for a transfer in direction dir. */
 void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir);
 void lmpio__plan_free(lmpio__plan *p);
+/* The view p was made from, for the view's functions (v's filetype is
+ * p's, borrowed; it has no etype or filetype handles). */
+void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v);
+
+/* A collective transfer as initiated: the plan of the view and what the
+ * rounds and the agreements need, taken from the handle once, so that a
+ * background job runs after the handle changed (collective.c runs it). */
+typedef struct {
+  lmpio__plan plan;     /* the view, in the call's direction */
+  MPI_Comm comm;        /* the call's communicator (a job's: the worker's duplicate) */
+  int rank, size;
+  int one_node;         /* every rank on one node */
+  int naggr;            /* two-phase aggregators, and their ranks */
+  int aggr[LMPIO__MAX_AGGREGATORS];
+  MPI_Offset align;     /* of the file domains (lmpio__fd_alignment) */
+} lmpio__coll_plan;
+
+void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir);
+void lmpio__coll_plan_free(lmpio__coll_plan *cp);
 /* The sieve window size of the plan's direction. */
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p);
 

@@ -1,12 +1,13 @@
 /* Nonblocking and split-collective data access.
  *
  * With MPI_THREAD_MULTIPLE the operations really run in the background: the
- * initiating call checks the arguments, moves the file pointer, takes a
- * snapshot of the handle (view, atomicity, hints, descriptor; the pointer
- * to use becomes an explicit offset) and queues the transfer on the
- * handle's worker (async.c), then returns; the transfer runs while the
- * caller computes, through the same code as the blocking calls (access.c,
- * collective.c), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
+ * initiating call checks the arguments, moves the file pointer, makes the
+ * transfer's plan (view, atomicity, hints, descriptor; a collective's also
+ * its communicator and aggregators; the pointer to use becomes a position)
+ * and queues it on the handle's worker (async.c), then returns; the worker
+ * runs the plan while the caller computes, through the routines under the
+ * blocking calls (lmpio__transfer, lmpio__coll_transfer: never the handle,
+ * never an entry), and MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testany on the
  * generalized request (or the split collective's _end) complete it:
  *
  *  - pointers (the individual one, and the shared one for iread_shared and
@@ -23,11 +24,12 @@
  *    (or, under lmpio_request_failures, the request completes as a success
  *    for MPI and the layer above hears of the failure: the drop-in hands it
  *    to the file's error handler);
- *  - collective variants: the initiating call agrees on the arguments; the
- *    worker then runs the whole collective (the two-phase exchange and the
- *    file transfer) on a duplicate communicator, in the order of initiation,
- *    and agrees on the outcome before completing the request, so it is the
- *    same on every rank;
+ *  - collective variants: the initiating call checks the arguments and
+ *    talks to no other rank; the worker runs the collective from its first
+ *    agreement on (which carries those checks' outcome; then the two-phase
+ *    exchange and the file transfer) on a duplicate communicator, in the
+ *    order of initiation, and agrees on the outcome before completing the
+ *    request, so it is the same on every rank;
  *  - a derived datatype is duplicated at initiation (the caller may free
  *    it); the buffer is the caller's until completion, untouched after;
  *  - close, set_view, set_size, preallocate, sync and set_atomicity wait for
@@ -120,11 +122,13 @@ static int finish(int rc, const MPI_Status *st, record *r, MPI_Request *request)
 
 /* ---- in the background --------------------------------------------------- */
 
-/* A transfer for the worker: the handle as it was at initiation. */
+/* A transfer for the worker: its plan, made from the handle at initiation
+ * (the job never reads the handle: the program may change it, a view or a
+ * hint, while the job is pending). */
 typedef struct lmpio__xfer xfer;
 struct lmpio__xfer {
   lmpio__job job;              /* first: async.c frees the whole record */
-  struct lmpio_file_s fh;      /* snapshot; comm: the worker's duplicate */
+  int fd;                      /* the worker's descriptor (its locks exclude the caller's) */
   int collective, dir;
   MPI_Offset offset;           /* in etypes */
   void *buf;
@@ -147,11 +151,14 @@ struct lmpio__xfer {
   int udup;
   MPI_Count native;            /* data bytes of the caller's (a write's) */
   int converted;               /* a read's conversion at completion ran */
-  /* An independent transfer: its plan, made at initiation (the view, the
-   * worker's descriptor), and where it starts in the view's data. */
+  /* Its plan, made at initiation (the view, the worker's descriptor; a
+   * collective's also its communicator, the worker's duplicate, and the
+   * aggregators), and where it starts in the view's data: an independent
+   * transfer's is plan, a collective's cplan (with n etypes). */
   lmpio__plan plan;
+  lmpio__coll_plan cplan;
   int planned;
-  MPI_Offset pos;
+  MPI_Offset pos, n;
   /* A job with a request is on its handle's list (req_mu) until the
    * request is freed or the handle closes: close converts the reads whose
    * requests were freed before their conversion ran, and the failure of a
@@ -186,11 +193,11 @@ static int run(lmpio__job *job) {
   MPI_Count bytes = 0;
   int rc;
   if (x->collective) {
-    MPI_Status st;
     if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
     if (x->standin) lmpio__set_standin(); /* on the worker's thread, for its first agreement */
-    rc = lmpio__collective(&x->fh, x->offset, 0, x->buf, x->count, x->type, x->dir, &st, x->pre_rc, x->call);
-    if (MPI_Get_elements_x(&st, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) bytes = 0;
+    MPI_Offset fbytes;
+    rc = lmpio__coll_transfer(&x->cplan, x->pre_rc, x->pos, x->n, x->buf, x->count, x->type, &bytes, &fbytes,
+                              x->call);
   } else {
     MPI_Offset fbytes;
     rc = x->count > 0 ? lmpio__transfer(&x->plan, x->pos, x->buf, x->count, x->type, &bytes, &fbytes, x->call)
@@ -198,7 +205,7 @@ static int run(lmpio__job *job) {
   }
   /* The worker has time: start the written pages' way to the disk now, so
    * that a sync after the wait has less left to do. */
-  if (rc == MPI_SUCCESS && x->dir == LMPIO__WRITE && bytes > 0) lmpio__os_writeback(x->fh.fd);
+  if (rc == MPI_SUCCESS && x->dir == LMPIO__WRITE && bytes > 0) lmpio__os_writeback(x->fd);
   if (x->dup) MPI_Type_free(&x->type);
   x->dup = 0;
   /* A staged write moved its file bytes: the status counts the caller's. */
@@ -249,7 +256,7 @@ void lmpio__stage_trim(void) {
 
 static void dispose(lmpio__job *job) {
   xfer *x = (xfer *)job;
-  if (x->planned) lmpio__plan_free(&x->plan);
+  if (x->planned) lmpio__plan_free(x->collective ? &x->cplan.plan : &x->plan);
   x->planned = 0;
   if (x->dup) MPI_Type_free(&x->type);
   if (x->udup) MPI_Type_free(&x->utype);
@@ -372,22 +379,15 @@ static int can_run_later(lmpio_file fh) {
 }
 
 /* The record of a transfer starting at etype offset etpos (checked by the
- * caller): a snapshot of fh with comm as its communicator. */
-static int make_xfer(lmpio_file fh, MPI_Comm comm, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
+ * caller); its plan comes later (plan_xfer, plan_collective). */
+static int make_xfer(lmpio_file fh, int collective, MPI_Offset etpos, void *buf, MPI_Count count,
                      MPI_Datatype type, int dir, xfer **out, const char *call) {
   xfer *x = calloc(1, sizeof *x);
   if (!x) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   x->job.run = run;
   x->job.dispose = dispose;
-  x->fh = *fh;
-  x->fh.comm = comm;
-  x->fh.async[0] = x->fh.async[1] = NULL; /* the worker waits for nobody */
   x->job.lane = collective ? LMPIO__LANE_COLLECTIVE : LMPIO__LANE_INDEPENDENT;
-  x->fh.fd = lmpio__async_fd(fh, x->job.lane); /* its locks exclude the caller's */
-  x->fh.busy = 0;
-  x->fh.split.kind = LMPIO__SPLIT_NONE;
-  x->fh.split.job = NULL;
-  x->fh.requests = NULL;
+  x->fd = lmpio__async_fd(fh, x->job.lane);
   x->collective = collective;
   x->dir = dir;
   x->offset = etpos;
@@ -413,15 +413,15 @@ static void drop_xfer(xfer *x) {
 
 /* A view of a user-defined representation: its conversion functions (C,
  * or Lua, whose state is not thread-safe) run on the caller's thread, and
- * the worker moves only the file bytes, through a snapshot whose view is
- * the same layout read as native.  A write converts into x->raw here; a
+ * the worker moves only the file bytes, through a plan whose view is the
+ * same layout read as native (job_plan).  A write converts into x->raw here; a
  * read lands there and is converted at completion (complete_on_caller).
  * n: the etypes of the access.  The staging holds the whole access (its
  * size in the file), for the length of the operation. */
 static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   const lmpio__datarep *rep = fh->view.rep;
   if (!rep || rep->builtin) return MPI_SUCCESS;
-  x->fh.view.rep = NULL; /* the worker sees file bytes in the file's layout */
+  /* (the job's plan then reads the view as native: job_plan) */
   MPI_Offset len;
   if (!lmpio__mul_ok(n, fh->view.esize, &len) || (MPI_Offset)(size_t)len != len)
     return lmpio__err(MPI_ERR_COUNT, call, "%lld etypes of %lld bytes do not fit memory", (long long)n,
@@ -477,21 +477,38 @@ static int initiate_checks(lmpio_file fh, MPI_Offset offset, int use_fp, MPI_Cou
   return rc;
 }
 
-/* The plan of an independent job, from its snapshot (the worker's
- * descriptor; a staged view read as native), checked as the blocking call
- * checks its range: the worker only runs it. */
-static int plan_xfer(xfer *x, MPI_Offset n, const char *call) {
+/* What a job's plan changes in the handle's: the worker's descriptor, and
+ * a staged view (stage_user) read as native, file bytes only. */
+static void job_plan(const xfer *x, lmpio__plan *p) {
+  p->fd = x->fd;
+  if (x->raw) p->rep = NULL;
+}
+
+/* The plan of an independent job, checked as the blocking call checks its
+ * range: the worker only runs it. */
+static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   MPI_Offset nbytes;
   if (n == 0) {
     x->count = 0;
     return MPI_SUCCESS;
   }
-  if (!lmpio__mul_ok(n, x->fh.view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
-  int rc = lmpio__check_range(&x->fh, x->offset, nbytes, &x->pos, call);
+  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+  int rc = lmpio__check_range(&fh->view, x->offset, nbytes, &x->pos, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__plan_init(&x->plan, &x->fh, x->dir);
+  lmpio__plan_init(&x->plan, fh, x->dir);
+  job_plan(x, &x->plan);
   x->planned = 1;
   return MPI_SUCCESS;
+}
+
+/* The collective plan of a collective job, on the worker's communicator
+ * comm: every check of the blocking call ran at initiation (its outcome is
+ * the job's pre_rc), the worker runs the transfer from the first agreement
+ * on. */
+static void plan_collective(lmpio_file fh, xfer *x, MPI_Comm comm) {
+  lmpio__coll_plan_init(&x->cplan, fh, comm, x->dir);
+  job_plan(x, &x->cplan.plan);
+  x->planned = 1;
 }
 
 /* Starts an independent transfer in the background. */
@@ -501,9 +518,9 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   xfer *x = NULL;
   if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
-  if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, etpos, buf, count, type, dir, &x, call);
+  if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, etpos, buf, count, type, dir, &x, call);
   if (rc == MPI_SUCCESS && (rc = stage_user(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
-  else if (rc == MPI_SUCCESS && (rc = plan_xfer(x, n, call)) != MPI_SUCCESS) drop_xfer(x);
+  else if (rc == MPI_SUCCESS && (rc = plan_xfer(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
   else if (rc == MPI_SUCCESS && (rc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
   if (rc == MPI_SUCCESS && use_fp) fh->fp += n;
   return rc;
@@ -525,18 +542,20 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   MPI_Offset etpos = 0, n = 0;
   int rc = lmpio__pending(pre_rc, call);
   if (rc == MPI_SUCCESS) rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
+  MPI_Offset pos = 0;
+  if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, etpos, &pos, call);
   MPI_Comm comm;
   xfer *x = NULL;
   int mrc = lmpio__async_comm(fh, &comm, call);
-  if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, comm, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
+  if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
                                           dir, &x, call);
-  /* An ordered collective's position came from the shared pointer: the
-   * worker transfers at an offset, which MPI_MODE_SEQUENTIAL would refuse. */
-  if (mrc == MPI_SUCCESS && use_fp == FP_SHARED) x->fh.amode &= ~MPI_MODE_SEQUENTIAL;
   /* A conversion that fails at initiation is this rank's argument error. */
   if (mrc == MPI_SUCCESS && rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
   int standin = lmpio__take_standin(); /* (the initiating thread does not agree) */
   if (mrc == MPI_SUCCESS) {
+    plan_collective(fh, x, comm);
+    x->pos = rc == MPI_SUCCESS ? pos : 0;
+    x->n = rc == MPI_SUCCESS ? n : 0;
     x->pre_rc = rc;
     x->standin = standin;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
@@ -586,7 +605,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     MPI_Offset at, n;
     xfer *x = NULL;
     int rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
-    if (rc == MPI_SUCCESS) rc = make_xfer(fh, fh->comm, 0, 0, buf, count, type, dir, &x, call);
+    if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, 0, buf, count, type, dir, &x, call);
     /* A write of a user representation converts before the pointer moves. */
     if (rc == MPI_SUCCESS && fh->view.rep && !fh->view.rep->builtin) {
       rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
@@ -596,7 +615,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
     if (rc == MPI_SUCCESS) {
       x->offset = at;
-      rc = plan_xfer(x, n, call);
+      rc = plan_xfer(fh, x, n, call);
     }
     if (rc == MPI_SUCCESS) rc = submit(fh, x, request, call);
     if (rc != MPI_SUCCESS && x) drop_xfer(x);
