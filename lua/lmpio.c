@@ -84,11 +84,21 @@ static int we_initialized;  /* MPI_Init was ours: finalise at exit */
  * with an uncaught error (or os.exit with a failure status) must not run
  * the collective close of its open files nor MPI_Finalize: the other ranks
  * would never join them.  It aborts the job instead (after lua5.4 printed
- * the error and its traceback), as python -m mpi4py does.  A return hook on
- * the main thread sees the script's main chunk return normally. */
-static lua_State *main_thread;
-static int watching;        /* the return hook is installed */
-static int main_returned;   /* the script's main chunk returned, or os.exit(success) */
+ * the error and its traceback), as python -m mpi4py does.
+ *
+ * Telling the two apart costs the script nothing (no hook on its calls):
+ * lua5.4 (lua.c's docall) runs the script's main chunk under lua_pcall with
+ * its message handler in the slot just below the chunk, in the frame of the
+ * C function at the bottom of the stack (pmain).  Lua calls that handler
+ * only for an error that no pcall of the script catches (every pcall sets a
+ * handler of its own), so the module puts in that slot a handler that notes
+ * the failure and makes the same message and traceback.  Required with `lua5.4 -l lmpio`, before the
+ * script's chunk exists, a call hook waits for it once and goes away.  A
+ * host that runs its chunk otherwise is not watched: its ending counts as
+ * finished (as does an out-of-memory error, for which Lua calls no handler). */
+static int watching;        /* the script's handler is wrapped */
+static int failed;          /* an uncaught error reached it */
+static int exit_called;     /* os.exit(success) */
 static int states;          /* lua_States holding a sentinel */
 static int exiting_done;
 
@@ -136,17 +146,62 @@ static void abort_job(const char *why) {
 }
 
 /* Whether this rank is leaving because its script failed. */
-static int failed_exit(void) {
-  return watching && !main_returned && main_thread && lua_gethook(main_thread) != NULL && world_size() > 1;
+static int failed_exit(void) { return failed && world_size() > 1; }
+
+/* The script's message handler: an error that reaches it is uncaught.  It
+ * makes the message as lua.c's own does (its source is the reference): a
+ * string or what __tostring makes of the error object, a traceback after a
+ * string; calling the original from here would add this frame to it. */
+static int uncaught(lua_State *L) {
+  failed = 1;
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
 }
 
-static void return_hook(lua_State *L, lua_Debug *ar) {
-  lua_Debug up;
-  /* the outermost chunk of the main thread: pmain below it, nothing more */
-  if (L != main_thread || lua_getstack(L, 2, &up)) return;
-  if (!lua_getinfo(L, "S", ar) || strcmp(ar->what, "main") != 0) return;
-  main_returned = 1;
-  lua_sethook(L, NULL, 0, 0);
+/* Whether the frame at level of thread m is a main chunk run by the C
+ * function at the bottom of the stack (lua.c's pmain, at level + 1); then
+ * wraps the message handler, in the slot of that C frame just below the
+ * chunk's function (a vararg chunk's frame starts higher up: the slot where
+ * it was called is the first one that holds it). */
+static int wrap_handler(lua_State *m, int level) {
+  lua_Debug ar, below;
+  if (!lua_getstack(m, level, &ar) || !lua_getinfo(m, "Sf", &ar)) return 0;
+  int chunk = lua_gettop(m);
+  if (strcmp(ar.what, "main") != 0 || !lua_getstack(m, level + 1, &below) || lua_getstack(m, level + 2, &ar) ||
+      !lua_getinfo(m, "S", &below) || strcmp(below.what, "C") != 0) {
+    lua_pop(m, 1);
+    return 0;
+  }
+  int n = 0, at = 0;
+  while (!at && lua_getlocal(m, &below, n + 1)) {
+    n++;
+    if (lua_rawequal(m, -1, chunk)) at = n;
+    lua_pop(m, 1);
+  }
+  lua_pop(m, 1); /* the chunk */
+  if (at < 2 || !lua_getlocal(m, &below, at - 1)) return 0;
+  int handler = lua_iscfunction(m, -1) && lua_tocfunction(m, -1) != uncaught;
+  lua_pop(m, 1);
+  if (!handler) return 0;
+  lua_pushcfunction(m, uncaught);
+  if (!lua_setlocal(m, &below, at - 1)) {
+    lua_pop(m, 1);
+    return 0;
+  }
+  watching = 1;
+  return 1;
+}
+
+/* `lua5.4 -l lmpio script.lua`: the script's chunk is called later; a call
+ * hook catches that call and goes away. */
+static void wait_for_chunk(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  if (wrap_handler(L, 0)) lua_sethook(L, NULL, 0, 0);
 }
 
 static void watch_main(lua_State *L) {
@@ -154,10 +209,16 @@ static void watch_main(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   lua_State *m = lua_tothread(L, -1);
   lua_pop(L, 1);
-  if (!m || lua_gethook(m) != NULL) return; /* a debugger's hook: leave it */
-  main_thread = m;
-  lua_sethook(m, return_hook, LUA_MASKRET, 0);
-  watching = 1;
+  if (!m) return;
+  lua_Debug ar;
+  int depth = 0;
+  while (lua_getstack(m, depth + 1, &ar)) depth++;
+  /* the outermost Lua frame sits just above the bottom C frame */
+  if (depth >= 1 && wrap_handler(m, depth - 1)) return;
+  /* required by -l: C frames only (require below pmain), no chunk yet */
+  for (int level = 0; level <= depth; level++)
+    if (!lua_getstack(m, level, &ar) || !lua_getinfo(m, "S", &ar) || strcmp(ar.what, "C") != 0) return;
+  if (depth >= 1 && lua_gethook(m) == NULL) lua_sethook(m, wait_for_chunk, LUA_MASKCALL, 0);
 }
 
 /* os.exit([code [, close]]): a failure on one rank of a job ends the job; a
@@ -165,7 +226,8 @@ static void watch_main(lua_State *L) {
 static int l_os_exit(lua_State *L) {
   int ok = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : luaL_optinteger(L, 1, 0) == 0;
   if (!ok && world_size() > 1) abort_job("called os.exit with a failure status");
-  main_returned = 1;
+  exit_called = 1;
+  failed = 0;
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
@@ -205,7 +267,8 @@ static void finalize_mpi(void) {
 /* Process exit without the state being closed (os.exit(n) in a script). */
 static void at_process_exit(void) {
   if (exiting_done) return;
-  if (failed_exit()) abort_job("exited without finishing its script");
+  if (failed_exit()) abort_job("ended with an uncaught error (reported above)");
+  if (watching && !exit_called && world_size() > 1) abort_job("exited without finishing its script");
   exiting_done = 1;
   int fin = 1;
   MPI_Finalized(&fin);
