@@ -54,6 +54,21 @@ error does not come from a call of the library).
 #include <string.h>
 
 _Thread_local lua_State *lmpio_lua_caller;
+/* The data access call in progress (datarep.c), and whether the method in
+ * progress entered the core (collective methods agree on errors before). */
+_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+_Thread_local int lmpio_lua_entered;
+
+/* The traceback of the last lmpio error object raised (lua5.4 prints no
+ * traceback for an error object with __tostring). */
+static char last_traceback[4096];
+
+static void note_traceback(const char *tb) {
+  snprintf(last_traceback, sizeof last_traceback, "%s", tb ? tb : "");
+}
+
+const char *lmpio_lua_last_traceback(void) { return last_traceback; }
+
 
 /***
 The error as one line: `"where: name (error class n): message"`, what
@@ -146,7 +161,7 @@ int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   lmpio_lua_pusherror(L, cls, msg);
   /* lua5.4 prints no traceback for an uncaught error object: keep one. */
   luaL_traceback(L, L, luaL_tolstring(L, -1, NULL), 1);
-  lmpio_lua_note_traceback(lua_tostring(L, -1));
+  note_traceback(lua_tostring(L, -1));
   lua_pop(L, 2);
   return lua_error(L);
 }
@@ -247,4 +262,20 @@ void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what) {
   lua_pushfstring(L, "%s: %s", what, s);
   lmpio_lua_pusherror(L, cls, lua_tostring(L, -1));
   lua_error(L);
+}
+
+/* A misspelt option key is an error, not silently ignored (luaposix). */
+void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; names[i]; i++)
+        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    lua_pop(L, 1);
+  }
 }

@@ -17,9 +17,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
-_Thread_local int lmpio_lua_entered;
-
 #define OPEN_KEY "lmpio.open_files" /* registry: lightuserdata -> file object */
 
 typedef struct lfile {

@@ -1,9 +1,10 @@
 /* Declarations shared by the C files of the Lua module `lmpio`.
  *
  * One file per concern, each with an lmpio_lua_<concern>_open(L) that adds
- * its functions to the module table on top of the stack (lmpio.c calls them
- * in order).  A concern added later (e.g. lua/datarep.c) defines
- * lmpio_lua_datarep_open: lmpio.c calls it when it is linked in.
+ * its functions to the module table on top of the stack (lmpio.c, the top,
+ * only calls them in order; no file calls lmpio.c).  A concern added later
+ * (e.g. lua/datarep.c) defines lmpio_lua_datarep_open: lmpio.c calls it
+ * when it is linked in.
  *
  * Metatables: "lmpio.buffer" (typed arrays and byte buffers), "lmpio.datatype",
  * "lmpio.comm", "lmpio.file", "lmpio.error", "lmpio.request". */
@@ -26,16 +27,13 @@
 #define LMPIO_LUA_REQUEST "lmpio.request"
 #define LMPIO_LUA_MSGREQUEST "lmpio.msgrequest"
 
-/* ---- lmpio.c: the module and MPI's lifetime ---------------------------- */
+/* ---- lifetime.c: MPI's lifetime ------------------------------------------ */
 
 /* Whether this rank is leaving a job of several ranks because its script
  * failed (then nothing collective may run: the job is aborted). */
 int lmpio_lua_failing(void);
 /* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
 void lmpio_lua_abort(const char *why);
-/* Remembers the traceback of the last error object raised, printed when an
- * uncaught error aborts the job. */
-void lmpio_lua_note_traceback(const char *tb);
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
@@ -45,6 +43,9 @@ void lmpio_lua_note_traceback(const char *tb);
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
 /* Raises the error object for cls (never returns). */
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
+/* The traceback of the last error object raised ("" if none), printed when
+ * an uncaught error aborts the job (lua5.4 prints none for an object). */
+const char *lmpio_lua_last_traceback(void);
 /* The rank of this process in comm, and comm's size (comm.c). */
 int lmpio_lua_commrank(MPI_Comm comm);
 int lmpio_lua_commsize(MPI_Comm comm);
@@ -299,7 +300,7 @@ typedef struct lmpio_lua_request {
  * fill) that keeps the value at dataidx alive until it is waited for. */
 lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading);
 
-/* ---- lmpio.c: MPI lifetime -------------------------------------------- */
+/* ---- lifetime.c: exit functions ------------------------------------------ */
 
 /* Registers fn to be run (once, in registration order) before MPI_Finalize
  * at exit. */
@@ -320,8 +321,14 @@ int lmpio_lua_file_open(lua_State *L);
 int lmpio_lua_request_open(lua_State *L);
 int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
+/* lifetime.c: MPI initialised and the script's end watched (first); the
+ * environment functions (wtime, wtick, abort, version); then, once every
+ * concern registered, the guard of calls after MPI_Finalize. */
+int lmpio_lua_lifetime_open(lua_State *L);
+int lmpio_lua_environment_open(lua_State *L);
+void lmpio_lua_guard_module(lua_State *L);
 
-/* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
+/* error.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */
 void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names);
 
