@@ -3,11 +3,11 @@
  * allgather, allreduce, scan, exscan; Lua values are serialised), a grid
  * helper (lmpio.dims_create, comm:grid), and info objects as Lua tables.
  *
- * Collective methods agree on their argument errors: each one checks its
- * arguments (and serialises what it sends) first, then joins one agreement
- * (an MPI_Allreduce of a few integers, see agree(), that also carries a
- * small bcast's value; allgather's own exchange for allgather) before any
- * other communication.  A rank whose checks failed joins that agreement
+ * Collective methods agree on their argument errors (lua/agree.c): each one
+ * checks its arguments (and serialises what it sends) first, then joins one
+ * agreement (an MPI_Allreduce of a few integers, lmpio_lua_agree, that also
+ * carries a small bcast's value; allgather's own exchange for allgather)
+ * before any other communication.  A rank whose checks failed joins that agreement
  * with a failure flag instead, so every rank raises (with the message of
  * the lowest failing rank) and no rank is left waiting in a collective.
  *
@@ -50,89 +50,27 @@ static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   return c;
 }
 
-int lmpio_lua_commrank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-int lmpio_lua_commsize(MPI_Comm comm) {
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
-/* ---- agreement of collective methods --------------------------------- */
-
-/* Set once a collective method has joined its agreement: an error raised
- * after that is one every rank raises (or an MPI failure), not an argument
- * error to agree on. */
-static _Thread_local int entered;
-
-/* NAGREE values to agree on, then NINLINE words that carry up to
+/* LMPIO_LUA_NAGREE values to agree on, then NINLINE words that carry up to
  * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
  * is non-negative and MPI_MAX with the zeros of the other ranks is the
  * root's word). */
-enum { NAGREE = LMPIO_LUA_NAGREE, AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - NAGREE, MAXMSG = 1024 };
-
-/* Every rank raises the agreed failure: the lowest failing rank (root)
- * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
- * error object with their own message, the others with root's. */
-static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
-  char text[MAXMSG] = "";
-  if (lmpio_lua_commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
-  lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
-  text[MAXMSG - 1] = '\0';
-  if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
-  lua_pushfstring(L, "%s (on rank %d)", text, root);
-  lmpio_lua_raise(L, MPI_ERR_ARG, lua_tostring(L, -1));
-}
-
-/* The first communication of every collective method but allgather: an
- * MPI_Allreduce (MPI_MAX) of v[0..n-1], n NAGREE, or AGREE_WORDS for bcast
- * (ranks that fail use the same n).  v[0] is the failure
- * flag: 0 on a rank whose arguments were right, size - rank on one whose
- * were not (so the maximum names the lowest failing rank); msg is that
- * rank's message (NULL when v[0] is 0).  The next entries are the method's
- * own values to compare (a value and its negation give the maximum and the
- * minimum at once), the rest is bcast's inline value.  When any rank
- * failed, every rank raises. */
-static void agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) {
-  long long mine = v[0];
-  entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
-  if (v[0] != 0) raise_failure(L, comm, lmpio_lua_commsize(comm) - (int)v[0], mine != 0, msg);
-}
-
-static void fail_agree(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[NAGREE] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
-  agree(L, comm, v, NAGREE, msg);
-}
-
-static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[AGREE_WORDS] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
-  agree(L, comm, v, AGREE_WORDS, msg);
-}
+enum { AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - LMPIO_LUA_NAGREE };
 
 typedef lmpio_lua_collective collective_method;
 
-/* Runs a collective method under lua_pcall; an error raised before the
- * method joined its agreement becomes this rank's failure in the agreement
- * (which the other ranks are waiting in), so that every rank raises. */
+static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[AGREE_WORDS] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
+  lmpio_lua_agree(L, comm, v, AGREE_WORDS, msg);
+}
+
+/* Runs a collective method; an argument error (raised before the method
+ * joined its agreement) becomes this rank's failure in the agreement, which
+ * the other ranks are waiting in, so that every rank raises. */
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
   MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
-  int n = lua_gettop(L);
-  lua_pushvalue(L, 1); /* keeps self alive below the call */
-  lua_pushcfunction(L, cm->fn);
-  lua_rotate(L, 1, 2); /* self, fn, args... */
-  int saved = entered;
-  entered = 0;
-  int st = lua_pcall(L, n, LUA_MULTRET, 0);
-  int was_entered = entered;
-  entered = saved;
-  if (st == LUA_OK) return lua_gettop(L) - 1;
-  if (was_entered || (st != LUA_ERRRUN && st != LUA_ERRMEM)) return lua_error(L);
+  int n = lmpio_lua_collective_pcall(L, cm->fn);
+  if (n >= 0) return n;
   if (lua_type(L, -1) != LUA_TSTRING) {
     luaL_tolstring(L, -1, NULL);
     lua_remove(L, -2);
@@ -141,6 +79,7 @@ static int collective_call(lua_State *L) {
   cm->fail(L, comm, lua_tostring(L, -1));
   return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
 }
+
 
 /* ---- serialisation of Lua values ---------------------------------------- */
 
@@ -193,9 +132,9 @@ static void pushpath(lua_State *L, encoder *e) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (int d = 0; d < e->depth; d++) {
-    char num[64];
     if (d == 0) luaL_addstring(&b, " at ");
     if (!e->path[d].keyidx) {
+      char num[64];
       snprintf(num, sizeof num, "[%lld]", (long long)e->path[d].i);
       luaL_addstring(&b, num);
       continue;
@@ -420,20 +359,8 @@ static void deserialise(lua_State *L, const unsigned char *p, size_t n) {
 }
 
 /* For the collective methods of lua/message.c (lmpio_lua.h). */
-void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) { agree(L, comm, v, n, msg); }
-void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_agree(L, comm, msg); }
 unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n) { return serialise(L, idx, arg, n); }
 void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n) { deserialise(L, p, n); }
-
-static void put_le64(unsigned char *b, uint64_t u) {
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
-}
-
-static uint64_t get_le64(const unsigned char *b) {
-  uint64_t u = 0;
-  for (int i = 0; i < 8; i++) u |= (uint64_t)b[i] << (8 * i);
-  return u;
-}
 
 /* MPI counts are ints: large messages go in pieces. */
 #define CHUNK ((size_t)1 << 30)
@@ -507,8 +434,8 @@ static int c_split(lua_State *L) {
   }
   int key = checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
-  long long v[NAGREE] = {0};
-  agree(L, comm, v, NAGREE, NULL);
+  long long v[LMPIO_LUA_NAGREE] = {0};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
@@ -622,9 +549,9 @@ static int c_bcast(lua_State *L) {
   if (rank == root && !isarray) {
     bytes = serialise(L, 2, 2, &len); /* 4 */
     v[3] = (long long)len;
-    if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
+    if (len <= NINLINE * 7) pack7(v + LMPIO_LUA_NAGREE, bytes, len);
   }
-  agree(L, comm, v, AGREE_WORDS, NULL);
+  lmpio_lua_agree(L, comm, v, AGREE_WORDS, NULL);
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
                                                            "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
@@ -632,7 +559,7 @@ static int c_bcast(lua_State *L) {
   len = (size_t)v[3];
   unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
   if (len <= NINLINE * 7) {
-    if (rank != root) unpack7(all, v + NAGREE, len);
+    if (rank != root) unpack7(all, v + LMPIO_LUA_NAGREE, len);
   } else { /* the rest in pieces (MPI counts are ints) */
     for (size_t off = 0; off < len; off += CHUNK) {
       size_t n = len - off < CHUNK ? len - off : CHUNK;
@@ -643,35 +570,6 @@ static int c_bcast(lua_State *L) {
   else deserialise(L, all, len);
   return 1;
 }
-
-/* allgather's first communication: an MPI_Allgather of one block per
- * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
- * fits.  A failure on any rank is seen by all. */
-enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
-#define GATHER_FAILED UINT64_MAX
-
-static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
-  int size = lmpio_lua_commsize(comm), mine = lmpio_lua_commrank(comm);
-  entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
-                     "MPI_Allgather");
-  for (int r = 0; r < size; r++)
-    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == GATHER_FAILED)
-      raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
-}
-
-void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
-  gather_blocks(L, comm, blocks, msg);
-}
-
-static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
-  int size = lmpio_lua_commsize(comm);
-  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
-  put_le64(blocks + (size_t)lmpio_lua_commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
-  gather_blocks(L, comm, blocks, msg);
-}
-
-void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_gather(L, comm, msg); }
 
 /***
 Every rank's value, on every rank (`MPI_Allgather` of their serialised
@@ -695,24 +593,24 @@ static int c_allgather(lua_State *L) {
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   lua_settop(L, 2);
   if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_allgather_array(L, comm);
-  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 3 */
   int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
   int *displs = counts + size;
   size_t len = 0;
   const unsigned char *bytes = serialise(L, 2, 2, &len); /* 5 */
-  unsigned char *mine = blocks + (size_t)rank * GATHER_BLOCK;
-  put_le64(mine, (uint64_t)len);
-  memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
-  gather_blocks(L, comm, blocks, NULL);
+  unsigned char *mine = blocks + (size_t)rank * LMPIO_LUA_GATHER_BLOCK;
+  lmpio_lua_put_le64(mine, (uint64_t)len);
+  memcpy(mine + 8, bytes, len < LMPIO_LUA_GATHER_BLOCK - 8 ? len : LMPIO_LUA_GATHER_BLOCK - 8);
+  lmpio_lua_gather_blocks(L, comm, blocks, NULL);
   for (int r = 0; r < size; r++) /* every rank sees every block: all raise */
-    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
+    if (lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
       return lmpio_lua_raise(L, MPI_ERR_ARG, "bad argument #1 to 'allgather' (arrays on some ranks, other "
                                              "values on others)");
   uint64_t total = 0;
   int fits = 1;
   for (int r = 0; r < size; r++) {
-    uint64_t n = get_le64(blocks + (size_t)r * GATHER_BLOCK);
-    if (n > GATHER_BLOCK - 8) fits = 0;
+    uint64_t n = lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK);
+    if (n > LMPIO_LUA_GATHER_BLOCK - 8) fits = 0;
     total += n < (uint64_t)INT_MAX + 1 ? n : (uint64_t)INT_MAX + 1; /* > INT_MAX is refused below: no wrap */
   }
   unsigned char *all = NULL;
@@ -722,7 +620,7 @@ static int c_allgather(lua_State *L) {
     all = lua_newuserdatauv(L, total ? total : 1, 0); /* 6 */
     int at = 0;
     for (int r = 0; r < size; r++) {
-      counts[r] = (int)get_le64(blocks + (size_t)r * GATHER_BLOCK);
+      counts[r] = (int)lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK);
       displs[r] = at;
       at += counts[r];
     }
@@ -732,8 +630,8 @@ static int c_allgather(lua_State *L) {
   }
   lua_createtable(L, size, 0);
   for (int r = 0; r < size; r++) {
-    const unsigned char *b = blocks + (size_t)r * GATHER_BLOCK;
-    size_t n = (size_t)get_le64(b);
+    const unsigned char *b = blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK;
+    size_t n = (size_t)lmpio_lua_get_le64(b);
     deserialise(L, fits ? b + 8 : all + displs[r], n);
     lua_rawseti(L, -2, r + 1);
   }
@@ -758,8 +656,8 @@ static int reduce(lua_State *L, int kind, const char *name) {
    * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
    * arrays: lua/message.c) and the same op. */
   int b = isbool && lua_toboolean(L, 2);
-  long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
-  agree(L, comm, v, NAGREE, NULL);
+  long long v[LMPIO_LUA_NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
   if (v[3] != -v[4]) return lmpio_lua_reduce_kinds(L, name, v);
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
@@ -1140,9 +1038,9 @@ void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t
 }
 
 static const collective_method collective_methods[] = {
-  {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},
-  {"allgather", c_allgather, fail_gather}, {"allreduce", c_allreduce, fail_agree},
-  {"scan", c_scan, fail_agree}, {"exscan", c_exscan, fail_agree},
+  {"split", c_split, lmpio_lua_agree_failed}, {"bcast", c_bcast, fail_bcast},
+  {"allgather", c_allgather, lmpio_lua_gather_failed}, {"allreduce", c_allreduce, lmpio_lua_agree_failed},
+  {"scan", c_scan, lmpio_lua_agree_failed}, {"exscan", c_exscan, lmpio_lua_agree_failed},
 };
 
 int lmpio_lua_comm_open(lua_State *L) {

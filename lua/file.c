@@ -92,7 +92,7 @@ static void unlink_open(lfile *f) {
  * ranks a close that fails here (that mismatch, or a file still in use by a
  * call this rank left with os.exit from a converter) aborts the job with
  * the message: going on to MPI_Finalize would leave the others waiting. */
-static void close_open_files(void *owner) {
+static void close_open_files(const void *owner) {
   int fin = 1;
   MPI_Finalized(&fin);
   if (lmpio_lua_failing()) return; /* the job is being aborted: nothing collective */
@@ -301,7 +301,8 @@ static int open_checked(lua_State *L) {
   if (f->nranks > 1) MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm);
   else memcpy(agreed, trunc, sizeof agreed);
   if (agreed[0] != -agreed[1]) {
-    LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
+    LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh)); /* the mismatch is the error raised */
+    (void)rc;
     f->fh = LMPIO_FILE_NULL;
     unlink_open(f);
     return lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "lmpio.open: some ranks passed \"w\"/\"w+\" (truncate) and others a mode that keeps the contents");
@@ -358,16 +359,9 @@ static int l_open(lua_State *L) {
     lua_insert(L, 1);
   }
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int n = lua_gettop(L);
-  lua_pushcfunction(L, open_checked);
-  lua_insert(L, 1);
-  int saved = lmpio_lua_entered;
-  lmpio_lua_entered = 0;
-  int st = lua_pcall(L, n, 1, 0);
-  int entered = lmpio_lua_entered;
-  lmpio_lua_entered = saved;
-  if (st == LUA_OK) return 1;
-  if (entered || lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
+  int n = lmpio_lua_collective_pcall(L, open_checked);
+  if (n >= 0) return 1;
+  if (lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
   lmpio_lua_fix_argerror(L, "open", inserted);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
@@ -1806,20 +1800,11 @@ typedef struct {
 
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
-  int n = lua_gettop(L);
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
-  lua_pushvalue(L, 1); /* keeps self alive below the call */
-  lua_pushcfunction(L, cm->fn);
-  lua_rotate(L, 1, 2); /* self, fn, args... */
-  int saved = lmpio_lua_entered;
-  lmpio_lua_entered = 0;
-  int st = lua_pcall(L, n, LUA_MULTRET, 0);
-  int entered = lmpio_lua_entered;
-  lmpio_lua_entered = saved;
-  if (st == LUA_OK) return lua_gettop(L) - 1;
-  if (entered || !f || f->fh == LMPIO_FILE_NULL || (st != LUA_ERRRUN && st != LUA_ERRMEM) ||
-      lua_type(L, -1) != LUA_TSTRING)
-    return lua_error(L); /* the core's own (agreed) error, or nothing to agree on */
+  int n = lmpio_lua_collective_pcall(L, cm->fn);
+  if (n >= 0) return n;
+  if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
+    return lua_error(L); /* nothing to agree on */
   lmpio_lua_fix_argerror(L, cm->name, 1);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
@@ -1858,7 +1843,7 @@ static void wrap_collectives(lua_State *L) {
   }
 }
 
-static void exit_hook(void *owner) { close_open_files(owner); }
+static void exit_hook(const void *owner) { close_open_files(owner); }
 
 int lmpio_lua_file_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_FILE)) {

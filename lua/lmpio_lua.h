@@ -19,6 +19,14 @@
 
 #include "lmpio.h"
 
+/* Lua's raising functions never return (they longjmp to the protected
+ * call): said here so that the compiler and `make lint` follow the code as
+ * it runs, not into a use of what the check before refused. */
+int lua_error(lua_State *L) __attribute__((noreturn));
+int luaL_error(lua_State *L, const char *fmt, ...) __attribute__((noreturn));
+int luaL_argerror(lua_State *L, int arg, const char *extramsg) __attribute__((noreturn));
+int luaL_typeerror(lua_State *L, int arg, const char *tname) __attribute__((noreturn));
+
 #define LMPIO_LUA_BUFFER "lmpio.buffer"
 #define LMPIO_LUA_DATATYPE "lmpio.datatype"
 #define LMPIO_LUA_COMM "lmpio.comm"
@@ -46,9 +54,6 @@ int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
 /* The traceback of the last error object raised ("" if none), printed when
  * an uncaught error aborts the job (lua5.4 prints none for an object). */
 const char *lmpio_lua_last_traceback(void);
-/* The rank of this process in comm, and comm's size (comm.c). */
-int lmpio_lua_commrank(MPI_Comm comm);
-int lmpio_lua_commsize(MPI_Comm comm);
 /* The message on top of the stack, "bad argument #3 to '?' (...)" from a
  * method run under lua_pcall (which hides its name, and that argument 1 is
  * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1
@@ -230,7 +235,18 @@ void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
  * or, for the last parts, fewer or none. */
 void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count);
 
-/* ---- comm.c: for the collective methods of other files (message.c) ----- */
+/* ---- agree.c: the agreement of collective methods ----------------------- */
+
+/* The rank of this process in comm, and comm's size. */
+int lmpio_lua_commrank(MPI_Comm comm);
+int lmpio_lua_commsize(MPI_Comm comm);
+/* Runs fn, a collective method, under lua_pcall on the arguments 1..top
+ * (self kept alive below them): returns the number of its results (on
+ * top).  An error raised before the method joined its first communication
+ * (lmpio_lua_entered still 0: an argument error of this rank) is left on
+ * top and -1 returned: the caller joins that communication as a failing
+ * rank.  Any other error is raised as it is. */
+int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn);
 
 /* An agreement is an MPI_Allreduce (MPI_MAX) of LMPIO_LUA_NAGREE words
  * (LMPIO_LUA_AGREE_WORDS for bcast, whose short values travel in it): v[0]
@@ -247,6 +263,7 @@ void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg);
  * or LMPIO_LUA_GATHER_ARRAY for an array. */
 #define LMPIO_LUA_GATHER_BLOCK 64
 #define LMPIO_LUA_GATHER_ARRAY (UINT64_MAX - 1)
+#define LMPIO_LUA_GATHER_FAILED UINT64_MAX
 void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg);
 /* Joins lmpio_lua_gather_blocks as a failing rank. */
 void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg);
@@ -258,6 +275,18 @@ typedef struct lmpio_lua_collective {
   lua_CFunction fn;
   void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
 } lmpio_lua_collective;
+/* Little-endian 64-bit words of the gather blocks. */
+static inline void lmpio_lua_put_le64(unsigned char *b, uint64_t u) {
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
+}
+static inline uint64_t lmpio_lua_get_le64(const unsigned char *b) {
+  uint64_t u = 0;
+  for (int i = 0; i < 8; i++) u |= (uint64_t)b[i] << (8 * i);
+  return u;
+}
+
+/* ---- comm.c: for the collective methods of other files (message.c) ----- */
+
 /* Adds collective methods (cm[0..n-1], static) and local ones (local, may
  * be NULL) to the communicators' methods. */
 void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local);
@@ -304,7 +333,7 @@ lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_l
 
 /* Registers fn to be run (once, in registration order) before MPI_Finalize
  * at exit. */
-typedef void (*lmpio_lua_exit_fn)(void *owner);
+typedef void (*lmpio_lua_exit_fn)(const void *owner);
 void lmpio_lua_atexit(lmpio_lua_exit_fn fn);
 /* The owner of objects created in L (its main thread), passed to exit
  * functions so that closing one lua_State only touches its own objects; exit
