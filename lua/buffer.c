@@ -356,16 +356,16 @@ static int storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, co
   case ST_NEEDNUM: return luaL_error(L, "%s needs a number, got %s", what, luaL_typename(L, vidx));
   case ST_NEEDBOOL: return luaL_error(L, "%s needs a boolean, got %s", what, luaL_typename(L, vidx));
   case ST_RANGE: {
-    char range[64];
+    char limits[64];
     unsigned bits = (unsigned)(8 * esize);
     if (kind == LMPIO_LUA_K_F32)
-      snprintf(range, sizeof range, "magnitude at most %.9g", (double)FLT_MAX);
+      snprintf(limits, sizeof limits, "magnitude at most %.9g", (double)FLT_MAX);
     else if (kind == LMPIO_LUA_K_INT)
-      snprintf(range, sizeof range, "%lld..%lld", bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1)),
+      snprintf(limits, sizeof limits, "%lld..%lld", bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1)),
                bits >= 64 ? LLONG_MAX : (1LL << (bits - 1)) - 1);
     else
-      snprintf(range, sizeof range, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
-    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), range);
+      snprintf(limits, sizeof limits, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
+    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), limits);
   }
   }
   return luaL_error(L, "%s cannot be written from Lua (use set with a string of raw bytes)", what);
@@ -1581,14 +1581,14 @@ int lmpio_lua_buffer_open(lua_State *L) {
     static const luaL_Reg index[] = {{"__index", b_index}, {"__newindex", b_newindex}, {NULL, NULL}};
     lua_pushvalue(L, -1);
     luaL_setfuncs(L, index, 1); /* the metatable as their upvalue (isours) */
-    static const luaL_Reg methods[] = {
+    static const luaL_Reg buffer_methods[] = {
       {"tostring", b_tostring}, {"totable", b_totable}, {"fill", b_fill}, {"set", b_set},
       {"get", b_get}, {"index", b_indexof}, {"sub", b_sub}, {"reshape", b_reshape},
       {"shape", b_shape}, {"fields", b_fields}, {"type", b_type}, {"nbytes", b_nbytes},
       {"valid", b_valid}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
+    luaL_newlib(L, buffer_methods);
     lua_setfield(L, -2, "methods");
   }
   lua_pop(L, 1);

@@ -1360,7 +1360,7 @@ static int l_byteswap(lua_State *L) {
 
 /* ---- module --------------------------------------------------------------------- */
 
-static void exit_hook(void *owner) {
+static void exit_hook(const void *owner) {
   for (rep *r = reps; r; r = r->link)
     if (!owner || r->owner == owner) r->alive = 0;
 }

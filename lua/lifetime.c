@@ -185,7 +185,7 @@ int lmpio_lua_failing(void) { return failed_exit(); }
 
 void lmpio_lua_abort(const char *why) { abort_job(why); }
 
-static void run_exit_fns(void *owner) {
+static void run_exit_fns(const void *owner) {
   for (int i = 0; i < n_exit_fns; i++) exit_fns[i](owner);
 }
 
