@@ -279,3 +279,9 @@ void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
     lua_pop(L, 1);
   }
 }
+
+/* An integer argument v of arg, from min to INT_MAX. */
+int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
+  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
+  return (int)v;
+}

@@ -290,29 +290,14 @@ static inline uint64_t lmpio_lua_get_le64(const unsigned char *b) {
 /* Adds collective methods (cm[0..n-1], static) and local ones (local, may
  * be NULL) to the communicators' methods. */
 void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local);
+
+/* ---- serial.c: Lua values as bytes (message.c) ------------------------- */
+
 /* The serialised form of the value at idx (argument arg, for messages),
  * as bcast sends it: pushes a userdata holding the bytes, returns them. */
 unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n);
 /* Pushes the value serialised in p[0..n-1]; raises when it is corrupt. */
 void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n);
-
-/* ---- message.c: arrays in comm.c's collectives, point-to-point -------- */
-
-enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
-/* comm:allreduce/scan/exscan with an array at 2 (name: the method). */
-int lmpio_lua_reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name);
-/* Raises the agreed error of reductions whose ranks gave different kinds
- * of values (v[3], -v[4]: the largest and smallest kind, 0 number, 1
- * boolean, 2 array). */
-int lmpio_lua_reduce_kinds(lua_State *L, const char *name, const long long *v);
-/* bcast: before its agreement, writes into v what the value at idx is
- * (an array: 1; else 0); after it, when some rank gave an array, does the
- * rest of the bcast (the array at idx, or 0 when this rank gave none) and
- * returns 1 with the result pushed; 0 when no rank gave an array. */
-int lmpio_lua_bcast_prepare(lua_State *L, int idx, int isroot, long long *v);
-int lmpio_lua_bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *v, int idx);
-/* comm:allgather with an array at 2. */
-int lmpio_lua_allgather_array(lua_State *L, MPI_Comm comm);
 
 /* ---- request.c: requests of the nonblocking calls --------------------- */
 
@@ -360,6 +345,9 @@ void lmpio_lua_guard_module(lua_State *L);
 /* error.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */
 void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names);
+/* error.c: v, argument arg, as an int from min to INT_MAX; raises "out of
+ * range" otherwise. */
+int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min);
 
 /* Registers the functions of l into the table on top of the stack. */
 #define lmpio_lua_setfuncs(L, l) luaL_setfuncs((L), (l), 0)
