@@ -24,10 +24,15 @@ int lmpio_lua_commsize(MPI_Comm comm) {
   return n;
 }
 
-int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn) {
+int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn, const void *up) {
   int n = lua_gettop(L);
   lua_pushvalue(L, 1); /* keeps self alive below the call */
-  lua_pushcfunction(L, fn);
+  if (up) {
+    lua_pushlightuserdata(L, (void *)up);
+    lua_pushcclosure(L, fn, 1);
+  } else {
+    lua_pushcfunction(L, fn);
+  }
   lua_rotate(L, 1, 2); /* self, fn, args... */
   int saved = lmpio_lua_entered;
   lmpio_lua_entered = 0;

@@ -57,7 +57,7 @@ typedef lmpio_lua_collective collective_method;
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
   MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
-  int n = lmpio_lua_collective_pcall(L, cm->fn);
+  int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
   if (n >= 0) return n;
   if (lua_type(L, -1) != LUA_TSTRING) {
     luaL_tolstring(L, -1, NULL);

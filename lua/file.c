@@ -359,7 +359,7 @@ static int l_open(lua_State *L) {
     lua_insert(L, 1);
   }
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int n = lmpio_lua_collective_pcall(L, open_checked);
+  int n = lmpio_lua_collective_pcall(L, open_checked, NULL);
   if (n >= 0) return 1;
   if (lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
   lmpio_lua_fix_argerror(L, "open", inserted);
@@ -977,67 +977,78 @@ static lua_Integer status_count(const MPI_Status *st, const lmpio_lua_mem *m) {
   return m->type_size > 0 ? (lua_Integer)(bytes / m->type_size) : 0;
 }
 
-typedef int (*at_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*wat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*rd_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*wr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Status *);
+/* The data access methods (fh:read_at, fh:write_all, fh:iread_shared, ...)
+ * are rows of one table, access_methods below: what each moves (reading or
+ * writing), through which pointer (an explicit offset, the individual or
+ * the shared pointer), whether it is collective or nonblocking, and its
+ * core function.  data_access serves them all. */
+enum { P_EXPLICIT, P_INDIVIDUAL, P_SHARED };
 
-/* read_at(offset, buf|count [, count, type]) -> buf, count */
-static int read_at(lua_State *L, at_fn fn) {
+typedef struct lfile_access {
+  const char *name;
+  unsigned char writing, pointer, collective, nonblocking;
+  void (*fail)(lfile *f); /* collective: joins the call as a failing rank */
+  union {                 /* the core function, by the kind above */
+    int (*read_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
+    int (*write_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
+    int (*read)(lmpio_file, void *, int, MPI_Datatype, MPI_Status *);
+    int (*write)(lmpio_file, const void *, int, MPI_Datatype, MPI_Status *);
+    int (*iread_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
+    int (*iwrite_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
+    int (*iread)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
+    int (*iwrite)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
+  } core;
+} lfile_access;
+
+/* The core call of a (blocking) row. */
+static int transfer(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m, MPI_Status *st) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.write_at(fh, off, m->ptr, m->count, m->type, st)
+                      : a->core.read_at(fh, off, m->ptr, m->count, m->type, st);
+  return a->writing ? a->core.write(fh, m->ptr, m->count, m->type, st) : a->core.read(fh, m->ptr, m->count, m->type, st);
+}
+
+/* The core call of a nonblocking row. */
+static int start(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m, MPI_Request *req) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.iwrite_at(fh, off, m->ptr, m->count, m->type, req)
+                      : a->core.iread_at(fh, off, m->ptr, m->count, m->type, req);
+  return a->writing ? a->core.iwrite(fh, m->ptr, m->count, m->type, req)
+                    : a->core.iread(fh, m->ptr, m->count, m->type, req);
+}
+
+/* fh:NAME([offset,] data [, count [, datatype]]), the row NAME being
+ * upvalue 1.  Reads return the buffer read into (a new one for a count)
+ * and the items read; writes the items written; nonblocking calls a
+ * request (its wait returns those). */
+static int data_access(lua_State *L) {
+  const lfile_access *a = lua_touserdata(L, lua_upvalueindex(1));
   lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
+  int at = a->pointer == P_EXPLICIT;
+  MPI_Offset off = at ? checkoffset(L, 2) : 0;
+  int idx = at ? 3 : 2;
   lmpio_lua_mem m;
-  if (lmpio_lua_checkmem(L, 3, 0, &m) != 2) lua_pushvalue(L, 3); /* the result buffer on top */
-  MPI_Status st;
+  int made = lmpio_lua_checkmem(L, idx, a->writing, &m) == 2; /* a new buffer for a count, on top */
   int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  if (a->nonblocking) {
+    lmpio_lua_checklasting(L, idx, &m);
+    lmpio_lua_request *r = lmpio_lua_newrequest(L, made ? lua_gettop(L) : idx, &m, !a->writing);
+    LMPIO_LUA_CORE_MEM(L, &m, rc, start(a, fh, off, &m, &r->req));
+    lmpio_lua_check(L, rc);
+    return 1;
+  }
+  if (!a->writing && !made) lua_pushvalue(L, idx); /* the result buffer on top */
+  MPI_Status st;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, transfer(a, fh, off, &m, &st));
   lmpio_lua_check(L, rc);
   lua_Integer n = status_count(&st, &m);
+  if (a->writing) {
+    lua_pushinteger(L, n);
+    return 1;
+  }
   lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
   lua_pushinteger(L, n);
   return 2;
-}
-
-/* write_at(offset, data [, count, type]) -> count */
-static int write_at(lua_State *L, wat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 3, 1, &m);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
-  return 1;
-}
-
-/* read(buf|count [, count, type]) -> buf, count */
-static int read_ptr(lua_State *L, rd_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  if (lmpio_lua_checkmem(L, 2, 0, &m) != 2) lua_pushvalue(L, 2);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_Integer n = status_count(&st, &m);
-  lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
-  lua_pushinteger(L, n);
-  return 2;
-}
-
-/* write(data [, count, type]) -> count */
-static int write_ptr(lua_State *L, wr_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 2, 1, &m);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
-  return 1;
 }
 
 /***
@@ -1052,7 +1063,6 @@ Reads at an explicit offset (`MPI_File_read_at`).
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read_at(lua_State *L) { return read_at(L, lmpio_file_read_at); }
 /***
 Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
 @function file:read_at_all
@@ -1067,7 +1077,6 @@ Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
   rank
 @usage local a, n = fh:read_at_all(0, 3, lmpio.DOUBLE) -- a new array of 3 doubles
 */
-static int f_read_at_all(lua_State *L) { return read_at(L, lmpio_file_read_at_all); }
 /***
 Writes at an explicit offset (`MPI_File_write_at`).
 @function file:write_at
@@ -1077,7 +1086,6 @@ Writes at an explicit offset (`MPI_File_write_at`).
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write_at(lua_State *L) { return write_at(L, lmpio_file_write_at); }
 /***
 Writes at an explicit offset, collectively (`MPI_File_write_at_all`).
 @function file:write_at_all
@@ -1089,7 +1097,6 @@ Writes at an explicit offset, collectively (`MPI_File_write_at_all`).
   rank
 @usage fh:write_at_all(0, lmpio.array(lmpio.DOUBLE, {1, 2, 3}))
 */
-static int f_write_at_all(lua_State *L) { return write_at(L, lmpio_file_write_at_all); }
 /***
 Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
 @function file:read
@@ -1100,7 +1107,6 @@ Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read(lua_State *L) { return read_ptr(L, lmpio_file_read); }
 /***
 Reads at the individual file pointer, collectively, and advances it
 (`MPI_File_read_all`).
@@ -1113,7 +1119,6 @@ Reads at the individual file pointer, collectively, and advances it
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_read_all(lua_State *L) { return read_ptr(L, lmpio_file_read_all); }
 /***
 Writes at this rank's individual file pointer, and advances it
 (`MPI_File_write`).
@@ -1122,7 +1127,6 @@ Writes at this rank's individual file pointer, and advances it
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write(lua_State *L) { return write_ptr(L, lmpio_file_write); }
 /***
 Writes at the individual file pointer, collectively, and advances it
 (`MPI_File_write_all`).
@@ -1132,7 +1136,6 @@ Writes at the individual file pointer, collectively, and advances it
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_write_all(lua_State *L) { return write_ptr(L, lmpio_file_write_all); }
 /***
 Reads at the shared file pointer, and advances it for every rank
 (`MPI_File_read_shared`).
@@ -1145,7 +1148,6 @@ Not collective: the ranks' accesses are serialised in some order.
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read_shared(lua_State *L) { return read_ptr(L, lmpio_file_read_shared); }
 /***
 Writes at the shared file pointer, and advances it for every rank
 (`MPI_File_write_shared`).
@@ -1155,7 +1157,6 @@ Not collective: the ranks' accesses are serialised in some order.
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write_shared(lua_State *L) { return write_ptr(L, lmpio_file_write_shared); }
 /***
 Reads at the shared file pointer, collectively, in rank order
 (`MPI_File_read_ordered`).
@@ -1170,7 +1171,6 @@ moves past all of them.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_read_ordered(lua_State *L) { return read_ptr(L, lmpio_file_read_ordered); }
 /***
 Writes at the shared file pointer, collectively, in rank order
 (`MPI_File_write_ordered`).
@@ -1183,7 +1183,6 @@ moves past all of them.
   rank
 @usage fh:write_ordered(string.format("rank %d\\n", rank))
 */
-static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
 
 /* ---- records ------------------------------------------------------------------ */
 
@@ -1327,65 +1326,6 @@ static int records_close(lua_State *L) {
 
 /* ---- nonblocking data access: each returns an lmpio.request ------------------ */
 
-typedef int (*iat_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*iwat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*ird_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*iwr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
-
-/* iread_at(offset, buf|count [, count, type]) -> request (wait: buf, count) */
-static int iread_at(lua_State *L, iat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, 3, 0, &m) == 2 ? lua_gettop(L) : 3;
-  lmpio_lua_checklasting(L, 3, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iwrite_at(offset, data [, count, type]) -> request (wait: count) */
-static int iwrite_at(lua_State *L, iwat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 3, 1, &m);
-  lmpio_lua_checklasting(L, 3, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, 3, &m, 0);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iread(buf|count [, count, type]) -> request (wait: buf, count) */
-static int iread_ptr(lua_State *L, ird_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
-  lmpio_lua_checklasting(L, 2, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iwrite(data [, count, type]) -> request (wait: count) */
-static int iwrite_ptr(lua_State *L, iwr_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 2, 1, &m);
-  lmpio_lua_checklasting(L, 2, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, 2, &m, 0);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
 /***
 Starts @{file:read_at} as a nonblocking operation (`MPI_File_iread_at`).
 The transfer runs in the background; do not touch the data until the
@@ -1399,7 +1339,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread_at(lua_State *L) { return iread_at(L, lmpio_file_iread_at); }
 /***
 Starts @{file:read_at_all} as a nonblocking operation (`MPI_File_iread_at_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1414,7 +1353,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iread_at_all(lua_State *L) { return iread_at(L, lmpio_file_iread_at_all); }
 /***
 Starts @{file:write_at} as a nonblocking operation (`MPI_File_iwrite_at`).
 The transfer runs in the background; do not touch the data until the
@@ -1426,7 +1364,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite_at(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at); }
 /***
 Starts @{file:write_at_all} as a nonblocking operation
 (`MPI_File_iwrite_at_all`).
@@ -1440,7 +1377,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iwrite_at_all(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at_all); }
 /***
 Starts @{file:read} as a nonblocking operation (`MPI_File_iread`).
 The transfer runs in the background; do not touch the data until the
@@ -1452,7 +1388,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread(lua_State *L) { return iread_ptr(L, lmpio_file_iread); }
 /***
 Starts @{file:read_all} as a nonblocking operation (`MPI_File_iread_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1465,7 +1400,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iread_all(lua_State *L) { return iread_ptr(L, lmpio_file_iread_all); }
 /***
 Starts @{file:write} as a nonblocking operation (`MPI_File_iwrite`).
 The transfer runs in the background; do not touch the data until the
@@ -1475,7 +1409,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite); }
 /***
 Starts @{file:write_all} as a nonblocking operation (`MPI_File_iwrite_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1486,7 +1419,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iwrite_all(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_all); }
 /***
 Starts @{file:read_shared} as a nonblocking operation (`MPI_File_iread_shared`).
 The transfer runs in the background; do not touch the data until the
@@ -1498,7 +1430,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread_shared(lua_State *L) { return iread_ptr(L, lmpio_file_iread_shared); }
 /***
 Starts @{file:write_shared} as a nonblocking operation
 (`MPI_File_iwrite_shared`).
@@ -1509,7 +1440,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite_shared(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_shared); }
 
 /* ---- split collectives ------------------------------------------------------ */
 
@@ -1798,21 +1728,36 @@ typedef struct {
   fail_fn fail;
 } collective_method;
 
-static int collective_call(lua_State *L) {
-  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
-  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
-  int n = lmpio_lua_collective_pcall(L, cm->fn);
-  if (n >= 0) return n;
+/* The error on top, raised by a collective method of f named name before it
+ * entered the core: every rank fails the call (fail joins it). */
+static int agree_failure(lua_State *L, lfile *f, const char *name, void (*fail)(lfile *f)) {
   if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
     return lua_error(L); /* nothing to agree on */
-  lmpio_lua_fix_argerror(L, cm->name, 1);
+  lmpio_lua_fix_argerror(L, name, 1);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
-  cm->fail(f);
+  fail(f);
   lmpio_lua_caller = saved_caller;
   return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
+}
+
+static int collective_call(lua_State *L) {
+  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
+  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
+  int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
+  if (n >= 0) return n;
+  return agree_failure(L, f, cm->name, cm->fail);
+}
+
+/* A collective data access method: data_access under the agreement. */
+static int collective_access(lua_State *L) {
+  const lfile_access *a = lua_touserdata(L, lua_upvalueindex(1));
+  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
+  int n = lmpio_lua_collective_pcall(L, data_access, a);
+  if (n >= 0) return n;
+  return agree_failure(L, f, a->name, a->fail);
 }
 
 static const collective_method collective_methods[] = {
@@ -1821,25 +1766,58 @@ static const collective_method collective_methods[] = {
   {"sync", f_sync, fail_sync}, {"set_info", f_set_info, fail_info},
   {"set_atomicity", f_set_atomicity, fail_atomicity}, {"set_view", f_set_view, fail_view},
   {"seek_shared", f_seek_shared, fail_seek_shared},
-  {"read_at_all", f_read_at_all, fail_io}, {"write_at_all", f_write_at_all, fail_io},
-  {"read_all", f_read_all, fail_io}, {"write_all", f_write_all, fail_io},
-  {"read_ordered", f_read_ordered, fail_ordered}, {"write_ordered", f_write_ordered, fail_ordered},
   {"records_ordered", f_records_ordered, fail_records},
   {"read_ordered_begin", f_read_ordered_begin, fail_ordered},
   {"write_ordered_begin", f_write_ordered_begin, fail_ordered},
   {"read_at_all_begin", f_read_at_all_begin, fail_io}, {"write_at_all_begin", f_write_at_all_begin, fail_io},
   {"read_all_begin", f_read_all_begin, fail_io}, {"write_all_begin", f_write_all_begin, fail_io},
-  {"iread_at_all", f_iread_at_all, fail_io}, {"iwrite_at_all", f_iwrite_at_all, fail_io},
-  {"iread_all", f_iread_all, fail_io}, {"iwrite_all", f_iwrite_all, fail_io},
 };
 
-/* Replaces the collective methods of the methods table on top of the stack
- * by their agreeing wrappers. */
-static void wrap_collectives(lua_State *L) {
+/* Every data access method: name, writing, pointer, collective,
+ * nonblocking, how a failing rank joins the collective, the core call. */
+#define R 0
+#define W 1
+static const lfile_access access_methods[] = {
+  {"read_at", R, P_EXPLICIT, 0, 0, NULL, {.read_at = lmpio_file_read_at}},
+  {"write_at", W, P_EXPLICIT, 0, 0, NULL, {.write_at = lmpio_file_write_at}},
+  {"read_at_all", R, P_EXPLICIT, 1, 0, fail_io, {.read_at = lmpio_file_read_at_all}},
+  {"write_at_all", W, P_EXPLICIT, 1, 0, fail_io, {.write_at = lmpio_file_write_at_all}},
+  {"read", R, P_INDIVIDUAL, 0, 0, NULL, {.read = lmpio_file_read}},
+  {"write", W, P_INDIVIDUAL, 0, 0, NULL, {.write = lmpio_file_write}},
+  {"read_all", R, P_INDIVIDUAL, 1, 0, fail_io, {.read = lmpio_file_read_all}},
+  {"write_all", W, P_INDIVIDUAL, 1, 0, fail_io, {.write = lmpio_file_write_all}},
+  {"read_shared", R, P_SHARED, 0, 0, NULL, {.read = lmpio_file_read_shared}},
+  {"write_shared", W, P_SHARED, 0, 0, NULL, {.write = lmpio_file_write_shared}},
+  {"read_ordered", R, P_SHARED, 1, 0, fail_ordered, {.read = lmpio_file_read_ordered}},
+  {"write_ordered", W, P_SHARED, 1, 0, fail_ordered, {.write = lmpio_file_write_ordered}},
+  {"iread_at", R, P_EXPLICIT, 0, 1, NULL, {.iread_at = lmpio_file_iread_at}},
+  {"iwrite_at", W, P_EXPLICIT, 0, 1, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
+  {"iread_at_all", R, P_EXPLICIT, 1, 1, fail_io, {.iread_at = lmpio_file_iread_at_all}},
+  {"iwrite_at_all", W, P_EXPLICIT, 1, 1, fail_io, {.iwrite_at = lmpio_file_iwrite_at_all}},
+  {"iread", R, P_INDIVIDUAL, 0, 1, NULL, {.iread = lmpio_file_iread}},
+  {"iwrite", W, P_INDIVIDUAL, 0, 1, NULL, {.iwrite = lmpio_file_iwrite}},
+  {"iread_all", R, P_INDIVIDUAL, 1, 1, fail_io, {.iread = lmpio_file_iread_all}},
+  {"iwrite_all", W, P_INDIVIDUAL, 1, 1, fail_io, {.iwrite = lmpio_file_iwrite_all}},
+  {"iread_shared", R, P_SHARED, 0, 1, NULL, {.iread = lmpio_file_iread_shared}},
+  {"iwrite_shared", W, P_SHARED, 0, 1, NULL, {.iwrite = lmpio_file_iwrite_shared}},
+};
+#undef R
+#undef W
+
+/* Adds the collective methods and the data access methods to the methods
+ * table on top of the stack, each as what runs: its agreement around the
+ * method for the collective ones, data_access with its row for the others. */
+static void add_methods(lua_State *L) {
   for (size_t i = 0; i < sizeof collective_methods / sizeof collective_methods[0]; i++) {
     lua_pushlightuserdata(L, (void *)&collective_methods[i]);
     lua_pushcclosure(L, collective_call, 1);
     lua_setfield(L, -2, collective_methods[i].name);
+  }
+  for (size_t i = 0; i < sizeof access_methods / sizeof access_methods[0]; i++) {
+    const lfile_access *a = &access_methods[i];
+    lua_pushlightuserdata(L, (void *)a);
+    lua_pushcclosure(L, a->collective ? collective_access : data_access, 1);
+    lua_setfield(L, -2, a->name);
   }
 }
 
@@ -1850,36 +1828,21 @@ int lmpio_lua_file_open(lua_State *L) {
     static const luaL_Reg meta[] = {
       {"__gc", f_gc}, {"__close", f_close_meta}, {"__tostring", f_tostring}, {NULL, NULL},
     };
+    /* the independent methods; collective and data access ones: add_methods */
     static const luaL_Reg methods[] = {
-      {"close", f_close},
-      {"get_size", f_get_size}, {"set_size", f_set_size}, {"preallocate", f_preallocate},
-      {"sync", f_sync}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
-      {"set_info", f_set_info}, {"get_info", f_get_info},
-      {"set_atomicity", f_set_atomicity}, {"get_atomicity", f_get_atomicity},
-      {"set_view", f_set_view}, {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
-      {"seek", f_seek}, {"seek_shared", f_seek_shared}, {"get_position", f_get_position},
+      {"get_size", f_get_size}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
+      {"get_info", f_get_info}, {"get_atomicity", f_get_atomicity},
+      {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
+      {"seek", f_seek}, {"get_position", f_get_position},
       {"get_position_shared", f_get_position_shared}, {"get_byte_offset", f_get_byte_offset},
-      {"read_at", f_read_at}, {"read_at_all", f_read_at_all},
-      {"write_at", f_write_at}, {"write_at_all", f_write_at_all},
-      {"read", f_read}, {"read_all", f_read_all}, {"write", f_write}, {"write_all", f_write_all},
-      {"read_shared", f_read_shared}, {"write_shared", f_write_shared},
-      {"read_ordered", f_read_ordered}, {"write_ordered", f_write_ordered},
-      {"records_ordered", f_records_ordered},
-      {"read_ordered_begin", f_read_ordered_begin}, {"read_ordered_end", f_read_ordered_end},
-      {"write_ordered_begin", f_write_ordered_begin}, {"write_ordered_end", f_write_ordered_end},
-      {"read_at_all_begin", f_read_at_all_begin}, {"read_at_all_end", f_read_at_all_end},
-      {"write_at_all_begin", f_write_at_all_begin}, {"write_at_all_end", f_write_at_all_end},
-      {"read_all_begin", f_read_all_begin}, {"read_all_end", f_read_all_end},
-      {"write_all_begin", f_write_all_begin}, {"write_all_end", f_write_all_end},
-      {"iread_at", f_iread_at}, {"iread_at_all", f_iread_at_all},
-      {"iwrite_at", f_iwrite_at}, {"iwrite_at_all", f_iwrite_at_all},
-      {"iread", f_iread}, {"iread_all", f_iread_all}, {"iwrite", f_iwrite}, {"iwrite_all", f_iwrite_all},
-      {"iread_shared", f_iread_shared}, {"iwrite_shared", f_iwrite_shared},
+      {"read_ordered_end", f_read_ordered_end}, {"write_ordered_end", f_write_ordered_end},
+      {"read_at_all_end", f_read_at_all_end}, {"write_at_all_end", f_write_at_all_end},
+      {"read_all_end", f_read_all_end}, {"write_all_end", f_write_all_end},
       {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
-    wrap_collectives(L);
+    add_methods(L);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

@@ -241,12 +241,13 @@ void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Intege
 int lmpio_lua_commrank(MPI_Comm comm);
 int lmpio_lua_commsize(MPI_Comm comm);
 /* Runs fn, a collective method, under lua_pcall on the arguments 1..top
- * (self kept alive below them): returns the number of its results (on
- * top).  An error raised before the method joined its first communication
+ * (self kept alive below them; up, when not NULL, fn's upvalue 1 as a light
+ * userdata: the row of a table that describes it): returns the number of
+ * its results (on top).  An error raised before the method joined its first communication
  * (lmpio_lua_entered still 0: an argument error of this rank) is left on
  * top and -1 returned: the caller joins that communication as a failing
  * rank.  Any other error is raised as it is. */
-int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn);
+int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn, const void *up);
 
 /* An agreement is an MPI_Allreduce (MPI_MAX) of LMPIO_LUA_NAGREE words
  * (LMPIO_LUA_AGREE_WORDS for bcast, whose short values travel in it): v[0]
