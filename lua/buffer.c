@@ -1278,6 +1278,7 @@ Stores are range-checked (see `a[i] = v`).
  shape does not match
 */
 static int l_array(lua_State *L) {
+  lmpio_lua_running(L);
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
   if (!lmpio_lua_isnamed(t)) return luaL_argerror(L, 1, "arrays hold predefined datatypes");
   MPI_Count es = type_size(L, t);
@@ -1352,6 +1353,7 @@ A new byte buffer (an array of lmpio.BYTE), zeroed or a copy of a string.
 @raise when the size is negative
 */
 static int l_buffer(lua_State *L) {
+  lmpio_lua_running(L);
   if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
     const char *s = lua_tolstring(L, 1, &len);
@@ -1372,6 +1374,7 @@ Whether v is an lmpio array, buffer, records or a view of one.
 @return a boolean
 */
 static int l_isbuffer(lua_State *L) {
+  lmpio_lua_running(L);
   lua_pushboolean(L, lmpio_lua_tobuffer(L, 1) != NULL);
   return 1;
 }
@@ -1392,6 +1395,7 @@ being holes).
 @raise when a field is malformed or named twice
 */
 static int l_recordtype(lua_State *L) {
+  lmpio_lua_running(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   buildlayout(L, 1);
   lua_getiuservalue(L, -1, 1);
@@ -1412,6 +1416,7 @@ records are the data of any read or write (count #r, datatype r:type()).
 @raise when fields is not a record datatype, or a value does not fit
 */
 static int l_records(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 2);
   records *r;
   if (lua_istable(L, 1)) r = buildlayout(L, 1);

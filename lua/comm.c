@@ -33,8 +33,7 @@ static int finalized(void) {
 
 static lcomm *checklcomm(lua_State *L, int idx) {
   lcomm *c = luaL_checkudata(L, idx, LMPIO_LUA_COMM);
-  if (finalized())
-    luaL_error(L, "attempt to use a communicator after MPI was finalized (the script has ended)");
+  lmpio_lua_running(L);
   if (c->comm == MPI_COMM_NULL) luaL_error(L, "attempt to use a freed communicator");
   return c;
 }
@@ -261,7 +260,7 @@ to each other as possible, largest first.
 lmpio.dims_create(12, {0, 0, 3})      --> {2, 2, 3}
 */
 static int l_dims_create(lua_State *L) {
-  if (finalized()) return luaL_error(L, "lmpio.dims_create called after MPI was finalized (the script has ended)");
+  lmpio_lua_running(L);
   lua_Integer nnodes = luaL_checkinteger(L, 1);
   if (nnodes < 1 || nnodes > INT_MAX) luaL_argerror(L, 1, "must be positive");
   int dims[MAXDIMS];
@@ -361,6 +360,7 @@ fewer or none (count 0), exactly as `lmpio.type.darray` with "block",
 @treturn integer the number of items (may be 0)
 */
 static int l_block(lua_State *L) {
+  lmpio_lua_running(L);
   lua_Integer n = luaL_checkinteger(L, 1), parts = luaL_checkinteger(L, 2), i = luaL_checkinteger(L, 3);
   if (n < 0) return luaL_argerror(L, 1, "must not be negative");
   if (parts < 1) return luaL_argerror(L, 2, "must be positive");

@@ -1198,6 +1198,7 @@ function (see `extent`) or a table of file extents by type name
   when the name is taken, `MPI_ERR_ARG` for a bad name
 */
 static int l_register_datarep(lua_State *L) {
+  lmpio_lua_running(L);
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);

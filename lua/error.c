@@ -175,6 +175,7 @@ The text of an error class, as `MPI_Error_string`.
   library does not know the code either
 */
 static int l_error_string(lua_State *L) {
+  lmpio_lua_running(L);
   char s[MPI_MAX_ERROR_STRING];
   int n = 0;
   if (lmpio_error_string((int)luaL_checkinteger(L, 1), s, &n) != MPI_SUCCESS) return 0;
@@ -191,6 +192,7 @@ The name of an error class.
 @usage assert(lmpio.error_class_name(err.class) == err.name)
 */
 static int l_error_class_name(lua_State *L) {
+  lmpio_lua_running(L);
   lua_pushstring(L, lmpio_error_class_name((int)luaL_checkinteger(L, 1)));
   return 1;
 }
@@ -205,6 +207,7 @@ local ok, err = pcall(lmpio.open, lmpio.world, "/nonexistent/x", "r")
 if not ok and lmpio.iserror(err) then print(err.name, err.message) end
 */
 static int l_iserror(lua_State *L) {
+  lmpio_lua_running(L);
   int yes = 0;
   if (lua_getmetatable(L, 1)) {
     luaL_getmetatable(L, LMPIO_LUA_ERROR);

@@ -123,6 +123,7 @@ static lfile *tofile(lua_State *L) { return luaL_checkudata(L, 1, LMPIO_LUA_FILE
 
 static lmpio_file checkfile(lua_State *L) {
   lfile *f = tofile(L);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) luaL_error(L, "attempt to use a closed file");
   return f->fh;
 }
@@ -353,6 +354,7 @@ flushed before the file writes, so what `print` wrote comes first.
 local fh <close> = lmpio.open(lmpio.world, "/tmp/out.dat", "w+")
 */
 static int l_open(lua_State *L) {
+  lmpio_lua_running(L);
   int inserted = lua_type(L, 1) == LUA_TSTRING;
   if (inserted) { /* the communicator defaults to world */
     lua_getfield(L, lua_upvalueindex(1), "world");
@@ -389,6 +391,7 @@ local out <close> = lmpio.stdout()
 out:write_ordered(("line from rank %d\n"):format(lmpio.world:rank()))
 */
 static int l_stdout(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   if (lua_isnil(L, 1)) lua_pop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -413,6 +416,7 @@ local input <close> = lmpio.stdin()
 for lines in input:records_ordered() do io.write(lines:upper()) end
 */
 static int l_stdin(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   if (lua_isnil(L, 1)) lua_pop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -448,6 +452,7 @@ fails after it went ahead still closes the file; a close that is refused
 */
 static int f_close(lua_State *L) {
   lfile *f = tofile(L);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) return 0;
   int rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
@@ -508,6 +513,7 @@ shared file pointer.  Not collective.
   `MPI_ERR_FILE_IN_USE`, `MPI_ERR_IO`
 */
 static int l_delete(lua_State *L) {
+  lmpio_lua_running(L);
   const char *path = checkpath(L, 1);
   MPI_Info info = lmpio_lua_checkinfo(L, 2);
   int rc;
@@ -1264,6 +1270,7 @@ end
 */
 static int f_records_ordered(lua_State *L) {
   lfile *f = luaL_checkudata(L, 1, LMPIO_LUA_FILE);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
   lua_Integer max = 1 << 20;
   int sep = '\n';

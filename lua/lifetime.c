@@ -2,8 +2,8 @@
  * script ends (finished, or failed on one rank of a job: then the job is
  * aborted), the exit functions of the concerns (closing the files left
  * open) and MPI_Finalize at exit; the functions of the MPI environment
- * (lmpio.wtime, lmpio.wtick, lmpio.abort); the guard that turns a call
- * after MPI_Finalize into a Lua error.
+ * (lmpio.wtime, lmpio.wtick, lmpio.abort); lmpio_lua_running, the check
+ * that turns a call after MPI_Finalize into a Lua error.
  *
  * Exit happens when the lua_State closes (a sentinel object's __gc; lua5.4
  * closes its state at the end of a script) or, for os.exit without closing
@@ -280,6 +280,7 @@ stops, no file is closed, nothing collective runs.
 @return never returns
 */
 static int l_abort(lua_State *L) {
+  lmpio_lua_running(L);
   int code = (int)luaL_optinteger(L, 1, 1);
   MPI_Abort(MPI_COMM_WORLD, code);
   return 0;
@@ -289,77 +290,57 @@ static int l_abort(lua_State *L) {
  * A finalizer that runs late (a __gc of an object older than the module, a
  * <close> in an atexit path) may still call into the module once MPI is
  * finalized, where any MPI call makes Open MPI abort the process.  Every
- * function that may reach MPI is wrapped: it raises a Lua error instead.  An
- * The wrapper is a copy of the function's closure (same upvalues, which are
- * tables and functions here) with the function's name and address as two
- * more, last upvalues; it calls the function directly, in its own frame, so argument
- * errors still name the method and no Lua call is added to the hot path. */
-static int mpi_finalized(void) {
-  int fin = 0;
-  MPI_Finalized(&fin);
-  return fin;
-}
+ * function that may reach MPI starts with lmpio_lua_running (the methods in
+ * the check of their object: checkfile, lmpio_lua_checkcomm, ...): it
+ * raises a Lua error naming the function instead. */
 
-static int finalized_error(lua_State *L, const char *name) {
-  return luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
-                    name);
-}
-
-static int guarded(lua_State *L) {
-  int last = 2;
-  while (lua_type(L, lua_upvalueindex(last + 1)) != LUA_TNONE) last++;
-  if (mpi_finalized()) return finalized_error(L, lua_tostring(L, lua_upvalueindex(last - 1)));
-  lua_CFunction f = (lua_CFunction)(uintptr_t)lua_tointeger(L, lua_upvalueindex(last));
-  return f(L);
-}
-
-/* Wraps the C functions of the table at idx, except those named in keep
- * (functions that only touch memory, which still work after finalize). */
-static void guard_table(lua_State *L, int idx, const char *const *keep) {
-  idx = lua_absindex(L, idx);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int skip = !lua_iscfunction(L, -1) || lua_type(L, -2) != LUA_TSTRING;
-    for (int i = 0; !skip && keep[i]; i++)
-      if (strcmp(lua_tostring(L, -2), keep[i]) == 0) skip = 1;
-    if (!skip) {
-      lua_pushvalue(L, -2); /* key */
-      int nup = 0;
-      while (nup < 250 && lua_getupvalue(L, -2 - nup, nup + 1) != NULL) nup++;
-      lua_pushvalue(L, -2 - nup - 1); /* the name */
-      lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_tocfunction(L, -3 - nup));
-      lua_pushcclosure(L, guarded, nup + 2);
-      lua_rawset(L, idx); /* replacing an existing key keeps lua_next valid */
+/* Pushes the name under which the running C function is registered: a key
+ * of the module, of lmpio.type or of a class's methods (what Lua knows of
+ * the call is no help after a tail call or a pcall), or "?".  A collective
+ * method runs its body under lua_pcall: the registered function is then
+ * one or two levels up. */
+static void pushname(lua_State *L) {
+  static const char *const classes[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
+                                        LMPIO_LUA_REQUEST, LMPIO_LUA_MSGREQUEST, NULL};
+  int top = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, "lmpio");                 /* the module */
+  lua_getfield(L, -1, "type");                  /* lmpio.type */
+  for (int i = 0; classes[i]; i++) {            /* the classes' methods */
+    luaL_getmetatable(L, classes[i]);
+    lua_getfield(L, -1, "__index");
+    lua_remove(L, -2);
+  }
+  int last = lua_gettop(L);
+  lua_Debug ar;
+  for (int level = 0; level < 3 && lua_getstack(L, level, &ar) && lua_getinfo(L, "f", &ar); level++) {
+    int fn = lua_gettop(L);
+    for (int t = top + 2; t <= last; t++) {
+      if (!lua_istable(L, t)) continue;
+      lua_pushnil(L);
+      while (lua_next(L, t)) {
+        if (lua_rawequal(L, -1, fn) && lua_type(L, -2) == LUA_TSTRING) {
+          lua_pop(L, 1);
+          lua_replace(L, top + 1); /* the key */
+          lua_settop(L, top + 1);
+          return;
+        }
+        lua_pop(L, 1);
+      }
     }
     lua_pop(L, 1);
   }
+  lua_settop(L, top);
+  lua_pushliteral(L, "?");
 }
 
-/* The methods of a metatable of the registry (its __index table). */
-static void guard_methods(lua_State *L, const char *tname, const char *const *keep) {
-  if (luaL_getmetatable(L, tname) == LUA_TTABLE && lua_getfield(L, -1, "__index") == LUA_TTABLE &&
-      lua_getfield(L, -1, "__guarded") == LUA_TNIL) {
-    lua_pop(L, 1);
-    guard_table(L, -1, keep);
-    lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "__guarded");
-  } else {
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 2);
-}
-
-void lmpio_lua_guard_module(lua_State *L) {
-  static const char *const pure[] = {"byteswap", "wtime", "wtick", "same_file", NULL};
-  static const char *const none[] = {NULL};
-  guard_table(L, -1, pure);
-  if (lua_getfield(L, -1, "type") == LUA_TTABLE) guard_table(L, -1, none);
-  lua_pop(L, 1);
-  guard_methods(L, LMPIO_LUA_FILE, none);
-  guard_methods(L, LMPIO_LUA_COMM, none);
-  guard_methods(L, LMPIO_LUA_DATATYPE, none);
-  guard_methods(L, LMPIO_LUA_REQUEST, none);
-  guard_methods(L, LMPIO_LUA_MSGREQUEST, none);
+void lmpio_lua_running(lua_State *L) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) return;
+  pushname(L);
+  luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
+             lua_tostring(L, -1));
 }
 
 /* require "lmpio": MPI initialised, the script's end watched, os.exit

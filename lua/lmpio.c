@@ -81,6 +81,5 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_message_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
   lmpio_lua_environment_open(L);
-  lmpio_lua_guard_module(L);
   return 1;
 }

@@ -42,6 +42,11 @@ int luaL_typeerror(lua_State *L, int arg, const char *tname) __attribute__((nore
 int lmpio_lua_failing(void);
 /* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
 void lmpio_lua_abort(const char *why);
+/* Raises "'name' called after MPI was finalized" once MPI is finalized
+ * (name: the running function's, as registered).  Every function that may
+ * reach MPI calls it first: methods in the check of their object
+ * (checkfile, lmpio_lua_checkcomm, the datatype's and requests' checks). */
+void lmpio_lua_running(lua_State *L);
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
@@ -337,11 +342,9 @@ int lmpio_lua_request_open(lua_State *L);
 int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
 /* lifetime.c: MPI initialised and the script's end watched (first); the
- * environment functions (wtime, wtick, abort, version); then, once every
- * concern registered, the guard of calls after MPI_Finalize. */
+ * environment functions (wtime, wtick, abort, version). */
 int lmpio_lua_lifetime_open(lua_State *L);
 int lmpio_lua_environment_open(lua_State *L);
-void lmpio_lua_guard_module(lua_State *L);
 
 /* error.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */

@@ -1134,6 +1134,7 @@ Waiting again returns the same.
 */
 static int m_wait(lua_State *L) {
   mreq *r = checkmreq(L);
+  lmpio_lua_running(L);
   complete(L, 1, r, 1);
   return results(L, 1, r);
 }
@@ -1147,6 +1148,7 @@ Whether the send or receive is complete (`MPI_Test`); completes it if so.
 */
 static int m_test(lua_State *L) {
   mreq *r = checkmreq(L);
+  lmpio_lua_running(L);
   if (!complete(L, 1, r, 0)) {
     lua_pushboolean(L, 0);
     return 1;
@@ -1178,6 +1180,7 @@ static int m_tostring(lua_State *L) {
  * requests go to request.c's waitall (upvalue 1) together, then the
  * message requests are waited for in order. */
 static int l_waitall(lua_State *L) {
+  lmpio_lua_running(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   lua_Integer n = luaL_len(L, 1), k = 0;
