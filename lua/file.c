@@ -983,16 +983,18 @@ static lua_Integer status_count(const MPI_Status *st, const lmpio_lua_mem *m) {
   return m->type_size > 0 ? (lua_Integer)(bytes / m->type_size) : 0;
 }
 
-/* The data access methods (fh:read_at, fh:write_all, fh:iread_shared, ...)
- * are rows of one table, access_methods below: what each moves (reading or
- * writing), through which pointer (an explicit offset, the individual or
- * the shared pointer), whether it is collective or nonblocking, and its
- * core function.  data_access serves them all. */
+/* The data access methods (fh:read_at, fh:write_all, fh:iread_shared,
+ * fh:read_all_begin, ...) are rows of one table, access_methods below: what
+ * each moves (reading or writing), through which pointer (an explicit
+ * offset, the individual or the shared pointer), whether it is collective,
+ * its form (blocking, nonblocking, or one half of a split collective) and
+ * its core function.  data_access serves them all. */
 enum { P_EXPLICIT, P_INDIVIDUAL, P_SHARED };
+enum { F_BLOCKING, F_NONBLOCKING, F_BEGIN, F_END };
 
 typedef struct lfile_access {
   const char *name;
-  unsigned char writing, pointer, collective, nonblocking;
+  unsigned char writing, pointer, collective, form;
   void (*fail)(lfile *f); /* collective: joins the call as a failing rank */
   union {                 /* the core function, by the kind above */
     int (*read_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
@@ -1003,6 +1005,12 @@ typedef struct lfile_access {
     int (*iwrite_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
     int (*iread)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
     int (*iwrite)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
+    int (*read_at_begin)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype);
+    int (*write_at_begin)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype);
+    int (*read_begin)(lmpio_file, void *, int, MPI_Datatype);
+    int (*write_begin)(lmpio_file, const void *, int, MPI_Datatype);
+    int (*read_end)(lmpio_file, void *, MPI_Status *);
+    int (*write_end)(lmpio_file, const void *, MPI_Status *);
   } core;
 } lfile_access;
 
@@ -1027,8 +1035,13 @@ static int start(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmp
  * upvalue 1.  Reads return the buffer read into (a new one for a count)
  * and the items read; writes the items written; nonblocking calls a
  * request (its wait returns those). */
+static int split_begin(lua_State *L, const lfile_access *a);
+static int split_end(lua_State *L, const lfile_access *a);
+
 static int data_access(lua_State *L) {
   const lfile_access *a = lua_touserdata(L, lua_upvalueindex(1));
+  if (a->form == F_BEGIN) return split_begin(L, a);
+  if (a->form == F_END) return split_end(L, a);
   lmpio_file fh = checkfile(L);
   int at = a->pointer == P_EXPLICIT;
   MPI_Offset off = at ? checkoffset(L, 2) : 0;
@@ -1036,7 +1049,7 @@ static int data_access(lua_State *L) {
   lmpio_lua_mem m;
   int made = lmpio_lua_checkmem(L, idx, a->writing, &m) == 2; /* a new buffer for a count, on top */
   int rc;
-  if (a->nonblocking) {
+  if (a->form == F_NONBLOCKING) {
     lmpio_lua_checklasting(L, idx, &m);
     lmpio_lua_request *r = lmpio_lua_newrequest(L, made ? lua_gettop(L) : idx, &m, !a->writing);
     LMPIO_LUA_CORE_MEM(L, &m, rc, start(a, fh, off, &m, &r->req));
@@ -1463,44 +1476,30 @@ static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m) {
   lua_setiuservalue(L, 1, UV_SPLIT);
 }
 
-/* The split collectives: ordered, explicit offset, individual pointer. */
-enum { S_READ_ORDERED, S_WRITE_ORDERED, S_READ_AT_ALL, S_WRITE_AT_ALL, S_READ_ALL, S_WRITE_ALL };
-#define S_READING(k) ((k) % 2 == 0)
-#define S_AT(k) ((k) == S_READ_AT_ALL || (k) == S_WRITE_AT_ALL)
+/* The core call of a split collective's _begin row. */
+static int begin(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.write_at_begin(fh, off, m->ptr, m->count, m->type)
+                      : a->core.read_at_begin(fh, off, m->ptr, m->count, m->type);
+  return a->writing ? a->core.write_begin(fh, m->ptr, m->count, m->type)
+                    : a->core.read_begin(fh, m->ptr, m->count, m->type);
+}
 
 /* fh:read_ordered_begin(buf|count [, count, type]), fh:write_ordered_begin(data
  * [, count, type]); the _at_all ones take an offset first. */
-static int split_begin(lua_State *L, int kind) {
+static int split_begin(lua_State *L, const lfile_access *a) {
   lmpio_file fh = checkfile(L);
-  MPI_Offset off = S_AT(kind) ? checkoffset(L, 2) : 0;
-  int idx = S_AT(kind) ? 3 : 2;
+  int at = a->pointer == P_EXPLICIT;
+  MPI_Offset off = at ? checkoffset(L, 2) : 0;
+  int idx = at ? 3 : 2;
   lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, idx, !S_READING(kind), &m) == 2 ? lua_gettop(L) : idx;
+  int dataidx = lmpio_lua_checkmem(L, idx, a->writing, &m) == 2 ? lua_gettop(L) : idx;
   lmpio_lua_checklasting(L, idx, &m);
   lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
   int previdx = lua_gettop(L);
   keep_split(L, dataidx, &m);
-  int rc = MPI_SUCCESS;
-  switch (kind) {
-  case S_READ_ORDERED:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
-    break;
-  case S_WRITE_ORDERED:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
-    break;
-  case S_READ_AT_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_at_all_begin(fh, off, m.ptr, m.count, m.type));
-    break;
-  case S_WRITE_AT_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_at_all_begin(fh, off, m.ptr, m.count, m.type));
-    break;
-  case S_READ_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_all_begin(fh, m.ptr, m.count, m.type));
-    break;
-  default:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_all_begin(fh, m.ptr, m.count, m.type));
-    break;
-  }
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, begin(a, fh, off, &m));
   if (rc != MPI_SUCCESS) { /* nothing new became active: keep what was */
     lua_pushvalue(L, previdx);
     lua_setiuservalue(L, 1, UV_SPLIT);
@@ -1510,8 +1509,8 @@ static int split_begin(lua_State *L, int kind) {
 }
 
 /* _end([data]): data, when given, must be what _begin received. */
-static int split_end(lua_State *L, int kind) {
-  int reading = S_READING(kind);
+static int split_end(lua_State *L, const lfile_access *a) {
+  int reading = !a->writing;
   lua_settop(L, 2);
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
@@ -1531,14 +1530,8 @@ static int split_end(lua_State *L, int kind) {
   }
   MPI_Status st;
   int rc;
-  switch (kind) {
-  case S_READ_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_read_ordered_end(fh, ptr, &st)); break;
-  case S_WRITE_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_write_ordered_end(fh, ptr, &st)); break;
-  case S_READ_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_at_all_end(fh, ptr, &st)); break;
-  case S_WRITE_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_write_at_all_end(fh, ptr, &st)); break;
-  case S_READ_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_all_end(fh, ptr, &st)); break;
-  default: LMPIO_LUA_CORE(L, rc, lmpio_file_write_all_end(fh, ptr, &st)); break;
-  }
+  if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
+  else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
   if (rc == MPI_SUCCESS) { /* a mismatched _end leaves the split active: keep its memory */
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_SPLIT);
@@ -1567,7 +1560,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_ordered_begin(lua_State *L) { return split_begin(L, S_READ_ORDERED); }
 /***
 Begins the split collective form of @{file:write_ordered}
 (`MPI_File_write_ordered_begin`); collective.
@@ -1579,7 +1571,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_ordered_begin(lua_State *L) { return split_begin(L, S_WRITE_ORDERED); }
 /***
 Ends the split collective begun by @{file:read_ordered_begin}
 (`MPI_File_read_ordered_end`); collective.
@@ -1591,7 +1582,6 @@ Ends the split collective begun by @{file:read_ordered_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_ordered_end(lua_State *L) { return split_end(L, S_READ_ORDERED); }
 /***
 Ends the split collective begun by @{file:write_ordered_begin}
 (`MPI_File_write_ordered_end`); collective.
@@ -1602,7 +1592,6 @@ Ends the split collective begun by @{file:write_ordered_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_ordered_end(lua_State *L) { return split_end(L, S_WRITE_ORDERED); }
 /***
 Begins the split collective form of @{file:read_at_all}
 (`MPI_File_read_at_all_begin`); collective.
@@ -1616,7 +1605,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_at_all_begin(lua_State *L) { return split_begin(L, S_READ_AT_ALL); }
 /***
 Begins the split collective form of @{file:write_at_all}
 (`MPI_File_write_at_all_begin`); collective.
@@ -1630,7 +1618,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_at_all_begin(lua_State *L) { return split_begin(L, S_WRITE_AT_ALL); }
 /***
 Ends the split collective begun by @{file:read_at_all_begin}
 (`MPI_File_read_at_all_end`); collective.
@@ -1642,7 +1629,6 @@ Ends the split collective begun by @{file:read_at_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_at_all_end(lua_State *L) { return split_end(L, S_READ_AT_ALL); }
 /***
 Ends the split collective begun by @{file:write_at_all_begin}
 (`MPI_File_write_at_all_end`); collective.
@@ -1653,7 +1639,6 @@ Ends the split collective begun by @{file:write_at_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_at_all_end(lua_State *L) { return split_end(L, S_WRITE_AT_ALL); }
 /***
 Begins the split collective form of @{file:read_all}
 (`MPI_File_read_all_begin`); collective.
@@ -1665,7 +1650,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_all_begin(lua_State *L) { return split_begin(L, S_READ_ALL); }
 /***
 Begins the split collective form of @{file:write_all}
 (`MPI_File_write_all_begin`); collective.
@@ -1676,7 +1660,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_all_begin(lua_State *L) { return split_begin(L, S_WRITE_ALL); }
 /***
 Ends the split collective begun by @{file:read_all_begin}
 (`MPI_File_read_all_end`); collective.
@@ -1688,7 +1671,6 @@ Ends the split collective begun by @{file:read_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_all_end(lua_State *L) { return split_end(L, S_READ_ALL); }
 /***
 Ends the split collective begun by @{file:write_all_begin}
 (`MPI_File_write_all_end`); collective.
@@ -1699,7 +1681,6 @@ Ends the split collective begun by @{file:write_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_all_end(lua_State *L) { return split_end(L, S_WRITE_ALL); }
 
 /* ---- collective methods agree on argument errors ------------------------------
  *
@@ -1774,39 +1755,48 @@ static const collective_method collective_methods[] = {
   {"set_atomicity", f_set_atomicity, fail_atomicity}, {"set_view", f_set_view, fail_view},
   {"seek_shared", f_seek_shared, fail_seek_shared},
   {"records_ordered", f_records_ordered, fail_records},
-  {"read_ordered_begin", f_read_ordered_begin, fail_ordered},
-  {"write_ordered_begin", f_write_ordered_begin, fail_ordered},
-  {"read_at_all_begin", f_read_at_all_begin, fail_io}, {"write_at_all_begin", f_write_at_all_begin, fail_io},
-  {"read_all_begin", f_read_all_begin, fail_io}, {"write_all_begin", f_write_all_begin, fail_io},
 };
 
-/* Every data access method: name, writing, pointer, collective,
- * nonblocking, how a failing rank joins the collective, the core call. */
+/* Every data access method: name, writing, pointer, collective, form,
+ * how a failing rank joins the collective, the core call.  (A split
+ * collective's _end is not collective by itself: its _begin agreed.) */
 #define R 0
 #define W 1
 static const lfile_access access_methods[] = {
-  {"read_at", R, P_EXPLICIT, 0, 0, NULL, {.read_at = lmpio_file_read_at}},
-  {"write_at", W, P_EXPLICIT, 0, 0, NULL, {.write_at = lmpio_file_write_at}},
-  {"read_at_all", R, P_EXPLICIT, 1, 0, fail_io, {.read_at = lmpio_file_read_at_all}},
-  {"write_at_all", W, P_EXPLICIT, 1, 0, fail_io, {.write_at = lmpio_file_write_at_all}},
-  {"read", R, P_INDIVIDUAL, 0, 0, NULL, {.read = lmpio_file_read}},
-  {"write", W, P_INDIVIDUAL, 0, 0, NULL, {.write = lmpio_file_write}},
-  {"read_all", R, P_INDIVIDUAL, 1, 0, fail_io, {.read = lmpio_file_read_all}},
-  {"write_all", W, P_INDIVIDUAL, 1, 0, fail_io, {.write = lmpio_file_write_all}},
-  {"read_shared", R, P_SHARED, 0, 0, NULL, {.read = lmpio_file_read_shared}},
-  {"write_shared", W, P_SHARED, 0, 0, NULL, {.write = lmpio_file_write_shared}},
-  {"read_ordered", R, P_SHARED, 1, 0, fail_ordered, {.read = lmpio_file_read_ordered}},
-  {"write_ordered", W, P_SHARED, 1, 0, fail_ordered, {.write = lmpio_file_write_ordered}},
-  {"iread_at", R, P_EXPLICIT, 0, 1, NULL, {.iread_at = lmpio_file_iread_at}},
-  {"iwrite_at", W, P_EXPLICIT, 0, 1, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
-  {"iread_at_all", R, P_EXPLICIT, 1, 1, fail_io, {.iread_at = lmpio_file_iread_at_all}},
-  {"iwrite_at_all", W, P_EXPLICIT, 1, 1, fail_io, {.iwrite_at = lmpio_file_iwrite_at_all}},
-  {"iread", R, P_INDIVIDUAL, 0, 1, NULL, {.iread = lmpio_file_iread}},
-  {"iwrite", W, P_INDIVIDUAL, 0, 1, NULL, {.iwrite = lmpio_file_iwrite}},
-  {"iread_all", R, P_INDIVIDUAL, 1, 1, fail_io, {.iread = lmpio_file_iread_all}},
-  {"iwrite_all", W, P_INDIVIDUAL, 1, 1, fail_io, {.iwrite = lmpio_file_iwrite_all}},
-  {"iread_shared", R, P_SHARED, 0, 1, NULL, {.iread = lmpio_file_iread_shared}},
-  {"iwrite_shared", W, P_SHARED, 0, 1, NULL, {.iwrite = lmpio_file_iwrite_shared}},
+  {"read_at", R, P_EXPLICIT, 0, F_BLOCKING, NULL, {.read_at = lmpio_file_read_at}},
+  {"write_at", W, P_EXPLICIT, 0, F_BLOCKING, NULL, {.write_at = lmpio_file_write_at}},
+  {"read_at_all", R, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.read_at = lmpio_file_read_at_all}},
+  {"write_at_all", W, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.write_at = lmpio_file_write_at_all}},
+  {"read", R, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.read = lmpio_file_read}},
+  {"write", W, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.write = lmpio_file_write}},
+  {"read_all", R, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.read = lmpio_file_read_all}},
+  {"write_all", W, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.write = lmpio_file_write_all}},
+  {"read_shared", R, P_SHARED, 0, F_BLOCKING, NULL, {.read = lmpio_file_read_shared}},
+  {"write_shared", W, P_SHARED, 0, F_BLOCKING, NULL, {.write = lmpio_file_write_shared}},
+  {"read_ordered", R, P_SHARED, 1, F_BLOCKING, fail_ordered, {.read = lmpio_file_read_ordered}},
+  {"write_ordered", W, P_SHARED, 1, F_BLOCKING, fail_ordered, {.write = lmpio_file_write_ordered}},
+  {"iread_at", R, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iread_at = lmpio_file_iread_at}},
+  {"iwrite_at", W, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
+  {"iread_at_all", R, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iread_at = lmpio_file_iread_at_all}},
+  {"iwrite_at_all", W, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iwrite_at = lmpio_file_iwrite_at_all}},
+  {"iread", R, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread}},
+  {"iwrite", W, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite}},
+  {"iread_all", R, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iread = lmpio_file_iread_all}},
+  {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iwrite = lmpio_file_iwrite_all}},
+  {"iread_shared", R, P_SHARED, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread_shared}},
+  {"iwrite_shared", W, P_SHARED, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite_shared}},
+  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, fail_io, {.read_at_begin = lmpio_file_read_at_all_begin}},
+  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, fail_io, {.write_at_begin = lmpio_file_write_at_all_begin}},
+  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.read_begin = lmpio_file_read_all_begin}},
+  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.write_begin = lmpio_file_write_all_begin}},
+  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, fail_ordered, {.read_begin = lmpio_file_read_ordered_begin}},
+  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, fail_ordered, {.write_begin = lmpio_file_write_ordered_begin}},
+  {"read_at_all_end", R, P_EXPLICIT, 0, F_END, NULL, {.read_end = lmpio_file_read_at_all_end}},
+  {"write_at_all_end", W, P_EXPLICIT, 0, F_END, NULL, {.write_end = lmpio_file_write_at_all_end}},
+  {"read_all_end", R, P_INDIVIDUAL, 0, F_END, NULL, {.read_end = lmpio_file_read_all_end}},
+  {"write_all_end", W, P_INDIVIDUAL, 0, F_END, NULL, {.write_end = lmpio_file_write_all_end}},
+  {"read_ordered_end", R, P_SHARED, 0, F_END, NULL, {.read_end = lmpio_file_read_ordered_end}},
+  {"write_ordered_end", W, P_SHARED, 0, F_END, NULL, {.write_end = lmpio_file_write_ordered_end}},
 };
 #undef R
 #undef W
@@ -1842,9 +1832,6 @@ int lmpio_lua_file_open(lua_State *L) {
       {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
       {"seek", f_seek}, {"get_position", f_get_position},
       {"get_position_shared", f_get_position_shared}, {"get_byte_offset", f_get_byte_offset},
-      {"read_ordered_end", f_read_ordered_end}, {"write_ordered_end", f_write_ordered_end},
-      {"read_at_all_end", f_read_at_all_end}, {"write_at_all_end", f_write_at_all_end},
-      {"read_all_end", f_read_all_end}, {"write_all_end", f_write_all_end},
       {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
