@@ -2,8 +2,7 @@
  * script ends (finished, or failed on one rank of a job: then the job is
  * aborted), the exit functions of the concerns (closing the files left
  * open) and MPI_Finalize at exit; the functions of the MPI environment
- * (lmpio.wtime, lmpio.wtick, lmpio.abort); lmpio_lua_running, the check
- * that turns a call after MPI_Finalize into a Lua error.
+ * (lmpio.wtime, lmpio.wtick, lmpio.abort).
  *
  * Exit happens when the lua_State closes (a sentinel object's __gc; lua5.4
  * closes its state at the end of a script) or, for os.exit without closing
@@ -284,63 +283,6 @@ static int l_abort(lua_State *L) {
   int code = (int)luaL_optinteger(L, 1, 1);
   MPI_Abort(MPI_COMM_WORLD, code);
   return 0;
-}
-
-/* ---- after MPI_Finalize ------------------------------------------------------
- * A finalizer that runs late (a __gc of an object older than the module, a
- * <close> in an atexit path) may still call into the module once MPI is
- * finalized, where any MPI call makes Open MPI abort the process.  Every
- * function that may reach MPI starts with lmpio_lua_running (the methods in
- * the check of their object: checkfile, lmpio_lua_checkcomm, ...): it
- * raises a Lua error naming the function instead. */
-
-/* Pushes the name under which the running C function is registered: a key
- * of the module, of lmpio.type or of a class's methods (what Lua knows of
- * the call is no help after a tail call or a pcall), or "?".  A collective
- * method runs its body under lua_pcall: the registered function is then
- * one or two levels up. */
-static void pushname(lua_State *L) {
-  static const char *const classes[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
-                                        LMPIO_LUA_REQUEST, LMPIO_LUA_MSGREQUEST, NULL};
-  int top = lua_gettop(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_getfield(L, -1, "lmpio");                 /* the module */
-  lua_getfield(L, -1, "type");                  /* lmpio.type */
-  for (int i = 0; classes[i]; i++) {            /* the classes' methods */
-    luaL_getmetatable(L, classes[i]);
-    lua_getfield(L, -1, "__index");
-    lua_remove(L, -2);
-  }
-  int last = lua_gettop(L);
-  lua_Debug ar;
-  for (int level = 0; level < 3 && lua_getstack(L, level, &ar) && lua_getinfo(L, "f", &ar); level++) {
-    int fn = lua_gettop(L);
-    for (int t = top + 2; t <= last; t++) {
-      if (!lua_istable(L, t)) continue;
-      lua_pushnil(L);
-      while (lua_next(L, t)) {
-        if (lua_rawequal(L, -1, fn) && lua_type(L, -2) == LUA_TSTRING) {
-          lua_pop(L, 1);
-          lua_replace(L, top + 1); /* the key */
-          lua_settop(L, top + 1);
-          return;
-        }
-        lua_pop(L, 1);
-      }
-    }
-    lua_pop(L, 1);
-  }
-  lua_settop(L, top);
-  lua_pushliteral(L, "?");
-}
-
-void lmpio_lua_running(lua_State *L) {
-  int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin) return;
-  pushname(L);
-  luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
-             lua_tostring(L, -1));
 }
 
 /* require "lmpio": MPI initialised, the script's end watched, os.exit

@@ -42,11 +42,7 @@ int luaL_typeerror(lua_State *L, int arg, const char *tname) __attribute__((nore
 int lmpio_lua_failing(void);
 /* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
 void lmpio_lua_abort(const char *why);
-/* Raises "'name' called after MPI was finalized" once MPI is finalized
- * (name: the running function's, as registered).  Every function that may
- * reach MPI calls it first: methods in the check of their object
- * (checkfile, lmpio_lua_checkcomm, the datatype's and requests' checks). */
-void lmpio_lua_running(lua_State *L);
+
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
@@ -59,6 +55,11 @@ int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
 /* The traceback of the last error object raised ("" if none), printed when
  * an uncaught error aborts the job (lua5.4 prints none for an object). */
 const char *lmpio_lua_last_traceback(void);
+/* Raises "'name' called after MPI was finalized" once MPI is finalized
+ * (name: the running function's, as registered).  Every function that may
+ * reach MPI calls it first: methods in the check of their object
+ * (of a file, a communicator, a datatype, a request). */
+void lmpio_lua_running(lua_State *L);
 /* The message on top of the stack, "bad argument #3 to '?' (...)" from a
  * method run under lua_pcall (which hides its name, and that argument 1 is
  * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1
