@@ -303,14 +303,14 @@ int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
  * method runs its body under lua_pcall: the registered function is then
  * one or two levels up. */
 static void pushname(lua_State *L) {
-  static const char *const classes[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
+  static const char *const kinds[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
                                         LMPIO_LUA_REQUEST, LMPIO_LUA_MSGREQUEST, NULL};
   int top = lua_gettop(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, -1, "lmpio");                 /* the module */
   lua_getfield(L, -1, "type");                  /* lmpio.type */
-  for (int i = 0; classes[i]; i++) {            /* the classes' methods */
-    luaL_getmetatable(L, classes[i]);
+  for (int i = 0; kinds[i]; i++) {            /* the classes' methods */
+    luaL_getmetatable(L, kinds[i]);
     lua_getfield(L, -1, "__index");
     lua_remove(L, -2);
   }
