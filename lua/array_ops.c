@@ -21,6 +21,7 @@
 /* The array at idx, with elements that are numbers or booleans. */
 static lmpio_lua_buffer *checknumeric(lua_State *L, int idx) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
+  lmpio_lua_checkheld(L, b, 0);
   if (b->rec) luaL_argerror(L, idx, "an array of numbers expected, got records");
   if (b->kind == LMPIO_LUA_K_NONE)
     luaL_argerror(L, idx, "an array of numbers expected (elements of this type cannot be read from Lua)");
@@ -398,6 +399,7 @@ static int a_histogram(lua_State *L) {
     if (c->count != nbins)
       return luaL_argerror(L, 5, lua_pushfstring(L, "counts has %I elements for %I bins", (lua_Integer)c->count, nb));
     if (c->readonly) return luaL_argerror(L, 5, "counts is read-only");
+    lmpio_lua_checkheld(L, c, 1);
     lua_settop(L, 5);
   } else {
     lua_settop(L, 4);
@@ -442,6 +444,7 @@ static int a_histogram(lua_State *L) {
  * the control variable is the first element of the chunk before. */
 static int chunk_next(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, lua_upvalueindex(1));
+  lmpio_lua_checkheld(L, b, 0);
   lua_Integer size = lua_tointeger(L, lua_upvalueindex(3));
   lua_Integer first = lua_isnil(L, 2) ? 1 : luaL_checkinteger(L, 2) + size;
   lua_Integer count = (lua_Integer)b->count;

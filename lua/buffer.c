@@ -206,6 +206,130 @@ void lmpio_lua_readdone(lmpio_lua_buffer *b, lua_Integer n) {
   b->nbytes = (size_t)n * b->esize;
 }
 
+/* ---- holds of pending calls ----------------------------------------------- */
+
+#define LMPIO_LUA_HOLD "lmpio.hold"
+#define HOLDS_KEY "lmpio.holds" /* registry: hold -> its file (lightuserdata), weak keys */
+
+struct lmpio_lua_hold {
+  struct lmpio_lua_hold *next, **pprev; /* in root->holds */
+  lmpio_lua_buffer *root;               /* NULL once released */
+  size_t lo, hi;                        /* the bytes of root's memory held */
+  int reading;
+  const MPI_Request *req;               /* a request's: held only while it is not MPI_REQUEST_NULL
+                                           (a call that failed left it so); NULL: a split collective's */
+  char call[48];
+};
+
+static lmpio_lua_buffer *rootof(const lmpio_lua_buffer *b) {
+  return b->root ? b->root : (lmpio_lua_buffer *)b;
+}
+
+/* The bytes of root's memory that b covers. */
+static void byterange(const lmpio_lua_buffer *b, size_t *lo, size_t *hi) {
+  const lmpio_lua_buffer *r = rootof(b);
+  *lo = b->data && r->data ? (size_t)(b->data - r->data) : 0;
+  *hi = *lo + (b->nbytes ? b->nbytes : b->isref ? b->esize : 0);
+}
+
+lmpio_lua_hold *lmpio_lua_hold_push(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading, const char *call,
+                                    int fileidx, const MPI_Request *req) {
+  dataidx = lua_absindex(L, dataidx);
+  fileidx = lua_absindex(L, fileidx);
+  if (!m->buf) {
+    lua_pushnil(L);
+    return NULL;
+  }
+  lmpio_lua_hold *h = lua_newuserdatauv(L, sizeof *h, 1);
+  memset(h, 0, sizeof *h);
+  luaL_setmetatable(L, LMPIO_LUA_HOLD);
+  lua_pushvalue(L, dataidx); /* keeps the root alive as long as the hold */
+  lua_setiuservalue(L, -2, 1);
+  lmpio_lua_buffer *r = rootof(m->buf);
+  byterange(m->buf, &h->lo, &h->hi);
+  h->reading = reading;
+  h->req = req;
+  snprintf(h->call, sizeof h->call, "%s", call);
+  h->root = r;
+  h->next = r->holds;
+  if (r->holds) r->holds->pprev = &h->next;
+  h->pprev = &r->holds;
+  r->holds = h;
+  lua_getfield(L, LUA_REGISTRYINDEX, HOLDS_KEY);
+  lua_pushvalue(L, -2);
+  lua_pushlightuserdata(L, lua_touserdata(L, fileidx));
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  return h;
+}
+
+void lmpio_lua_unhold(lmpio_lua_hold *h) {
+  if (!h || !h->root) return;
+  *h->pprev = h->next;
+  if (h->next) h->next->pprev = h->pprev;
+  h->root = NULL;
+  h->next = NULL;
+  h->pprev = NULL;
+}
+
+void lmpio_lua_unhold_at(lua_State *L, int idx) {
+  lmpio_lua_unhold(luaL_testudata(L, idx, LMPIO_LUA_HOLD));
+}
+
+void lmpio_lua_unhold_file(lua_State *L, int fileidx) {
+  const void *file = lua_touserdata(L, fileidx);
+  lua_getfield(L, LUA_REGISTRYINDEX, HOLDS_KEY);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_touserdata(L, -1) == file) lmpio_lua_unhold(luaL_testudata(L, -2, LMPIO_LUA_HOLD));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static int hold_gc(lua_State *L) {
+  lmpio_lua_unhold(luaL_checkudata(L, 1, LMPIO_LUA_HOLD));
+  return 0;
+}
+
+/* Raises when bytes [lo, hi) of b's root are held against the access. */
+static void checkbytes(lua_State *L, const lmpio_lua_buffer *b, size_t lo, size_t hi, int writing) {
+  for (const lmpio_lua_hold *h = rootof(b)->holds; h; h = h->next) {
+    if (!(writing || h->reading) || lo >= h->hi || h->lo >= hi || (h->req && *h->req == MPI_REQUEST_NULL)) continue;
+    luaL_error(L, "%s is held by a pending %s; %s first", b->type == MPI_BYTE && !b->rec ? "buffer" : "array",
+               h->call, h->req ? "wait for its request" : "end it");
+  }
+}
+
+void lmpio_lua_checkheld_(lua_State *L, const lmpio_lua_buffer *b, int writing) {
+  size_t lo, hi;
+  byterange(b, &lo, &hi);
+  checkbytes(L, b, lo, hi, writing);
+}
+
+/* The same for n elements of b from element i (0-based). */
+static void checkheld_elems(lua_State *L, const lmpio_lua_buffer *b, size_t i, size_t n, int writing) {
+  if (!LMPIO_LUA_HELD(b)) return;
+  size_t lo, hi;
+  byterange(b, &lo, &hi);
+  lo += i * b->esize;
+  checkbytes(L, b, lo, lo + n * b->esize, writing);
+}
+
+static void holds_open(lua_State *L) {
+  if (luaL_newmetatable(L, LMPIO_LUA_HOLD)) {
+    lua_pushcfunction(L, hold_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, HOLDS_KEY);
+}
+
 /* ---- values ------------------------------------------------------------- */
 
 /* Outcome of a store into one element. */
@@ -680,6 +804,7 @@ static int b_index(lua_State *L) {
     lua_Integer ix = lua_tointeger(L, 2);
     if (!usable(fast)) return luaL_error(L, "buffer used after the converter returned");
     if (ix < 1 || (lua_Unsigned)ix > fast->count) return 0;
+    checkheld_elems(L, fast, (size_t)ix - 1, 1, 0);
     if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec) {
       double v;
       memcpy(&v, fast->data + (size_t)(ix - 1) * sizeof v, sizeof v);
@@ -697,6 +822,7 @@ static int b_index(lua_State *L) {
     if (!isnum) return 0;
     if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
     if (i < 1 || (lua_Unsigned)i > b->count) return 0;
+    checkheld_elems(L, b, (size_t)i - 1, 1, 0);
     pushelem(L, 1, b, (size_t)i - 1);
     return 1;
   }
@@ -705,6 +831,7 @@ static int b_index(lua_State *L) {
       const field *f = findfield(L, b->rec, 2);
       if (f) {
         if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
+        lmpio_lua_checkheld(L, b, 0);
         pushfield(L, 1, b, b->data, f);
         return 1;
       }
@@ -712,7 +839,9 @@ static int b_index(lua_State *L) {
     return methods(L);
   case LUA_TTABLE:
     if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
-    pushelem(L, 1, b, tableposition(L, b, 2));
+    size_t pos = tableposition(L, b, 2);
+    checkheld_elems(L, b, pos, 1, 0);
+    pushelem(L, 1, b, pos);
     return 1;
   }
   return methods(L);
@@ -735,7 +864,7 @@ leaves the element unchanged.
 */
 static int b_newindex(lua_State *L) {
   lmpio_lua_buffer *fast = lua_isinteger(L, 2) && lua_type(L, 3) == LUA_TNUMBER ? ours(L) : NULL;
-  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->readonly && usable(fast)) { /* a[i] = x */
+  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->readonly && usable(fast) && !LMPIO_LUA_HELD(fast)) { /* a[i] = x */
     lua_Integer ix = lua_tointeger(L, 2);
     if (ix >= 1 && (lua_Unsigned)ix <= fast->count) {
       double v = (double)lua_tonumber(L, 3);
@@ -755,6 +884,7 @@ static int b_newindex(lua_State *L) {
     const field *f = findfield(L, b->rec, 2);
     if (!f) return luaL_error(L, "record has no field '%s'", lua_tostring(L, 2));
     if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+    lmpio_lua_checkheld(L, b, 1);
     size_t at = b->root && b->root->data ? (size_t)(b->data - b->root->data) / b->esize : 0;
     setfield(L, b->rec, b->data, at, f, 3);
     return 0;
@@ -764,6 +894,7 @@ static int b_newindex(lua_State *L) {
     return luaL_error(L, "%s arrays only have integer keys", elemname(b));
   }
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+  checkheld_elems(L, b, pos, 1, 1);
   setelem(L, b, pos, 3);
   return 0;
 }
@@ -816,6 +947,7 @@ static int b_next(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   lua_Integer i = luaL_checkinteger(L, 2);
   if (i < 0 || (lua_Unsigned)i >= b->count) return 0;
+  checkheld_elems(L, b, (size_t)i, 1, 0);
   i++;
   lua_pushinteger(L, i);
   pushelem(L, 1, b, (size_t)i - 1);
@@ -870,6 +1002,7 @@ static int b_tostring(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t s, n;
   range(L, b, 2, 3, &s, &n);
+  checkheld_elems(L, b, s, n, 0);
   lua_pushlstring(L, n ? (const char *)b->data + s * b->esize : "", n * b->esize);
   return 1;
 }
@@ -888,6 +1021,7 @@ static int b_totable(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   size_t s, n;
   range(L, b, 2, 3, &s, &n);
+  checkheld_elems(L, b, s, n, 0);
   if (n > INT_MAX) return luaL_error(L, "too many elements for a table");
   lua_createtable(L, (int)n, 0);
   for (size_t k = 0; k < n; k++) {
@@ -914,6 +1048,7 @@ static int b_fill(lua_State *L) {
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
   size_t s, n;
   range(L, b, 3, 4, &s, &n);
+  checkheld_elems(L, b, s, n, 1);
   lua_settop(L, 2);
   if (n) {
     unsigned char *p = b->data + s * b->esize;
@@ -941,6 +1076,7 @@ static int b_set(lua_State *L) {
   int top = lua_gettop(L);
   if (top < 3) return luaL_error(L, "set needs an index and a value");
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+  lmpio_lua_checkheld(L, b, 1);
   int t = lua_type(L, top), bulk = t == LUA_TSTRING;
   if (t == LUA_TTABLE) { /* for records, one record table or a list of them */
     bulk = !b->rec || lua_rawgeti(L, top, 1) == LUA_TTABLE;
@@ -987,7 +1123,9 @@ Unlike `a[i]`, an index out of range raises.
 */
 static int b_get(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  pushelem(L, 1, b, argposition(L, b, 2, lua_gettop(L)));
+  size_t pos = argposition(L, b, 2, lua_gettop(L));
+  checkheld_elems(L, b, pos, 1, 0);
+  pushelem(L, 1, b, pos);
   return 1;
 }
 
@@ -1497,6 +1635,7 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
     if (b) {
       if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
       if (!writing && b->readonly) return luaL_argerror(L, idx, "cannot read into a read-only buffer");
+      lmpio_lua_checkheld(L, b, !writing); /* a read writes the memory, a write reads it */
       m->buf = b;
       m->ptr = b->data;
       nbytes = b->nbytes;
@@ -1579,6 +1718,7 @@ static int l_debug_borrow(lua_State *L) {
 }
 
 int lmpio_lua_buffer_open(lua_State *L) {
+  holds_open(L);
   if (luaL_newmetatable(L, LMPIO_LUA_BUFFER)) {
     static const luaL_Reg meta[] = {
       {"__len", b_len}, {"__tostring", b_tostring_meta}, {"__pairs", b_pairs}, {NULL, NULL},

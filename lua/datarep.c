@@ -16,6 +16,9 @@
  *   Either converter may be omitted: that direction moves native bytes
  *   (MPI_CONVERSION_FN_NULL).  position and count count predefined items of
  *   datatype tiled over the user's buffer (0-based position, as in MPI).
+ *   datatype:items(position, count) lists this call's items (runs of one
+ *   predefined type, with their byte offsets in userbuf), so a converter
+ *   handles record and other derived memory types item type by item type.
  *   userbuf: a borrowed array over the user's buffer (an array of datatype's
  *   elements when it is predefined, so items position+1 .. position+count are
  *   this call's; bytes otherwise); filebuf: borrowed bytes, exactly this
@@ -526,7 +529,10 @@ runs (`lmpio.byteswap` over the chunk: about the rate of `external32`).
   count`), bytes otherwise; valid only during the call (a nonblocking call or
   a split collective, which would use it later, refuses it: copy it)
 @param datatype the memory datatype of the access (a borrowed datatype object
-  when derived, valid only during the call)
+  when derived, valid only during the call); `datatype:items(position,
+  count)` lists this call's items as runs of one predefined type with their
+  byte offsets in `userbuf` (a record type's fields, for instance), the file
+  bytes being those items one after the other at their file extents
 @param count how many predefined items this call converts (integer)
 @param filebuf the chunk's bytes in file representation, exactly `count`
   items at their file extents (borrowed bytes, read-only, valid only during
@@ -1333,6 +1339,7 @@ static int l_byteswap(lua_State *L) {
     s = (const unsigned char *)lua_tolstring(L, 3, &slen);
   } else {
     lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 3);
+    lmpio_lua_checkheld(L, b, 0);
     s = b->data;
     slen = b->nbytes;
   }
@@ -1340,6 +1347,7 @@ static int l_byteswap(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 5);
   lua_Integer size = luaL_checkinteger(L, 6);
   if (d->readonly) return luaL_argerror(L, 1, "attempt to write to a read-only buffer");
+  lmpio_lua_checkheld(L, d, 1);
   if (size < 1 || size > 1024) return luaL_argerror(L, 6, "item size must be 1..1024");
   if (n < 0) return luaL_argerror(L, 5, "must not be negative");
   if ((lua_Unsigned)n > (size_t)-1 / 2 / (size_t)size) return luaL_argerror(L, 5, "too many items");

@@ -458,8 +458,12 @@ static int f_close(lua_State *L) {
   LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
   /* The core frees the handle once the close went ahead, even when it
    * failed; it keeps it when it refused (a call in progress uses it, a
-   * pending failure): the file is still open then. */
-  if (f->fh == LMPIO_FILE_NULL) dropfile(L, f);
+   * pending failure): the file is still open then.  Every pending call on
+   * it has finished: their data is the script's again. */
+  if (f->fh == LMPIO_FILE_NULL) {
+    lmpio_lua_unhold_file(L, 1);
+    dropfile(L, f);
+  }
   lmpio_lua_check(L, rc);
   return 0;
 }
@@ -711,6 +715,42 @@ static int f_get_info(lua_State *L) {
   if (!st) { MPI_Info_free(&info); return luaL_error(L, "stack overflow"); }
   lmpio_lua_pushinfo(L, info);
   MPI_Info_free(&info);
+  return 1;
+}
+
+/***
+Statistics of this process's calls on the file (`lmpio_file_get_stats`, an
+lmpio extension; local): calls by kind, bytes and time, and the path each
+byte took.  Names are Darshan's where one fits (`POSIX_READS`,
+`POSIX_BYTES_WRITTEN`, `MPIIO_INDEP_READS`, `MPIIO_COLL_WRITES`,
+`MPIIO_SPLIT_READS`, `MPIIO_NB_WRITES`, `MPIIO_BYTES_READ`,
+`MPIIO_F_WRITE_TIME`, ...), lmpio's own for the paths
+(`LMPIO_DIRECT_BYTES_READ`, `LMPIO_SIEVED_BYTES_READ`,
+`LMPIO_SIEVE_READ_AMPLIFICATION`, `LMPIO_TWOPHASE_BYTES_WRITTEN`,
+`LMPIO_STREAM_BYTES_READ`, `LMPIO_LOCKS`, `LMPIO_F_LOCK_TIME`, ...); the
+README's "Statistics" lists them all.
+@function file:stats
+@treturn {[string]=number,...} counts as integers, times (`_TIME`) in
+  seconds and ratios (`_AMPLIFICATION`) as floats
+@raise an @{error} object when the call fails
+*/
+static int f_stats(lua_State *L) {
+  lmpio_file fh = checkfile(L);
+  double v[128];
+  int n = 0, rc;
+  LMPIO_LUA_CORE(L, rc, lmpio_file_get_stats(fh, v, 128, &n));
+  lmpio_lua_check(L, rc);
+  if (n > 128) n = 128;
+  lua_createtable(L, 0, n);
+  for (int i = 0; i < n; i++) {
+    const char *name = lmpio_stats_name(i);
+    size_t len = strlen(name);
+    int real = (len > 5 && strcmp(name + len - 5, "_TIME") == 0) ||
+               (len > 14 && strcmp(name + len - 14, "_AMPLIFICATION") == 0);
+    if (real || v[i] != (double)(lua_Integer)v[i]) lua_pushnumber(L, (lua_Number)v[i]);
+    else lua_pushinteger(L, (lua_Integer)v[i]);
+    lua_setfield(L, -2, name);
+  }
   return 1;
 }
 
@@ -1465,14 +1505,16 @@ request completes (see @{request}).
 
 /* The split collective in progress: its memory, kept as user value UV_SPLIT
  * (a table {data, type_size}) until _end. */
-static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m) {
-  lua_createtable(L, 2, 0);
+static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading, const char *call) {
+  lua_createtable(L, 4, 0);
   lua_pushvalue(L, dataidx);
   lua_rawseti(L, -2, 1);
   lua_pushinteger(L, (lua_Integer)m->type_size);
   lua_rawseti(L, -2, 2);
   lua_pushlightuserdata(L, m->ptr);
   lua_rawseti(L, -2, 3);
+  lmpio_lua_hold_push(L, dataidx, m, reading, call, 1, NULL); /* the data is the split's until _end */
+  lua_rawseti(L, -2, 4);
   lua_setiuservalue(L, 1, UV_SPLIT);
 }
 
@@ -1497,10 +1539,14 @@ static int split_begin(lua_State *L, const lfile_access *a) {
   lmpio_lua_checklasting(L, idx, &m);
   lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
   int previdx = lua_gettop(L);
-  keep_split(L, dataidx, &m);
+  keep_split(L, dataidx, &m, !a->writing, a->name);
   int rc;
   LMPIO_LUA_CORE_MEM(L, &m, rc, begin(a, fh, off, &m));
   if (rc != MPI_SUCCESS) { /* nothing new became active: keep what was */
+    lua_getiuservalue(L, 1, UV_SPLIT);
+    lua_rawgeti(L, -1, 4);
+    lmpio_lua_unhold_at(L, -1);
+    lua_pop(L, 2);
     lua_pushvalue(L, previdx);
     lua_setiuservalue(L, 1, UV_SPLIT);
   }
@@ -1533,6 +1579,11 @@ static int split_end(lua_State *L, const lfile_access *a) {
   if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
   else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
   if (rc == MPI_SUCCESS) { /* a mismatched _end leaves the split active: keep its memory */
+    if (have) {
+      lua_rawgeti(L, kept, 4);
+      lmpio_lua_unhold_at(L, -1);
+      lua_pop(L, 1);
+    }
     lua_pushnil(L);
     lua_setiuservalue(L, 1, UV_SPLIT);
   }
@@ -1828,7 +1879,7 @@ int lmpio_lua_file_open(lua_State *L) {
     /* the independent methods; collective and data access ones: add_methods */
     static const luaL_Reg methods[] = {
       {"get_size", f_get_size}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
-      {"get_info", f_get_info}, {"get_atomicity", f_get_atomicity},
+      {"get_info", f_get_info}, {"stats", f_stats}, {"get_atomicity", f_get_atomicity},
       {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
       {"seek", f_seek}, {"get_position", f_get_position},
       {"get_position_shared", f_get_position_shared}, {"get_byte_offset", f_get_byte_offset},

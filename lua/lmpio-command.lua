@@ -58,6 +58,14 @@ values:
                         '%08x'); default: integers in decimal, floating-point
                         numbers in the fewest digits that read back exactly
   --columns N           values per line (default 1), separated by spaces
+  --no-header           no line of column names before rows (below)
+
+A derived --type (or etype), e.g. 'record{{"id", INT}, {"x", DOUBLE, 3}}',
+prints one row per element: its items, under a line of column names (a
+record's field names, x[1] x[2] x[3] for an array field; TYPE@OFFSET for
+other items).  Through the default byte etype the elements are packed in
+the file (each item at its size in the representation, no padding) and
+--offset and --count count elements.
 
 Under mpirun, rank 0 prints and the other ranks do nothing.
 ]]
@@ -67,19 +75,39 @@ usage: lmpio convert IN OUT [OPTIONS]
 
 Rewrites IN, a sequence of elements in one data representation, as OUT in
 another.  Under `mpirun -n K` each rank converts its block of the elements;
-OUT is the same whatever K.
+OUT is the same whatever K.  In a file an element is its items one after
+the other, each at its size in that file's representation: the padding of
+a C struct in memory is not in the file (a record of an INT and 1000
+DOUBLEs is 8004 bytes in the file, 8008 in memory).
 
   --type T              the element type, a datatype expression: DOUBLE,
-                        'contiguous(3, INT)', 'struct({1,1}, {0,8}, {DOUBLE, INT})'
+                        'contiguous(3, INT)', 'struct({1,1}, {0,8}, {DOUBLE, INT})',
+                        'record{{"id", INT}, {"x", DOUBLE, 3}}' (named fields)
   --etype T             the same as --type
   --from REP            representation of IN: native (default), external32,
                         internal or a registered name
   --to REP              representation of OUT (default native)
   --disp N              a header of N bytes, copied as it is (default 0)
+  --header-type T       a header of one element of T, converted like the
+                        elements (instead of --disp)
   --datarep-file F.lua  a Lua file that registers representations
                         (lmpio.register_datarep); run on every rank first
+Fortran sequential unformatted files:
+  --fortran             IN and OUT are records, each a length marker, the
+                        payload and the same marker again; a payload is a
+                        whole number of elements (the first record's: of
+                        --header-type when given).  The markers are
+                        rewritten for OUT's payload sizes
+  --markers ORDER       byte order of the markers of IN and OUT: little, big
+                        or native (default: big with external32 and
+                        internal, native otherwise)
+  --from-markers ORDER  of IN's markers only
+  --to-markers ORDER    of OUT's markers only
+  --marker-size N       bytes of a marker: 4 (default) or 8
 
-The size of IN after the header must be a whole number of elements.
+The size of IN after the header must be a whole number of elements.  A
+Fortran record whose markers disagree, run past the end of IN or are cut
+short is an error naming the record (from 1) and its offset.
 ]]
 
 usage.run = [[
@@ -209,6 +237,7 @@ local function sandbox(extra)
     if is_datatype(v) then env[name] = v end
   end
   env.ORDER_C, env.ORDER_FORTRAN = lmpio.ORDER_C, lmpio.ORDER_FORTRAN
+  env.record = lmpio.recordtype -- record{{"id", INT}, {"x", DOUBLE, 3}}: named fields
   for k, v in pairs(extra or {}) do env[k] = v end
   return env
 end
@@ -316,6 +345,8 @@ local function set_view(fh, path, disp, etype, filetype, rep)
   if not ok then fail("%s: cannot set the view: %s", path, error_text(e)) end
 end
 
+local dump_rows -- below
+
 -- ---- dump -------------------------------------------------------------------
 
 -- The fewest digits of v that read back as the same value (as a float of
@@ -355,10 +386,109 @@ local function formatter(fmt, mtype)
   end
 end
 
+-- The column names of the items of derived type t (runs: t:items()):
+-- a record's field names (x[1], x[2], ... for an array field), else each
+-- item's type and byte offset (DOUBLE@8).
+local function column_names(t, runs)
+  local byoff = {}
+  local ok, recs = pcall(lmpio.records, t, 0)
+  if ok then
+    for _, f in ipairs(recs:fields()) do
+      local isize = f.type:size()
+      for k = 1, f.count do
+        byoff[f.offset + (k - 1) * isize] = f.count == 1 and f.name or string.format("%s[%d]", f.name, k)
+      end
+    end
+  end
+  local names = {}
+  for _, run in ipairs(runs) do
+    local isize = run.type:size()
+    for k = 0, run.count - 1 do
+      local off = run.offset + k * isize
+      names[#names + 1] = byoff[off] or string.format("%s@%d", run.type:name(), off)
+    end
+  end
+  return names
+end
+
+-- Elements of a derived memory type, one row each: its items in typemap
+-- order, under a line of column names.  Through a byte etype the offset
+-- and count count elements, each taking its items' file sizes (packed);
+-- otherwise etypes, as for predefined types.
+dump_rows = function(o, path, disp, etype, filetype, mtype, offset, count)
+  if o.columns then fail("--columns: a derived type prints one row per element (its items are the columns)") end
+  local esize, msize = etype:size(), mtype:size()
+  if esize == 0 then fail("--etype: %s has no data", o.etype or "BYTE") end
+  if msize == 0 then fail("--type: %s has no data", o.type or o.etype) end
+  if esize ~= 1 and esize % msize ~= 0 then
+    fail("the etype (%d bytes) is not a whole number of --type %s (%d bytes)", esize, o.type or o.etype, msize)
+  end
+  local runs = mtype:items()
+  for _, run in ipairs(runs) do
+    if not pcall(lmpio.array, run.type, 0) then fail("--type: items of %s cannot be printed", run.type:name()) end
+  end
+  local formats = {}
+  for _, run in ipairs(runs) do
+    local name = run.type:name()
+    formats[name] = formats[name] or formatter(o.format, run.type)
+  end
+  run_datarep_file(o["datarep-file"])
+  local fh <close> = open(lmpio.self, path, "r")
+  set_view(fh, path, disp, etype, filetype, o.datarep or "native")
+  -- etypes per element: through bytes, the element's packed size
+  local per
+  if esize == 1 then
+    per = 0
+    for _, run in ipairs(runs) do
+      local ok, e = pcall(fh.get_type_extent, fh, run.type)
+      if not ok then fail("%s: %s", path, error_text(e)) end
+      per = per + run.count * e
+    end
+  end
+  local out = io.stdout
+  out:setvbuf("full")
+  if not o["no-header"] then out:write(table.concat(column_names(mtype, runs), " "), "\n") end
+  local mext = mtype:extent()
+  local epe = per and 1 or esize // msize -- elements per unit of offset and count
+  local chunk = math.max(1, 65536 // math.max(mext * epe, 1))
+  local buf = lmpio.buffer(chunk * epe * mext)
+  local at, left = offset, count or math.huge
+  local row = {}
+  while left > 0 do
+    local want = math.min(chunk, left)
+    local ok, a, n
+    if per then -- etype bytes: offsets in bytes, count in elements
+      ok, a, n = pcall(fh.read_at, fh, at * per, buf, want, mtype)
+    else
+      ok, a, n = pcall(fh.read_at, fh, at, buf, want * epe, mtype)
+    end
+    if not ok then fail("%s: %s", path, error_text(a)) end
+    local bytes = buf:tostring(1, n * mext)
+    for i = 0, n - 1 do
+      local c = 0
+      for _, run in ipairs(runs) do
+        local isize = run.type:size()
+        local from = i * mext + run.offset
+        local vals = lmpio.array(run.type, bytes:sub(from + 1, from + run.count * isize))
+        local f = formats[run.type:name()]
+        for k = 1, run.count do
+          c = c + 1
+          row[c] = f(vals[k])
+        end
+      end
+      out:write(table.concat(row, " ", 1, c), "\n")
+    end
+    if n < want * epe then break end
+    at, left = at + want, left - want
+  end
+  out:flush()
+end
+
 local function dump(argv)
   local pos, o = parse(argv, 2, {
     disp = true, etype = true, filetype = true, datarep = true, ["datarep-file"] = true,
     type = true, offset = true, count = true, format = true, columns = true, help = false,
+    ["no-header"] = false,
   }, "dump")
   if o.help then return io.stdout:write(usage.dump) end
   check_positional(pos, 1, "dump", "one FILE")
@@ -374,8 +504,7 @@ local function dump(argv)
   local count = o.count and integer("--count", o.count, env, 0)
   local columns = integer("--columns", o.columns or "1", env, 1)
   if not mtype:is_predefined() then
-    fail("%s is derived: give its predefined item type with --type (e.g. --type DOUBLE)",
-         o.type and "--type " .. o.type or "the etype " .. (o.etype or "BYTE"))
+    return dump_rows(o, path, disp, etype, filetype, mtype, offset, count)
   end
   local esize, msize = etype:size(), mtype:size()
   if esize == 0 then fail("--etype: %s has no data", o.etype or "BYTE") end
@@ -414,9 +543,107 @@ end
 
 -- ---- convert ----------------------------------------------------------------
 
+-- Bytes that one element of t takes in the file of fh, whose view is a
+-- byte view in its representation: its items one after the other, each at
+-- its file extent (no padding, no holes: the view's data stream).
+local function packed_size(fh, path, t)
+  local n, ext = 0, {}
+  for _, run in ipairs(t:items()) do
+    local name = run.type:name()
+    if not ext[name] then
+      local ok, e = pcall(fh.get_type_extent, fh, run.type)
+      if not ok then fail("%s: %s", path, error_text(e)) end
+      ext[name] = e
+    end
+    n = n + run.count * ext[name]
+  end
+  return n
+end
+
+-- The string.pack format of a record marker: byte order and size.
+local ORDERS = { little = "<", big = ">", native = "=" }
+local function marker_format(option, order, bytes)
+  local o = ORDERS[order]
+  if not o then fail("%s: '%s' is not a byte order (little, big or native)", option, order) end
+  return o .. "i" .. bytes
+end
+
+-- Rank 0 reads the record markers of the Fortran sequential file fh (its
+-- view still the default bytes) and every rank gets the records: a list
+-- of {offset of the first marker, payload bytes}.  A marker that is cut
+-- short, runs past the end, is negative or disagrees with its partner is
+-- an error naming the record (from 1) and its offset, on every rank.
+local function fortran_records(world, fh, path, total, fmt, mbytes)
+  local packed, err = "", nil
+  if world:rank() == 0 then
+    local parts, pos, k = {}, 0, 0
+    local big = fmt:sub(1, 1) == ">" or (fmt:sub(1, 1) == "=" and string.pack("=i2", 1) == "\0\1")
+    local what = string.format("%s-endian %d-byte markers", big and "big" or "little", mbytes)
+    local function marker(at)
+      local ok, b = pcall(fh.read_at, fh, at, mbytes, lmpio.BYTE)
+      if not ok then error(setmetatable({ msg = string.format("%s: %s", path, error_text(b)) }, Fail), 0) end
+      return (string.unpack(fmt, b:tostring()))
+    end
+    local ok, e = pcall(function()
+      while pos < total do
+        k = k + 1
+        local function bad(f, ...)
+          local args = table.pack(...)
+          args[args.n + 1] = what
+          error(setmetatable({ msg = string.format("%s: record %d at offset %d: " .. f ..
+            " (is it a Fortran sequential file with %s?)", path, k, pos, table.unpack(args, 1, args.n + 1)) }, Fail), 0)
+        end
+        if total - pos < 2 * mbytes then
+          bad("%d bytes left, too few for two record markers", total - pos)
+        end
+        local len = marker(pos)
+        if len < 0 then bad("negative marker %d (a record split into subrecords is not supported)", len) end
+        if len > total - pos - 2 * mbytes then
+          bad("its marker says %d bytes, past the end of the file (%d bytes)", len, total)
+        end
+        local tail = marker(pos + mbytes + len)
+        if tail ~= len then bad("the markers disagree (%d at the start, %d at the end)", len, tail) end
+        parts[#parts + 1] = string.pack("<i8i8", pos, len)
+        pos = pos + 2 * mbytes + len
+      end
+    end)
+    if not ok then err = getmetatable(e) == Fail and e.msg or error_text(e) end
+    if not err then packed = table.concat(parts) end
+  end
+  local msg = world:bcast(err or false)
+  if msg then fail("%s", msg) end
+  packed = world:bcast(packed)
+  local recs = {}
+  for i = 1, #packed // 16 do
+    local at, len = string.unpack("<i8i8", packed, 16 * i - 15)
+    recs[i] = { at, len }
+  end
+  return recs
+end
+
+-- Converts n elements of t from IN at byte inoff to OUT at byte outoff,
+-- independently, chunk after chunk (buf holds chunk elements).
+local function convert_run(fin, fout, inpath, outpath, buf, chunk, t, n, inoff, insize, outoff, outsize, where)
+  local done = 0
+  while done < n do
+    local m = math.min(chunk, n - done)
+    local ok, e, got = pcall(fin.read_at, fin, inoff + done * insize, buf, m, t)
+    if not ok then fail("%s: %s", inpath, error_text(e)) end
+    if got < m then
+      fail("%s: %s: a read returned fewer elements than the file size promised (did it change?); %s is incomplete",
+           inpath, where, outpath)
+    end
+    ok, e = pcall(fout.write_at, fout, outoff + done * outsize, buf, m, t)
+    if not ok then fail("%s: %s", outpath, error_text(e)) end
+    done = done + m
+  end
+end
+
 local function convert(argv)
   local pos, o = parse(argv, 2, {
     type = true, etype = true, from = true, to = true, disp = true, ["datarep-file"] = true, help = false,
+    ["header-type"] = true, fortran = false, markers = true, ["from-markers"] = true, ["to-markers"] = true,
+    ["marker-size"] = true,
   }, "convert")
   if o.help then return io.stdout:write(usage.convert) end
   check_positional(pos, 2, "convert", "IN and OUT")
@@ -425,25 +652,60 @@ local function convert(argv)
   if o.type and o.etype and o.type ~= o.etype then fail("convert: --type and --etype differ") end
   local texpr = o.type or o.etype
   if not texpr then fail("convert: say the element type with --type (e.g. --type DOUBLE)") end
+  if o.disp and o["header-type"] then fail("convert: give a header either as bytes (--disp) or as a type (--header-type)") end
+  if o.disp and o.fortran then fail("convert: --disp with --fortran: the header is a record of its own (--header-type)") end
+  if not o.fortran then
+    for _, k in ipairs({ "markers", "from-markers", "to-markers", "marker-size" }) do
+      if o[k] then fail("convert: --%s is for Fortran files (--fortran)", k) end
+    end
+  end
   module()
   local world = lmpio.world
   local rank, size = world:rank(), world:size()
   local env = sandbox()
   local t = datatype(o.type and "--type" or "--etype", texpr, env)
+  local ht = o["header-type"] and datatype("--header-type", o["header-type"], env)
   local disp = integer("--disp", o.disp or "0", env, 0)
   if t:size() == 0 then fail("--type: %s has no data", texpr) end
+  if ht and ht:size() == 0 then fail("--header-type: %s has no data", o["header-type"]) end
+  local mbytes = integer("--marker-size", o["marker-size"] or "4", env, 0)
+  if mbytes ~= 4 and mbytes ~= 8 then fail("--marker-size: %d bytes (4 or 8)", mbytes) end
   run_datarep_file(o["datarep-file"])
   local from, to = o.from or "native", o.to or "native"
+  -- Markers: in the representation's byte order when it has one.
+  local function default_order(rep) return (rep == "external32" or rep == "internal") and "big" or "native" end
+  local infmt = o.fortran and marker_format(o["from-markers"] and "--from-markers" or "--markers",
+                                            o["from-markers"] or o.markers or default_order(from), mbytes)
+  local outfmt = o.fortran and marker_format(o["to-markers"] and "--to-markers" or "--markers",
+                                             o["to-markers"] or o.markers or default_order(to), mbytes)
 
   local fin <close> = open(world, inpath, "r")
   local total = fin:get_size()
   if total < disp then fail("%s: %d bytes, shorter than the header (--disp %d)", inpath, total, disp) end
   local header = disp > 0 and fin:read_at_all(0, rank == 0 and disp or 0, lmpio.BYTE)
-  set_view(fin, inpath, disp, t, t, from)
-  local ext = fin:get_type_extent(t)
-  if (total - disp) % ext ~= 0 then
-    fail("%s: %d bytes after the header are not a whole number of elements of %d bytes in %s",
-         inpath, total - disp, ext, from)
+  local recs = o.fortran and fortran_records(world, fin, inpath, total, infmt, mbytes)
+  set_view(fin, inpath, 0, lmpio.BYTE, lmpio.BYTE, from)
+  local insize = packed_size(fin, inpath, t)
+  local hin = ht and packed_size(fin, inpath, ht)
+  local tname = texpr .. (from ~= "native" and " in " .. from or "")
+  if not o.fortran then
+    local head = hin or disp
+    if total < head then
+      fail("%s: %d bytes, shorter than the header (--header-type, %d bytes in %s)", inpath, total, head, from)
+    end
+    if (total - head) % insize ~= 0 then
+      fail("%s: %d bytes after the header are not a whole number of elements of %d bytes (%s)",
+           inpath, total - head, insize, tname)
+    end
+  else
+    for k, r in ipairs(recs) do
+      local sz, what = insize, tname
+      if k == 1 and ht then sz, what = hin, o["header-type"] .. " (--header-type)" end
+      if r[2] % sz ~= 0 then
+        fail("%s: record %d at offset %d: %d bytes are not a whole number of elements of %d bytes (%s)",
+             inpath, k, r[1], r[2], sz, what)
+      end
+    end
   end
   -- OUT may name IN another way (a link, another spelling): opening it "w"
   -- would empty IN before a byte of it is read.
@@ -452,18 +714,108 @@ local function convert(argv)
   end
   local fout <close> = open(world, outpath, "w")
   if header then fout:write_at_all(0, header) end -- as it is
-  set_view(fout, outpath, disp, t, t, to)
-  local n = (total - disp) // ext
+
+  -- Fortran: OUT's records, and their markers while OUT's view is bytes.
+  local outrecs
+  if o.fortran then
+    outrecs = {}
+    local lim = mbytes == 4 and 0x7fffffff or math.maxinteger
+    local at = 0
+    local osz = {} -- payload bytes of an element of OUT, filled after set_view
+    for k, r in ipairs(recs) do outrecs[k] = { r[2] } end
+    -- the sizes in OUT need its view: markers after it, through a second
+    -- handle of this rank with the default view (bytes as they are)
+    set_view(fout, outpath, 0, lmpio.BYTE, lmpio.BYTE, to)
+    osz.t = packed_size(fout, outpath, t)
+    osz.h = ht and packed_size(fout, outpath, ht)
+    for k, r in ipairs(recs) do
+      local len = (k == 1 and ht) and r[2] // hin * osz.h or r[2] // insize * osz.t
+      if len > lim then
+        fail("%s: record %d becomes %d bytes in %s, too long for a %d-byte marker", outpath, k, len, to, mbytes)
+      end
+      outrecs[k] = { at, len }
+      at = at + 2 * mbytes + len
+    end
+    local first, mine = lmpio.block(#recs, size, rank)
+    local mk <close> = open(lmpio.self, outpath, "r+")
+    for k = first + 1, first + mine do
+      local r = outrecs[k]
+      local m = string.pack(outfmt, r[2])
+      local ok, e = pcall(mk.write_at, mk, r[1], m)
+      if ok then ok, e = pcall(mk.write_at, mk, r[1] + mbytes + r[2], m) end
+      if not ok then fail("%s: %s", outpath, error_text(e)) end
+    end
+    mk:close()
+    world:barrier()
+    -- The payloads: the header record on rank 0, then every rank its block
+    -- of all the other records' elements.
+    local mext = math.max(t:extent(), ht and ht:extent() or 0)
+    local chunk = math.max(1, (1 << 22) // math.max(mext, insize, osz.t))
+    local buf = lmpio.buffer(chunk * mext)
+    local k0 = 1
+    if ht and #recs > 0 then
+      if rank == 0 then
+        local hb = lmpio.buffer(math.max(1, recs[1][2] // hin) * ht:extent())
+        convert_run(fin, fout, inpath, outpath, hb, recs[1][2] // hin, ht, recs[1][2] // hin,
+                    mbytes, hin, mbytes, osz.h, "record 1")
+      end
+      k0 = 2
+    end
+    -- elements before each record (from k0), for a binary search
+    local before, n = {}, 0
+    for k = k0, #recs do
+      before[k] = n
+      n = n + recs[k][2] // insize
+    end
+    local e0, emine = lmpio.block(n, size, rank)
+    local k = k0
+    local lo, hi = k0, #recs
+    while lo < hi do -- the last record whose elements start at or before e0
+      local mid = (lo + hi + 1) // 2
+      if before[mid] <= e0 then lo = mid else hi = mid - 1 end
+    end
+    k = lo
+    local e = e0
+    while emine > 0 and k <= #recs do
+      local cnt = recs[k][2] // insize
+      local j = e - before[k] -- this record's first element of mine
+      local m = math.min(cnt - j, emine)
+      if m > 0 then
+        convert_run(fin, fout, inpath, outpath, buf, chunk, t, m, recs[k][1] + mbytes + j * insize, insize,
+                    outrecs[k][1] + mbytes + j * osz.t, osz.t, "record " .. k)
+        e, emine = e + m, emine - m
+      end
+      k = k + 1
+    end
+    world:barrier()
+    fout:close()
+    fin:close()
+    return
+  end
+
+  set_view(fout, outpath, 0, lmpio.BYTE, lmpio.BYTE, to)
+  local outsize = packed_size(fout, outpath, t)
+  local hout = ht and packed_size(fout, outpath, ht) or disp
+  local hin_ = hin or disp
+  if ht then -- the header: one element, converted on rank 0
+    local hb = lmpio.buffer(ht:extent())
+    local ok, e, got = pcall(fin.read_at_all, fin, 0, hb, rank == 0 and 1 or 0, ht)
+    if not ok then fail("%s: %s", inpath, error_text(e)) end
+    if world:allreduce(got < (rank == 0 and 1 or 0), "lor") then fail("%s: the header could not be read", inpath) end
+    ok, e = pcall(fout.write_at_all, fout, 0, hb, rank == 0 and 1 or 0, ht)
+    if not ok then fail("%s: %s", outpath, error_text(e)) end
+  end
+  local n = (total - hin_) // insize
   local first, mine = lmpio.block(n, size, rank)
   local mext = t:extent()
-  local chunk = math.max(1, (1 << 22) // math.max(mext, ext)) -- elements per step
+  local chunk = math.max(1, (1 << 22) // math.max(mext, insize, outsize)) -- elements per step
   local buf = lmpio.buffer(math.min(chunk, math.max(mine, 1)) * mext)
   chunk = math.min(chunk, math.max(mine, 1))
   local steps = world:allreduce((mine + chunk - 1) // chunk, "max")
   for step = 0, steps - 1 do
     local at = step * chunk
     local m = math.max(0, math.min(chunk, mine - at))
-    local ok, e, got = pcall(fin.read_at_all, fin, first + at, buf, m, t)
+    local ok, e, got = pcall(fin.read_at_all, fin, hin_ + (first + at) * insize, buf, m, t)
     if not ok then fail("%s: %s", inpath, error_text(e)) end
     -- IN shorter than its size said (it changed meanwhile): no zeros in OUT
     local short = world:allreduce(got < m and first + at + got or -1, "max")
@@ -471,7 +823,7 @@ local function convert(argv)
       fail("%s: a read returned fewer elements than its size promised (it ends at element %d of %d: did it change?); %s is incomplete",
            inpath, short, n, outpath)
     end
-    ok, e = pcall(fout.write_at_all, fout, first + at, buf, m, t)
+    ok, e = pcall(fout.write_at_all, fout, hout + (first + at) * outsize, buf, m, t)
     if not ok then fail("%s: %s", outpath, error_text(e)) end
   end
   fout:close()

@@ -102,6 +102,7 @@ static inline int lmpio_lua_add_ok(long long a, long long b, long long *r) { ret
 #define LMPIO_LUA_MAXDIM 8 /* dimensions of a shaped array */
 
 struct lmpio_lua_records;
+struct lmpio_lua_hold;
 typedef struct lmpio_lua_buffer {
   unsigned char *data;   /* NULL only when nbytes == 0 */
   size_t nbytes;         /* bytes usable from data */
@@ -121,6 +122,7 @@ typedef struct lmpio_lua_buffer {
   int ndim;              /* 0: no shape (one dimension of count elements) */
   int forder;            /* the shape is in Fortran order (first index fastest) */
   size_t dims[LMPIO_LUA_MAXDIM];
+  struct lmpio_lua_hold *holds; /* of a root: pending calls that hold its memory (buffer.c) */
 } lmpio_lua_buffer;
 
 /* Checks that idx is a buffer that may be used; raises otherwise. */
@@ -173,6 +175,36 @@ extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
     lmpio_lua_type_unuse((m)->tobj);                                           \
     lmpio_lua_caller_mem = lmpio_lua_saved_mem_;                               \
   } while (0)
+
+/* Holds: memory that a pending call (a nonblocking call until its request
+ * completes, a split collective until its _end) transfers in the
+ * background.  Lua may read memory a pending write holds, and neither read
+ * nor write memory a pending read holds; a call that would raises "array
+ * is held by a pending iwrite_at; wait for its request first".  Views of
+ * the same memory are covered byte range by byte range. */
+typedef struct lmpio_lua_hold lmpio_lua_hold;
+/* Pushes a hold of m's buffer (the value at dataidx) by `call`, a read or
+ * not, on behalf of the file object at fileidx (released when it closes).
+ * req: the request of a nonblocking call (the hold counts only while it is
+ * not MPI_REQUEST_NULL: a call that failed holds nothing); NULL for a split
+ * collective (held until released at its _end).  Pushes nil and returns
+ * NULL when m has no buffer (a string). */
+lmpio_lua_hold *lmpio_lua_hold_push(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading, const char *call,
+                                    int fileidx, const MPI_Request *req);
+/* Releases a hold (again: nothing). */
+void lmpio_lua_unhold(lmpio_lua_hold *h);
+/* Releases the hold at idx, if it is one. */
+void lmpio_lua_unhold_at(lua_State *L, int idx);
+/* Releases every hold made for the file object at fileidx (close). */
+void lmpio_lua_unhold_file(lua_State *L, int fileidx);
+/* Raises when b's memory is held: by any pending call when Lua is to write
+ * it, by a pending read when Lua is to read it.  One test when nothing
+ * holds it. */
+#define LMPIO_LUA_HELD(b) (((b)->root ? (b)->root : (b))->holds != NULL)
+void lmpio_lua_checkheld_(lua_State *L, const lmpio_lua_buffer *b, int writing);
+static inline void lmpio_lua_checkheld(lua_State *L, const lmpio_lua_buffer *b, int writing) {
+  if (b && LMPIO_LUA_HELD(b)) lmpio_lua_checkheld_(L, b, writing);
+}
 
 /* Elements i..j given as arguments ai and aj (optional; clamped as
  * string.sub clamps, negative from the end) -> start (0-based), n. */
@@ -310,6 +342,7 @@ void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n);
 
 typedef struct lmpio_lua_request {
   MPI_Request req;       /* MPI_REQUEST_NULL once waited (or never started) */
+  lmpio_lua_hold *hold;  /* of its buffer until it completes (user value 2), or NULL */
   MPI_Count type_size;   /* data bytes of one item of the call's type */
   int reading;           /* wait returns the buffer too */
   int done;              /* waited: count holds the result */

@@ -45,6 +45,7 @@ enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
 static lmpio_lua_buffer *toarray(lua_State *L, int idx, int *code) {
   if (!lmpio_lua_tobuffer(L, idx)) return NULL;
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
+  lmpio_lua_checkheld(L, b, 0);
   if (b->rec)
     luaL_argerror(L, idx, "records cannot be sent (send r:tostring() and rebuild them with lmpio.records)");
   int c = lmpio_lua_typecode(b->type);
@@ -304,6 +305,7 @@ static int bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
   lmpio_lua_buffer *a = toarray(L, idx, &code);
   if (!a) return 0;
   if (!isroot && a->readonly) luaL_argerror(L, idx, "cannot receive into a read-only array");
+  if (!isroot) lmpio_lua_checkheld(L, a, 1);
   long long n = (long long)a->count;
   v[B_ANY] = 1;
   v[B_CODEHI] = code + 1;

@@ -25,7 +25,10 @@ The request of a nonblocking data access call (`fh:iread_at`,
 `fh:iwrite_all`, `fh:iread_shared`, ...), an MPI generalized request.  The
 call starts the transfer, which runs in the background (on a thread of the
 core) while the script computes; `wait`, `test`, `lmpio.waitall` and
-`lmpio.waitany` complete it.  Do not touch the data before then.  The
+`lmpio.waitany` complete it.  Until then the data is the call's: writing
+an array a pending write holds, or touching one a pending read holds,
+raises ("array is held by a pending iwrite_at; wait for its request
+first"); the file's close lets go too.  The
 request keeps the call's data (array, buffer or string) alive until it
 completes, even when the script drops the request: a request collected
 before it completed is waited for first.  In a representation registered
@@ -37,7 +40,7 @@ starting call.
 @type request
 */
 
-enum { UV_DATA = 1, NUV = 1 };
+enum { UV_DATA = 1, UV_HOLD = 2, NUV = 2 };
 
 static lmpio_lua_request *checkrequest(lua_State *L) {
   return luaL_checkudata(L, 1, LMPIO_LUA_REQUEST);
@@ -47,6 +50,7 @@ lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_l
   dataidx = lua_absindex(L, dataidx);
   lmpio_lua_request *r = lua_newuserdatauv(L, sizeof *r, NUV);
   r->req = MPI_REQUEST_NULL;
+  r->hold = NULL;
   r->type_size = m->type_size;
   r->reading = reading;
   r->done = 0;
@@ -56,7 +60,21 @@ lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_l
   luaL_setmetatable(L, LMPIO_LUA_REQUEST);
   lua_pushvalue(L, dataidx);
   lua_setiuservalue(L, -2, UV_DATA);
+  /* The data is the script's again when the request completes; the name
+   * of the call (the method's) is in the message of an access before. */
+  char call[48] = "";
+  lua_Debug ar;
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name) snprintf(call, sizeof call, "%s", ar.name);
+  else snprintf(call, sizeof call, "nonblocking %s", reading ? "read" : "write");
+  r->hold = lmpio_lua_hold_push(L, dataidx, m, reading, call, 1, &r->req);
+  lua_setiuservalue(L, -2, UV_HOLD);
   return r;
+}
+
+/* The request is done with: its data is the script's again. */
+static void let_go(lmpio_lua_request *r) {
+  lmpio_lua_unhold(r->hold);
+  r->hold = NULL;
 }
 
 /* MPI_Wait and friends, entered as a core call: the request's memory is
@@ -77,6 +95,7 @@ static void complete(lua_State *L, lmpio_lua_request *r, const MPI_Status *st) {
   r->count = r->type_size > 0 ? (lua_Integer)(bytes / r->type_size) : 0;
   r->done = 1;
   r->req = MPI_REQUEST_NULL;
+  let_go(r);
   if (r->reading) { /* a buffer made from a count holds the items read */
     lua_getiuservalue(L, 1, UV_DATA);
     lmpio_lua_readdone(lmpio_lua_tobuffer(L, -1), r->count);
@@ -96,6 +115,7 @@ static void failed(lua_State *L, lmpio_lua_request *r, int rc, const MPI_Status 
   if (rc == MPI_ERR_IN_STATUS) cls = st->MPI_ERROR;
   r->done = 1;
   r->req = MPI_REQUEST_NULL;
+  let_go(r);
   r->count = 0;
   lua_pushnil(L);
   lua_setiuservalue(L, 1, UV_DATA);
@@ -176,6 +196,7 @@ static int r_gc(lua_State *L) {
     (void)rc;
     r->req = MPI_REQUEST_NULL;
   }
+  let_go(r);
   return 0;
 }
 
@@ -270,6 +291,7 @@ static int l_waitall(lua_State *L) {
       if (r->done || i == first_bad) continue;
       r->done = 1;
       r->req = MPI_REQUEST_NULL;
+      let_go(r);
     }
     complete_at(L, 2, first_bad, st[first_bad].MPI_ERROR, &st[first_bad]); /* raises */
   }

@@ -247,4 +247,98 @@ lmpio_n 2 convert "$dir/nothing.dat" "$dir/o.dat" --type DOUBLE >/dev/null 2>"$d
 check "error at 2 ranks: a failure status and the message" \
   sh -c '[ "$0" -ne 0 ] && grep -q "^lmpio: .*No such file" "$1"' $? "$dir/err"
 
+# ---- records and Fortran sequential files --------------------------------------
+# A Fortran sequential unformatted file as a Fortran program writes it (plain
+# Lua, value by value): a header record of three INTs, then NREC records of
+# an INT step, 1000 DOUBLEs and 4 INTs (8020 bytes; 8024 as a C struct in
+# memory), each between two 4-byte length markers, in byte order ORDER
+# ("<", ">" or "=") and marker size MB.
+fortran() { # fortran ORDER PATH NREC [MB]
+  lua "local ord, path, nrec, mb = '$1', '$2', $3, ${4:-4}
+    local f = assert(io.open(path, 'wb'))
+    local function rec(p) local m = string.pack(ord .. 'i' .. mb, #p); f:write(m, p, m) end
+    rec(string.pack(ord .. 'i4i4i4', 1000, nrec, 7))
+    for k = 1, nrec do
+      local p = { string.pack(ord .. 'i4', k) }
+      for i = 1, 1000 do p[#p + 1] = string.pack(ord .. 'd', k * 1000 + i / 8) end
+      for i = 1, 4 do p[#p + 1] = string.pack(ord .. 'i4', -k * i) end
+      rec(table.concat(p))
+    end
+    f:close()"
+}
+REC='record{{"step", INT}, {"x", DOUBLE, 1000}, {"flags", INT, 4}}'
+HDR='contiguous(3, INT)'
+fortran ">" "$dir/be.f" 7
+fortran "<" "$dir/le.f" 7
+fortran "=" "$dir/native.f" 7
+lmpio convert "$dir/be.f" "$dir/be-nat.f" --fortran --type "$REC" --header-type "$HDR" --from external32
+check "fortran: big-endian (external32, big markers) -> native: the native program's bytes" cmp -s "$dir/be-nat.f" "$dir/native.f"
+lmpio convert "$dir/be-nat.f" "$dir/be-back.f" --fortran --type "$REC" --header-type "$HDR" --to external32
+check "fortran: and back to big-endian: the original bytes" cmp -s "$dir/be-back.f" "$dir/be.f"
+check "fortran: the header record is converted (its INTs in native order)" \
+  same "$(od -An -tx1 -j4 -N12 "$dir/be-nat.f" | tr -d ' ')" \
+       "$(lua "io.write((string.gsub(string.pack('=i4i4i4', 1000, 7, 7), '.', function(c) return string.format('%02x', c:byte()) end)))")"
+lmpio_n 3 convert "$dir/be.f" "$dir/be-nat3.f" --fortran --type "$REC" --header-type "$HDR" --from external32 &&
+  lmpio_n 4 convert "$dir/be-nat3.f" "$dir/be-back4.f" --fortran --type "$REC" --header-type "$HDR" --to external32
+check "fortran: at 3 and 4 ranks, the same bytes both ways" \
+  sh -c 'cmp -s "$0" "$1" && cmp -s "$2" "$3"' "$dir/be-nat3.f" "$dir/native.f" "$dir/be-back4.f" "$dir/be.f"
+# Little-endian to big-endian and back, with the marker orders said outright.
+lmpio_n 2 convert "$dir/le.f" "$dir/le-be.f" --fortran --type "$REC" --header-type "$HDR" \
+  --from-markers little --to external32 --to-markers big &&
+  lmpio convert "$dir/le-be.f" "$dir/le-back.f" --fortran --type "$REC" --header-type "$HDR" \
+  --from external32 --markers big --to-markers little
+check "fortran: little-endian -> big-endian is the big-endian program's file" cmp -s "$dir/le-be.f" "$dir/be.f"
+check "fortran: big-endian -> little-endian gives back the little-endian bytes" cmp -s "$dir/le-back.f" "$dir/le.f"
+fortran ">" "$dir/be8.f" 3 8
+fortran "=" "$dir/native8.f" 3 8
+lmpio convert "$dir/be8.f" "$dir/be8-nat.f" --fortran --marker-size 8 --type "$REC" --header-type "$HDR" --from external32 &&
+  lmpio convert "$dir/be8-nat.f" "$dir/be8-back.f" --fortran --marker-size 8 --type "$REC" --header-type "$HDR" --to external32
+check "fortran: 8-byte markers, both ways" \
+  sh -c 'cmp -s "$0" "$1" && cmp -s "$2" "$3"' "$dir/be8-nat.f" "$dir/native8.f" "$dir/be8-back.f" "$dir/be8.f"
+lmpio convert "$dir/native.f" "$dir/markers-only.f" --fortran --type "$REC" --header-type "$HDR" --to-markers big
+check "fortran: only the markers change order (payload native)" \
+  same "$(od -An -tx1 -N4 "$dir/markers-only.f" | tr -d ' ') $(cmp -s "$dir/markers-only.f" "$dir/native.f"; echo $?) $(wc -c < "$dir/markers-only.f")" \
+  "0000000c 1 $(wc -c < "$dir/native.f")"
+# Records without markers: packed at their size in the file (8020 bytes,
+# not the 8024 of the C struct), header converted with its own type.
+tail -c +21 "$dir/be.f" | lua "local d = io.read('a'); local out = {}
+  for at = 1, #d, 8028 do out[#out + 1] = d:sub(at + 4, at + 8023) end
+  io.open('$dir/be.recs', 'wb'):write(string.pack('>i4i4i4', 1000, 7, 7), table.concat(out)):close()"
+lmpio convert "$dir/be.recs" "$dir/nat.recs" --type "$REC" --header-type "$HDR" --from external32
+check "records: 7 records of 8020 bytes after a 12-byte header" same "$(wc -c < "$dir/nat.recs" | tr -d ' ')" "$((12 + 7 * 8020))"
+lmpio_n 2 convert "$dir/nat.recs" "$dir/be-back.recs" --type 'struct({1, 1000, 4}, {0, 8, 8008}, {INT, DOUBLE, INT})' \
+  --header-type "$HDR" --to external32
+check "records: a struct expression, and back: the original bytes" cmp -s "$dir/be-back.recs" "$dir/be.recs"
+out=$(lmpio dump "$dir/nat.recs" --disp 12 --type "$REC" --offset 6 --count 1 --format '%g' | cut -d' ' -f1-3,1000-1005)
+check "dump: a record type is rows under named columns" \
+  same "$out" "$(printf 'step x[1] x[2] x[999] x[1000] flags[1] flags[2] flags[3] flags[4]\n7 7000.12 7000.25 7124.88 7125 -7 -14 -21 -28')"
+out=$(lmpio dump "$dir/be.recs" --datarep external32 --disp 12 --type 'struct({1, 2}, {0, 8}, {INT, DOUBLE})' --count 1 --format '%g')
+check "dump: items of a struct without names: TYPE@OFFSET columns" \
+  same "$out" "$(printf 'INT@0 DOUBLE@8 DOUBLE@16\n1 1000.12 1000.25')"
+out=$(lmpio dump "$dir/nat.recs" --type "$HDR" --count 1 --no-header)
+check "dump --no-header" same "$out" "1000 7 7"
+# Malformed marker files: an error naming the record and its offset, and no OUT.
+cp "$dir/le.f" "$dir/bad-tail.f"
+printf '\001' | dd of="$dir/bad-tail.f" bs=1 seek=$((20 + 8028 + 8024)) conv=notrunc 2>/dev/null
+fails "fortran: markers that disagree" "record 3 at offset 8048: the markers disagree (8020 at the start, 7937 at the end)" \
+  lmpio convert "$dir/bad-tail.f" "$dir/o1.f" --fortran --type "$REC" --header-type "$HDR" --markers little
+head -c 30000 "$dir/le.f" > "$dir/cut.f"
+fails "fortran: a record past the end" "record 5 at offset 24104: its marker says 8020 bytes, past the end of the file (30000 bytes)" \
+  lmpio convert "$dir/cut.f" "$dir/o2.f" --fortran --type "$REC" --header-type "$HDR" --markers little
+head -c 24106 "$dir/le.f" > "$dir/cut2.f"
+fails "fortran: a marker cut short" "record 5 at offset 24104: 2 bytes left, too few for two record markers" \
+  lmpio convert "$dir/cut2.f" "$dir/o3.f" --fortran --type "$REC" --header-type "$HDR" --markers little
+fails "fortran: markers of the other byte order" "record 1 at offset 0: its marker says [0-9]* bytes, past the end.*big-endian 4-byte markers" \
+  lmpio convert "$dir/le.f" "$dir/o4.f" --fortran --type "$REC" --header-type "$HDR" --markers big
+fails "fortran: a payload that is not whole elements" "record 1 at offset 0: 12 bytes are not a whole number of elements of 8020 bytes" \
+  lmpio convert "$dir/le.f" "$dir/o5.f" --fortran --type "$REC" --markers little
+check "fortran: no OUT after a malformed IN" sh -c '! ls "$0"/o[1-5].f 2>/dev/null' "$dir"
+lmpio_n 2 convert "$dir/bad-tail.f" "$dir/o6.f" --fortran --type "$REC" --header-type "$HDR" --markers little >/dev/null 2>"$dir/err"
+check "fortran: a malformed IN at 2 ranks: one message, a failure status" \
+  sh -c '[ "$0" -ne 0 ] && [ "$(grep -c "^lmpio: .*record 3 at offset 8048" "$1")" = 1 ] && [ ! -e "$2" ]' $? "$dir/err" "$dir/o6.f"
+fails "convert: --markers without --fortran" "for Fortran files" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --markers big
+fails "convert: --disp and --header-type" "either as bytes" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --disp 4 --header-type INT
+fails "convert: a bad marker order" "not a byte order" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --fortran --markers middle
+fails "dump: --columns with a record type" "one row per element" lmpio dump "$dir/nat.recs" --type "$REC" --columns 2
+
 [ "$failures" -eq 0 ]

@@ -176,6 +176,58 @@ describe("data representations", function()
     H.remove(path)
   end)
 
+  it("a record memory type: converters learn its items with datatype:items(position, count)", function()
+    -- Every item byte-reversed, whatever the memory type: the item types and
+    -- their places in memory come from the borrowed datatype.
+    local function each_run(dt, count, pos, fn)
+      local at = 0
+      for _, run in ipairs(dt:items(pos, count)) do
+        local n = run.type:size()
+        fn(run.offset, at, run.count, n)
+        at = at + run.count * n
+      end
+    end
+    local types_seen = {}
+    lmpio.register_datarep("spec_dr_items", {
+      extent = native_extent,
+      write = function(ub, dt, count, fb, pos)
+        each_run(dt, count, pos, function(uoff, foff, n, isize)
+          types_seen[isize] = true
+          lmpio.byteswap(fb, foff, ub, uoff, n, isize)
+        end)
+      end,
+      read = function(ub, dt, count, fb, pos)
+        each_run(dt, count, pos, function(uoff, foff, n, isize) lmpio.byteswap(ub, uoff, fb, foff, n, isize) end)
+      end,
+    })
+    local R = lmpio.recordtype { { "id", lmpio.INT }, { "x", lmpio.DOUBLE, 3 }, { "k", lmpio.SHORT }, { "f", lmpio.FLOAT } }
+    assert.same({ { "INT", 1, 0 }, { "DOUBLE", 3, 8 }, { "SHORT", 1, 32 }, { "FLOAT", 1, 36 } },
+      (function()
+        local t = {}
+        for i, run in ipairs(R:items()) do t[i] = { run.type:name(), run.count, run.offset } end
+        return t
+      end)())
+    local rs = lmpio.records(R, 5)
+    for i = 1, 5 do rs[i] = { id = 100 * rank + i, x = { i + 0.5, -i, i / 3 }, k = -i, f = i * 0.25 } end
+    local packed = R:size() * 5 -- 4 + 24 + 2 + 4 = 34 bytes a record, no padding
+    local path, ref = H.tmpname("dr"), H.tmpname("dr")
+    local fh <close> = lmpio.open(world, path, "w+", SMALL) -- chunks of 16 bytes cut records
+    fh:set_view(0, lmpio.BYTE, lmpio.BYTE, "spec_dr_items")
+    fh:write_at_all(rank * packed, rs)
+    local back = fh:read_at_all(rank * packed, 5, R)
+    assert.equal(5, #back)
+    for i = 1, 5 do assert.same(rs[i]:totable(), back[i]:totable()) end
+    fh:close()
+    local e32 <close> = lmpio.open(world, ref, "w")
+    e32:set_view(0, lmpio.BYTE, lmpio.BYTE, "external32")
+    e32:write_at_all(rank * packed, rs)
+    e32:close()
+    world:barrier()
+    assert.equal(34 * 5 * size, #H.slurp(path))
+    assert.equal(H.slurp(ref), H.slurp(path))
+    assert.is_true(types_seen[2] and types_seen[4] and types_seen[8])
+  end)
+
   it("an omitted converter moves native bytes in that direction", function()
     lmpio.register_datarep("spec_dr_halfnative", { extent = native_extent, read = swap_read })
     local path = H.tmpname("dr")

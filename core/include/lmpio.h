@@ -313,6 +313,17 @@ LMPIO_API int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count 
  * through it other than read_records_ordered's own) drops it too. */
 LMPIO_API int lmpio_file_drop_records(lmpio_file fh);
 
+/* Statistics of the calls on fh by this process (an lmpio extension,
+ * local): calls, bytes and time, and the path each byte took.  Writes up to
+ * max values into values[0..max-1], value i named lmpio_stats_name(i), and
+ * the number of values into *n (may be NULL).  Counts are whole numbers,
+ * times seconds (names ending in _TIME), ratios the rest (names ending in
+ * _AMPLIFICATION).  README "Statistics" lists them. */
+LMPIO_API int lmpio_file_get_stats(lmpio_file fh, double *values, int max, int *n);
+/* The name of statistic i ("POSIX_READS", "MPIIO_COLL_WRITES", ...), or NULL
+ * past the last. */
+LMPIO_API const char *lmpio_stats_name(int i);
+
 #ifdef __cplusplus
 }
 #endif

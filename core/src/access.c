@@ -115,8 +115,8 @@ int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
 
 #define INDEPENDENT(name, args, offset, use_fp, buf, dir)                                      \
   int lmpio_file_##name args {                                                                 \
-    return lmpio__independent(fh, offset, use_fp, (void *)buf, count, datatype, dir, status,  \
-                              "lmpio_file_" #name);                                           \
+    LMPIO__COUNTED(fh, LMPIO__K_INDEP, dir, lmpio__independent(fh, offset, use_fp, (void *)buf, count, \
+                                                               datatype, dir, status, "lmpio_file_" #name)); \
   }
 INDEPENDENT(read_at, (lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
 INDEPENDENT(write_at, (lmpio_file fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)

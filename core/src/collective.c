@@ -538,6 +538,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   if (lmpio__stream_init(&c->ms, c->buf, c->m, count) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
   lmpio__plan_init(&c->plan, c->fh, c->dir);
+  c->plan.aggregator = 1; /* its windows move every rank's data (stats.h) */
   c->pos = pos;
   c->total = c->ms.total;
   c->memcontig = c->ms.contig;
@@ -646,6 +647,7 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   /* 3.-5. Domains, then the rounds; 6. the outcome, agreed. */
   rc = lmpio__agree(fh->comm, two_phase(&c, rc), 0, call);
   if (rc == MPI_SUCCESS) bytes = dir == LMPIO__READ ? c.valid : c.total;
+  lmpio__stats_path(fh->stats, LMPIO__P_TWOPHASE, dir, bytes);
   etypes = bytes / fh->view.esize;
   if (use_fp) fh->fp += etypes;
   coll_free(&c);
@@ -656,8 +658,8 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
 
 #define COLLECTIVE(name, args, offset, use_fp, buf, dir)                                           \
   int lmpio_file_##name args {                                                                     \
-    return lmpio__collective(fh, offset, use_fp, (void *)buf, count, datatype, dir, status,        \
-                             MPI_SUCCESS, "lmpio_file_" #name);                                    \
+    LMPIO__COUNTED(fh, LMPIO__K_COLL, dir, lmpio__collective(fh, offset, use_fp, (void *)buf, count, datatype, \
+                                                             dir, status, MPI_SUCCESS, "lmpio_file_" #name)); \
   }
 COLLECTIVE(read_at_all, (lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
 COLLECTIVE(write_at_all, (lmpio_file fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)

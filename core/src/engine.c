@@ -99,7 +99,13 @@ static void copy_vec(lmpio__stream *s, char *stage, MPI_Offset lo, const lmpio__
 
 static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offset off, MPI_Offset *got,
               const char *call) {
+  long long t0 = lmpio__stats_now();
   long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
+                   lmpio__stats_now() - t0);
+  lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READS : LMPIO__S_POSIX_WRITES, 1);
+  if (n > 0)
+    lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_BYTES_READ : LMPIO__S_POSIX_BYTES_WRITTEN, n);
   if (n < 0 && errno == ESTALE)
     return lmpio__err(MPI_ERR_IO, call,
                       "pread of \"%s\" at offset %lld came back short of the size the file server gives, twice: "
@@ -182,11 +188,21 @@ static void sieve_copy_out(lmpio__stream *s, char *stage, const lmpio__window *w
   }
 }
 
+/* A byte-range lock, counted with the time it waited. */
+static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
+  long long t0 = lmpio__stats_now();
+  int r = p->drv->lock(p->fd, excl, lo, len);
+  lmpio__stats_add(p->stats, LMPIO__S_LOCK_TIME, lmpio__stats_now() - t0);
+  lmpio__stats_add(p->stats, LMPIO__S_LOCKS, 1);
+  return r;
+}
+
 int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__window *w,
                          lmpio__stream *s, int *eof, const char *call) {
   MPI_Offset span = w->hi - w->lo, got = 0;
+  MPI_Count before = s->done;
   int rc = MPI_SUCCESS;
-  if (w->lock != LMPIO__LOCK_NONE && p->drv->lock(p->fd, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
+  if (w->lock != LMPIO__LOCK_NONE && lock(p, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
     return lmpio__os_error(errno, call, "byte-range lock on", p->path);
   if (!w->sieve) {
     for (size_t i = 0; i < w->n && rc == MPI_SUCCESS && !*eof; i++)
@@ -195,6 +211,7 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
   } else if ((rc = stage(e, span, call)) == MPI_SUCCESS) {
     if (p->dir == LMPIO__READ) {
       rc = io(p, LMPIO__READ, e->stage, span, w->lo, &got, call);
+      if (rc == MPI_SUCCESS && !p->aggregator) lmpio__stats_add(p->stats, LMPIO__S_SIEVE_READ_SPAN, got);
       if (rc == MPI_SUCCESS && got < span && w->zero_eof) {
         memset(e->stage + got, 0, (size_t)(span - got));
         got = span;
@@ -203,13 +220,17 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
     } else {
       if (w->fill) { /* holes keep what the file has there */
         rc = io(p, LMPIO__READ, e->stage, span, w->lo, &got, call);
+        if (rc == MPI_SUCCESS && !p->aggregator) lmpio__stats_add(p->stats, LMPIO__S_SIEVE_FILL, got);
         if (rc == MPI_SUCCESS && got < span) memset(e->stage + got, 0, (size_t)(span - got));
       }
       for (size_t i = 0; i < w->n && rc == MPI_SUCCESS; i++)
         copy_vec(s, e->stage, w->lo, &w->v[i], w->v[i].count, LMPIO__WRITE);
       if (rc == MPI_SUCCESS) rc = io(p, LMPIO__WRITE, e->stage, span, w->lo, &got, call);
+      if (rc == MPI_SUCCESS && !p->aggregator) lmpio__stats_add(p->stats, LMPIO__S_SIEVE_WRITE_SPAN, span);
     }
   }
+  lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : w->sieve ? LMPIO__P_SIEVED : LMPIO__P_DIRECT,
+                    p->dir, s->done - before);
   /* A caching client flushes what it wrote before the lock goes: a failure
    * there is the write's. */
   if (w->lock != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, w->lo, span) < 0 &&
@@ -250,7 +271,7 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
         lmpio__cursor_free(&c);
       }
     }
-    if (rc == MPI_SUCCESS && p->drv->lock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
+    if (rc == MPI_SUCCESS && lock(p, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
       rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
       hi = lo;
     }

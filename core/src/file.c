@@ -73,6 +73,12 @@ static void set_aggregators(lmpio_file fh, const int *agg, int n) {
   fh->naggr = n;
 }
 
+/* Keys of info nobody knows: kept for get_info, reported by rank 0. */
+static void note_unknown(lmpio_file fh, MPI_Info info) {
+  if (lmpio__hints_unknown(info, fh->unknown_hints, sizeof fh->unknown_hints))
+    lmpio__hints_warn(&fh->hints, fh->unknown_hints, fh->rank);
+}
+
 static void free_handle(lmpio_file fh) {
   if (!fh) return;
   lmpio__nodes_free(&fh->nodes);
@@ -80,6 +86,7 @@ static void free_handle(lmpio_file fh) {
   lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) MPI_Comm_free(&fh->comm);
   lmpio__view_free(&fh->view);
+  free(fh->stats);
   free(fh->path);
   free(fh);
 }
@@ -171,6 +178,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (fh) {
       fh->comm = MPI_COMM_NULL;
       fh->path = strdup(path);
+      fh->stats = calloc(1, sizeof *fh->stats); /* none: nothing is counted */
     }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   }
@@ -236,6 +244,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (created) lmpio__os_unlink(path);
     return rc;
   }
+  note_unknown(fh, info);
   *fhp = fh;
   return MPI_SUCCESS;
 }
@@ -261,12 +270,17 @@ int lmpio_file_close(lmpio_file *fhp) {
   int flushed = MPI_SUCCESS;
   if (rc == MPI_SUCCESS && fh->drv->refresh && fh->fd >= 0 && lmpio__os_fsync(fh->fd) < 0)
     flushed = lmpio__os_error(errno, call, "cannot flush", fh->path);
-  rc = lmpio__agree_first(fh->comm, rc, NULL, call);
+  /* The first exchange also tells whether some rank's LMPIO_STATS asks
+   * for a summary (then one reduction more, below). */
+  long long summary = lmpio__stats_wanted();
+  lmpio__first first = {.max = &summary, .nmax = 1};
+  rc = lmpio__agree_first(fh->comm, rc, &first, call);
   if (rc != MPI_SUCCESS) return rc;
   if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
     flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
   lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
+  if (summary) lmpio__stats_summary(fh->stats, fh->comm, fh->path);
   lmpio__stage_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
@@ -389,6 +403,7 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
   if (rc == MPI_SUCCESS) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
+    note_unknown(fh, info);
   }
   return rc;
 }
@@ -438,7 +453,8 @@ int lmpio_file_get_info(lmpio_file fh, MPI_Info *info_used) {
   h.fs_driver = fh->drv->id + 1;
   if (lmpio__hints_to_info(&h, info) != MPI_SUCCESS || nodes_to_info(fh, info) != MPI_SUCCESS ||
       MPI_Info_set(info, "lmpio_version", LMPIO_VERSION) != MPI_SUCCESS ||
-      MPI_Info_set(info, "lmpio_fs_driver_reason", fh->drv_why) != MPI_SUCCESS) {
+      MPI_Info_set(info, "lmpio_fs_driver_reason", fh->drv_why) != MPI_SUCCESS ||
+      (*fh->unknown_hints && MPI_Info_set(info, "lmpio_unknown_hints", fh->unknown_hints) != MPI_SUCCESS)) {
     MPI_Info_free(&info);
     return lmpio__err(MPI_ERR_INFO, call, "MPI_Info_set failed");
   }
@@ -541,6 +557,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->fp = 0;
   fh->hints = h;
   set_aggregators(fh, agg, n);
+  note_unknown(fh, info);
   return lmpio__shared_reset(fh, call);
 }
 

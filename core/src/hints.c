@@ -2,6 +2,8 @@
  * get_info and the README's table all come from it. */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ static const hint_def table[] = {
      "staging buffer of data conversions"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
+    {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,
+     "report unknown hint keys on standard error (automatic: unless LMPIO_HINT_WARNINGS=0)"},
 };
 #undef F
 #define NHINTS (int)(sizeof table / sizeof table[0])
@@ -188,4 +192,130 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
   else snprintf(def, sizeof def, "%lld", d->def);
   snprintf(buf, n, "| `%s` | %s | %s | %s | %s |", d->key, d->what, def, values, d->agree ? "yes" : "no");
   return buf;
+}
+
+/* ---- keys lmpio does not know ----------------------------------------------- */
+
+/* Keys accepted without a word: the reserved keys of the standard, ROMIO's
+ * and OMPIO's common ones (lmpio ignores those it does not have), and the
+ * keys lmpio's get_info reports (an info from get_info may be passed on). */
+static const char *const reserved[] = {
+    /* MPI (the standard's reserved file hints) */
+    "access_style", "collective_buffering", "cb_block_size", "chunked", "chunked_item", "chunked_size",
+    "filename", "file_perm", "io_node_list", "nb_proc", "num_io_nodes",
+    /* ROMIO */
+    "romio_no_indep_rw", "romio_cb_pfr", "romio_cb_fr_types", "romio_cb_fr_alignment", "romio_cb_ds_threshold",
+    "romio_cb_alltoall", "romio_filesystem_type", "romio_min_fdomain_size", "romio_visibility_immediate",
+    "romio_synchronized_flush", "romio_lustre_co_ratio", "romio_lustre_coll_threshold", "romio_lustre_ds_in_coll",
+    "romio_lustre_start_iodevice", "direct_read", "direct_write",
+    /* OMPIO */
+    "num_aggregators", "ompio_num_aggregators",
+    /* lmpio's get_info */
+    "lmpio_version", "lmpio_fs_driver_reason", "lmpio_aggregators", "lmpio_fd_alignment", "lmpio_unknown_hints",
+};
+/* Prefixes of keys that belong to MPI itself or to libraries that pass
+ * their own hints through the file's info (PnetCDF). */
+static const char *const prefixes[] = {"mpi_", "nc_", "pnetcdf_"};
+#define NRESERVED (int)(sizeof reserved / sizeof reserved[0])
+#define NPREFIXES (int)(sizeof prefixes / sizeof prefixes[0])
+
+static int known(const char *key) {
+  for (int i = 0; i < NHINTS; i++)
+    if (strcmp(key, table[i].key) == 0) return 1;
+  for (int i = 0; i < NRESERVED; i++)
+    if (strcmp(key, reserved[i]) == 0) return 1;
+  for (int i = 0; i < NPREFIXES; i++)
+    if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  return 0;
+}
+
+/* Whether the comma-separated list holds key. */
+static int listed(const char *list, const char *key) {
+  size_t n = strlen(key);
+  for (const char *p = list; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, key, n) == 0) return 1;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
+}
+
+int lmpio__hints_unknown(MPI_Info info, char *list, size_t n) {
+  int nkeys = 0, found = 0;
+  if (info == MPI_INFO_NULL || MPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS) return 0;
+  for (int k = 0; k < nkeys; k++) {
+    char key[MPI_MAX_INFO_KEY + 1];
+    if (MPI_Info_get_nthkey(info, k, key) != MPI_SUCCESS || known(key)) continue;
+    found++;
+    size_t used = strlen(list);
+    if (listed(list, key) || used + strlen(key) + 2 > n) continue; /* a list too long keeps its first keys */
+    snprintf(list + used, n - used, "%s%s", used ? "," : "", key);
+  }
+  return found;
+}
+
+/* Edit distance of a and b (both short keys), at most 64 characters of b. */
+static int distance(const char *a, const char *b) {
+  int row[MPI_MAX_INFO_KEY + 2];
+  int lb = (int)strlen(b);
+  if (lb > MPI_MAX_INFO_KEY) lb = MPI_MAX_INFO_KEY;
+  for (int j = 0; j <= lb; j++) row[j] = j;
+  for (int i = 1; a[i - 1]; i++) {
+    int diag = row[0];
+    row[0] = i;
+    for (int j = 1; j <= lb; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+/* The known key closest to key, when it is close (a slip of the fingers). */
+static const char *nearest(const char *key) {
+  const char *best = NULL;
+  int bestd = (int)strlen(key) / 4 + 1;
+  if (bestd > 3) bestd = 3;
+  for (int i = 0; i < NHINTS + NRESERVED; i++) {
+    const char *k = i < NHINTS ? table[i].key : reserved[i - NHINTS];
+    int d = distance(key, k);
+    if (d <= bestd && (!best || d < bestd)) {
+      best = k;
+      bestd = d;
+    }
+  }
+  return best;
+}
+
+/* The keys reported so far by this process (once per key). */
+static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
+static char reported[4096];
+
+void lmpio__hints_warn(const lmpio__hints *h, const char *list, int rank) {
+  if (rank != 0 || !*list || h->hint_warnings == LMPIO__HINT_DISABLE) return;
+  const char *env = getenv("LMPIO_HINT_WARNINGS");
+  if (h->hint_warnings == LMPIO__HINT_AUTOMATIC && env && strcmp(env, "0") == 0) return;
+  pthread_mutex_lock(&reported_lock);
+  for (const char *p = list; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char key[MPI_MAX_INFO_KEY + 1];
+    snprintf(key, sizeof key, "%.*s", (int)len, p);
+    if (!listed(reported, key)) {
+      size_t used = strlen(reported);
+      if (used + len + 2 < sizeof reported) snprintf(reported + used, sizeof reported - used, "%s%s", used ? "," : "", key);
+      const char *near = nearest(key);
+      if (near) fprintf(stderr, "lmpio: hint \"%s\" is not known (did you mean %s?)\n", key, near);
+      else fprintf(stderr, "lmpio: hint \"%s\" is not known (lmpio ignores it)\n", key);
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  pthread_mutex_unlock(&reported_lock);
 }

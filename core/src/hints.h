@@ -24,6 +24,7 @@ typedef struct {
   char cb_config_list[MPI_MAX_INFO_VAL + 1];        /* aggregators per node; "": not given */
   MPI_Offset striping_factor, striping_unit;        /* 0: not given */
   int fs_driver;                                    /* lmpio_fs_driver: automatic, or 1 + LMPIO__FS_* */
+  int hint_warnings;                                /* lmpio_hint_warnings: report unknown keys */
 } lmpio__hints;
 
 void lmpio__hints_default(lmpio__hints *h, int nranks);
@@ -42,6 +43,13 @@ void lmpio__hints_same_labels(char *buf, size_t n);
  * cb_nodes and cb_config_list, which depend on the nodes (file.c reports
  * them), nor the striping hints when not given. */
 int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info);
+/* Keys of info that neither lmpio nor the MPI standard, ROMIO or OMPIO
+ * know: appended to the comma-separated list (n bytes; a key listed
+ * already is not repeated); returns how many info has. */
+int lmpio__hints_unknown(MPI_Info info, char *list, size_t n);
+/* Rank 0 reports the keys of list on standard error, each once per
+ * process ("did you mean"), unless h or LMPIO_HINT_WARNINGS=0 says not to. */
+void lmpio__hints_warn(const lmpio__hints *h, const char *list, int rank);
 /* Row i of the README's table of hints ("| key | default | values |"), or
  * NULL past the last row. */
 const char *lmpio__hints_row(int i, char *buf, size_t n);

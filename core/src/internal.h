@@ -67,6 +67,7 @@ void lmpio__set_standin(void);
 
 #include "os.h"
 #include "hints.h"
+#include "stats.h"
 
 /* ---- nodes: where the ranks run, and the aggregators (nodes.c) --------- */
 
@@ -323,6 +324,8 @@ struct lmpio_file_s {
   lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
   struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
+  char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
+  lmpio__stats *stats;      /* counters (stats.c); shared by the copies jobs make of the handle; may be NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */

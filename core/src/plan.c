@@ -65,6 +65,8 @@ void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
   p->hints = fh->hints;
   p->rep = fh->view.rep;
   p->esize = fh->view.esize;
+  p->stats = fh->stats;
+  p->aggregator = 0;
 }
 
 void lmpio__plan_free(lmpio__plan *p) {

@@ -37,6 +37,8 @@ typedef struct {
   lmpio__hints hints;
   const lmpio__datarep *rep;
   MPI_Count esize;
+  lmpio__stats *stats;  /* the handle's counters (stats.h), or NULL */
+  int aggregator;       /* two-phase's windows: counted as the aggregator's, not as this rank's data */
 } lmpio__plan;
 
 /* Snapshot of fh for a transfer in direction dir. */

@@ -585,11 +585,11 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
 
 #define IACCESS(name, how, args, offset, use_fp, buf, dir)                                      \
   int lmpio_file_##name args {                                                                 \
-    return how(fh, offset, use_fp, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name); \
+    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, how(fh, offset, use_fp, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
   }
 #define ISHARED(name, args, buf, dir)                                                           \
   int lmpio_file_##name args {                                                                 \
-    return shared(fh, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name);         \
+    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, shared(fh, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
   }
 #define IARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
 #define IARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
@@ -696,9 +696,10 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
   return rc;
 }
 
+#define LMPIO__SPLIT_DIR(kind) ((kind) % 2 == LMPIO__SPLIT_READ_ORDERED % 2 ? LMPIO__READ : LMPIO__WRITE)
 #define SPLIT(name, C, args, offset, use_fp, buf, kind)                                          \
   int lmpio_file_##name args {                                                                 \
-    return split_begin(fh, offset, use_fp, (void *)buf, count, datatype, kind, "lmpio_file_" #name); \
+    LMPIO__COUNTED(fh, LMPIO__K_SPLIT, LMPIO__SPLIT_DIR(kind), split_begin(fh, offset, use_fp, (void *)buf, count, datatype, kind, "lmpio_file_" #name)); \
   }
 #define SPLIT_END(name, B, kind)                                                                \
   int lmpio_file_##name(lmpio_file fh, B buf, MPI_Status *status) {                            \

@@ -572,7 +572,8 @@ static int ordered_call(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
 
 #define SHARED(name, fn, args, buf, dir)                                                   \
   int lmpio_file_##name args {                                                             \
-    return fn(fh, (void *)buf, count, datatype, dir, status, "lmpio_file_" #name);         \
+    LMPIO__COUNTED(fh, fn == ordered_call ? LMPIO__K_ORDERED : LMPIO__K_SHARED, dir,       \
+                   fn(fh, (void *)buf, count, datatype, dir, status, "lmpio_file_" #name)); \
   }
 SHARED(read_ordered, ordered_call, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
 SHARED(write_ordered, ordered_call, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)

@@ -253,7 +253,14 @@ static int put(lmpio_file fh, const void *buf, MPI_Count n, const char *call) {
   if (p->err) return lmpio__err(p->err, call, "%s", p->errmsg);
   if (n == 0) return MPI_SUCCESS;
   if (p->is_stdout) fflush(stdout); /* the process's own buffered output first */
-  if (lmpio__os_write_all(fh->fd, buf, n) >= 0) return MPI_SUCCESS;
+  long long t0 = lmpio__stats_now();
+  long long w = lmpio__os_write_all(fh->fd, buf, n);
+  lmpio__stats_add(fh->stats, LMPIO__S_POSIX_WRITE_TIME, lmpio__stats_now() - t0);
+  lmpio__stats_add(fh->stats, LMPIO__S_POSIX_WRITES, 1);
+  if (w >= 0) {
+    lmpio__stats_add(fh->stats, LMPIO__S_POSIX_BYTES_WRITTEN, w);
+    return MPI_SUCCESS;
+  }
   int e = errno;
   if (e == EPIPE)
     p->err = lmpio__err(MPI_ERR_IO, call, "cannot write to \"%s\": the reader closed the pipe (%s)", fh->path,
@@ -268,8 +275,12 @@ static int put(lmpio_file fh, const void *buf, MPI_Count n, const char *call) {
 static int get(lmpio_file fh, void *buf, MPI_Count n, MPI_Count *got, const char *call) {
   *got = 0;
   if (n == 0) return MPI_SUCCESS;
+  long long t0 = lmpio__stats_now();
   long long r = lmpio__os_read_all(fh->fd, buf, n);
+  lmpio__stats_add(fh->stats, LMPIO__S_POSIX_READ_TIME, lmpio__stats_now() - t0);
+  lmpio__stats_add(fh->stats, LMPIO__S_POSIX_READS, 1);
   if (r < 0) return lmpio__os_error(errno, call, "cannot read from", fh->path);
+  lmpio__stats_add(fh->stats, LMPIO__S_POSIX_BYTES_READ, r);
   *got = r;
   return MPI_SUCCESS;
 }
@@ -549,6 +560,7 @@ int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype t
       if (rc == MPI_SUCCESS) rc = recv_reply(fh, &s, n, bytes, call);
     }
   }
+  lmpio__stats_path(fh->stats, LMPIO__P_STREAM, dir, *bytes);
   unprepare(&s, m);
   return rc;
 }
@@ -601,6 +613,7 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
       rc = recv_reply(fh, &s, n, bytes, call);
     }
   }
+  lmpio__stats_path(fh->stats, LMPIO__P_STREAM, dir, *bytes);
   unprepare(&s, m);
   return fh->size > 1 ? lmpio__agree(fh->comm, rc, 0, call) : rc;
 }

@@ -159,6 +159,108 @@ static void test_must_agree(void) {
 }
 
 /* The README's table is the table of hints.c, row for row. */
+/* Rank 0's standard error while fn runs, into text (rank 0 only). */
+static void capture_stderr(void (*fn)(void *), void *arg, char *text, size_t n) {
+  char *out = tl_path("stderr");
+  fflush(stderr);
+  int saved = dup(2);
+  if (tl_rank == 0 && !freopen(out, "w", stderr)) tl_case_failed = 1;
+  fn(arg);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  text[0] = '\0';
+  if (tl_rank == 0) {
+    FILE *f = fopen(out, "r");
+    size_t got = f ? fread(text, 1, n - 1, f) : 0;
+    text[got] = '\0';
+    if (f) fclose(f);
+  }
+  tl_unlink(out);
+}
+
+/* The value of key in fh's get_info ("" when absent). */
+static void info_value(lmpio_file fh, const char *key, char *v) {
+  MPI_Info used;
+  int flag = 0;
+  v[0] = '\0';
+  TL_OK(lmpio_file_get_info(fh, &used));
+  MPI_Info_get(used, key, MPI_MAX_INFO_VAL, v, &flag);
+  if (!flag) v[0] = '\0';
+  MPI_Info_free(&used);
+}
+
+static lmpio_file unknown_fh;
+static void open_unknown(void *arg) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  set(info, "strping_unit", "65536");
+  set(info, "access_style", "read_once");
+  set(info, "romio_no_indep_rw", "true");
+  set(info, "nc_var_align_size", "512");
+  set(info, "cb_buffer_size", "1048576");
+  set(info, "zzz_private", "1");
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, (const char *)arg, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &unknown_fh));
+  MPI_Info_free(&info);
+}
+static void set_info_again(void *arg) {
+  (void)arg;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  set(info, "strping_unit", "65536"); /* reported already: not again */
+  set(info, "cb_bufer_size", "4096");  /* a new one */
+  TL_OK(lmpio_file_set_info(unknown_fh, info));
+  MPI_Info_free(&info);
+}
+static void open_quiet(void *arg) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  set(info, "lmpio_hint_warnings", "disable");
+  set(info, "romio_cb_wirte", "enable");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, (const char *)arg, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  char v[MPI_MAX_INFO_VAL + 1];
+  info_value(fh, "lmpio_unknown_hints", v);
+  TL_CHECK(strcmp(v, "romio_cb_wirte") == 0); /* listed all the same */
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Info_free(&info);
+}
+
+/* Unknown keys are reported by rank 0, once per key, with the nearest known
+ * key, and listed by get_info; reserved keys of others are not; the hint
+ * lmpio_hint_warnings=disable silences the report. */
+static void test_unknown_keys(void) {
+  char *path = tl_path("unknown");
+  char text[8192];
+  capture_stderr(open_unknown, path, text, sizeof text);
+  if (tl_rank == 0) {
+    TL_CHECK(strstr(text, "lmpio: hint \"strping_unit\" is not known (did you mean striping_unit?)\n") != NULL);
+    TL_CHECK(strstr(text, "lmpio: hint \"zzz_private\" is not known") != NULL);
+    TL_CHECK(strstr(text, "access_style") == NULL && strstr(text, "romio_no_indep_rw") == NULL);
+    TL_CHECK(strstr(text, "nc_var_align_size") == NULL && strstr(text, "cb_buffer_size") == NULL);
+    if (tl_case_failed) fprintf(stderr, "stderr was:\n%s\n", text);
+  } else {
+    TL_CHECK(text[0] == '\0');
+  }
+  char v[MPI_MAX_INFO_VAL + 1];
+  info_value(unknown_fh, "lmpio_unknown_hints", v);
+  TL_CHECK(strcmp(v, "strping_unit,zzz_private") == 0 || strcmp(v, "zzz_private,strping_unit") == 0);
+  capture_stderr(set_info_again, NULL, text, sizeof text);
+  if (tl_rank == 0) {
+    TL_CHECK(strstr(text, "strping_unit") == NULL);
+    TL_CHECK(strstr(text, "lmpio: hint \"cb_bufer_size\" is not known (did you mean cb_buffer_size?)") != NULL);
+    const char *first = strstr(text, "cb_bufer_size");
+    TL_CHECK(first && !strstr(first + 1, "cb_bufer_size")); /* once */
+    if (tl_case_failed) fprintf(stderr, "stderr was:\n%s\n", text);
+  }
+  info_value(unknown_fh, "lmpio_unknown_hints", v);
+  TL_CHECK(strstr(v, "cb_bufer_size") != NULL && strstr(v, "strping_unit") != NULL);
+  TL_OK(lmpio_file_close(&unknown_fh));
+  capture_stderr(open_quiet, path, text, sizeof text);
+  TL_CHECK(strstr(text, "romio_cb_wirte") == NULL);
+  tl_unlink(path);
+}
+
 static void test_readme_table(void) {
   FILE *f = fopen("README.md", "r");
   if (!f) return; /* run from elsewhere: nothing to compare */
@@ -188,5 +290,6 @@ int main(int argc, char **argv) {
   tl_run("mode hint values are case-insensitive", test_mode_case);
   tl_run("collective-buffering hints must match", test_must_agree);
   tl_run("README table of hints comes from the table", test_readme_table);
+  tl_run("unknown hint keys are reported once and listed by get_info", test_unknown_keys);
   return tl_finish();
 }
