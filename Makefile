@@ -135,6 +135,7 @@ doc: deps
 
 check: deps
 	$(MAKE) WERROR=-Werror all
+	$(MAKE) lint
 	sh core/test/check.sh
 
 # Only the C suites (used for portability checks, e.g. MPICC=mpicc.mpich MPIRUN=mpirun.mpich).
@@ -176,12 +177,14 @@ check-cluster:
 	RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
 	  BUDGET="$(or $(BUDGET),100000)" sh core/test/cluster/suite.sh
 
-# Static analysis of the core: cppcheck must stay quiet.
-lint:
-	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
-	  --suppress=missingIncludeSystem -Icore/include -Icore/src core/src
-	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
-	  --suppress=missingIncludeSystem -Icore/include -Icore/src -Icore/dropin core/dropin
+# Static analysis of the core, the drop-in library and the Lua module:
+# cppcheck must stay quiet (part of make check).
+LINT := cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
+  --suppress=missingIncludeSystem --suppress=toomanyconfigs
+lint: deps
+	$(LINT) -Icore/include -Icore/src core/src
+	$(LINT) -Icore/include -Icore/src -Icore/dropin core/dropin
+	$(LINT) -Icore/include $(LUA_CFLAGS) lua
 
 demo: deps
 	$(MAKE) all

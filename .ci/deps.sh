@@ -20,6 +20,8 @@ command -v gfortran >/dev/null 2>&1 || need="$need gfortran"
 [ -d /usr/lib/python3/dist-packages/mpi4py ] || need="$need python3-mpi4py"
 # and a PnetCDF program (Debian's PnetCDF is built against Open MPI).
 [ -f /usr/include/pnetcdf.h ] || need="$need libpnetcdf-dev"
+# make lint (part of make check): cppcheck.
+command -v cppcheck >/dev/null 2>&1 || need="$need cppcheck"
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

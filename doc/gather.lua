@@ -22,7 +22,7 @@ local out_name = assert(arg[1], "usage: gather.lua OUT.c SOURCE.c ...")
 -- Section titles of module functions, by source file; others get a title
 -- from the file's name.
 local file_titles = {
-  ["lmpio.c"] = "MPI environment",
+  ["lifetime.c"] = "MPI environment",
   ["file.c"] = "Opening and deleting files",
   ["buffer.c"] = "Typed arrays and byte buffers",
   ["datatype.c"] = "Datatypes",
@@ -31,7 +31,7 @@ local file_titles = {
   ["error.c"] = "Errors",
   ["request.c"] = "Requests",
 }
-local file_order = { "file.c", "buffer.c", "datatype.c", "datarep.c", "comm.c", "error.c", "request.c", "lmpio.c" }
+local file_order = { "file.c", "buffer.c", "datatype.c", "datarep.c", "comm.c", "error.c", "request.c", "lifetime.c" }
 local class_order = { "file", "array", "buffer", "datatype", "comm", "request", "error" }
 
 local module_block

@@ -480,16 +480,16 @@ static int storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, co
   case ST_NEEDNUM: return luaL_error(L, "%s needs a number, got %s", what, luaL_typename(L, vidx));
   case ST_NEEDBOOL: return luaL_error(L, "%s needs a boolean, got %s", what, luaL_typename(L, vidx));
   case ST_RANGE: {
-    char range[64];
+    char limits[64];
     unsigned bits = (unsigned)(8 * esize);
     if (kind == LMPIO_LUA_K_F32)
-      snprintf(range, sizeof range, "magnitude at most %.9g", (double)FLT_MAX);
+      snprintf(limits, sizeof limits, "magnitude at most %.9g", (double)FLT_MAX);
     else if (kind == LMPIO_LUA_K_INT)
-      snprintf(range, sizeof range, "%lld..%lld", bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1)),
+      snprintf(limits, sizeof limits, "%lld..%lld", bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1)),
                bits >= 64 ? LLONG_MAX : (1LL << (bits - 1)) - 1);
     else
-      snprintf(range, sizeof range, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
-    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), range);
+      snprintf(limits, sizeof limits, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
+    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), limits);
   }
   }
   return luaL_error(L, "%s cannot be written from Lua (use set with a string of raw bytes)", what);
@@ -1416,6 +1416,7 @@ Stores are range-checked (see `a[i] = v`).
  shape does not match
 */
 static int l_array(lua_State *L) {
+  lmpio_lua_running(L);
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
   if (!lmpio_lua_isnamed(t)) return luaL_argerror(L, 1, "arrays hold predefined datatypes");
   MPI_Count es = type_size(L, t);
@@ -1490,6 +1491,7 @@ A new byte buffer (an array of lmpio.BYTE), zeroed or a copy of a string.
 @raise when the size is negative
 */
 static int l_buffer(lua_State *L) {
+  lmpio_lua_running(L);
   if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
     const char *s = lua_tolstring(L, 1, &len);
@@ -1510,6 +1512,7 @@ Whether v is an lmpio array, buffer, records or a view of one.
 @return a boolean
 */
 static int l_isbuffer(lua_State *L) {
+  lmpio_lua_running(L);
   lua_pushboolean(L, lmpio_lua_tobuffer(L, 1) != NULL);
   return 1;
 }
@@ -1530,6 +1533,7 @@ being holes).
 @raise when a field is malformed or named twice
 */
 static int l_recordtype(lua_State *L) {
+  lmpio_lua_running(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   buildlayout(L, 1);
   lua_getiuservalue(L, -1, 1);
@@ -1550,6 +1554,7 @@ records are the data of any read or write (count #r, datatype r:type()).
 @raise when fields is not a record datatype, or a value does not fit
 */
 static int l_records(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 2);
   records *r;
   if (lua_istable(L, 1)) r = buildlayout(L, 1);
@@ -1721,14 +1726,14 @@ int lmpio_lua_buffer_open(lua_State *L) {
     static const luaL_Reg index[] = {{"__index", b_index}, {"__newindex", b_newindex}, {NULL, NULL}};
     lua_pushvalue(L, -1);
     luaL_setfuncs(L, index, 1); /* the metatable as their upvalue (isours) */
-    static const luaL_Reg methods[] = {
+    static const luaL_Reg buffer_methods[] = {
       {"tostring", b_tostring}, {"totable", b_totable}, {"fill", b_fill}, {"set", b_set},
       {"get", b_get}, {"index", b_indexof}, {"sub", b_sub}, {"reshape", b_reshape},
       {"shape", b_shape}, {"fields", b_fields}, {"type", b_type}, {"nbytes", b_nbytes},
       {"valid", b_valid}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
+    luaL_newlib(L, buffer_methods);
     lua_setfield(L, -2, "methods");
   }
   lua_pop(L, 1);

@@ -1,15 +1,14 @@
 /* Communicators (lmpio.world, lmpio.self, comm:rank/size/barrier/split/dup/
- * free), the collectives that scripts need to agree on values (bcast,
- * allgather, allreduce, scan, exscan; Lua values are serialised), a grid
- * helper (lmpio.dims_create, comm:grid), and info objects as Lua tables.
+ * free), a grid helper (lmpio.dims_create, comm:grid, lmpio.block), info
+ * objects as Lua tables, and the registration of the communicators'
+ * collective methods (their own and lua/message.c's: bcast, allgather,
+ * allreduce, ...).
  *
- * Collective methods agree on their argument errors: each one checks its
- * arguments (and serialises what it sends) first, then joins one agreement
- * (an MPI_Allreduce of a few integers, see agree(), that also carries a
- * small bcast's value; allgather's own exchange for allgather) before any
- * other communication.  A rank whose checks failed joins that agreement
- * with a failure flag instead, so every rank raises (with the message of
- * the lowest failing rank) and no rank is left waiting in a collective.
+ * Collective methods agree on their argument errors (lua/agree.c): each one
+ * checks its arguments first, then joins one agreement before any other
+ * communication.  A rank whose checks failed joins that agreement with a
+ * failure flag instead, so every rank raises (with the message of the
+ * lowest failing rank) and no rank is left waiting in a collective.
  *
  * Every method checks that MPI is still running: a call that runs after
  * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
@@ -34,8 +33,7 @@ static int finalized(void) {
 
 static lcomm *checklcomm(lua_State *L, int idx) {
   lcomm *c = luaL_checkudata(L, idx, LMPIO_LUA_COMM);
-  if (finalized())
-    luaL_error(L, "attempt to use a communicator after MPI was finalized (the script has ended)");
+  lmpio_lua_running(L);
   if (c->comm == MPI_COMM_NULL) luaL_error(L, "attempt to use a freed communicator");
   return c;
 }
@@ -50,89 +48,16 @@ static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   return c;
 }
 
-int lmpio_lua_commrank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-int lmpio_lua_commsize(MPI_Comm comm) {
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-
-/* ---- agreement of collective methods --------------------------------- */
-
-/* Set once a collective method has joined its agreement: an error raised
- * after that is one every rank raises (or an MPI failure), not an argument
- * error to agree on. */
-static _Thread_local int entered;
-
-/* NAGREE values to agree on, then NINLINE words that carry up to
- * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
- * is non-negative and MPI_MAX with the zeros of the other ranks is the
- * root's word). */
-enum { NAGREE = LMPIO_LUA_NAGREE, AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - NAGREE, MAXMSG = 1024 };
-
-/* Every rank raises the agreed failure: the lowest failing rank (root)
- * broadcasts its message; the failing ranks (mine) raise an MPI_ERR_ARG
- * error object with their own message, the others with root's. */
-static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
-  char text[MAXMSG] = "";
-  if (lmpio_lua_commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
-  lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
-  text[MAXMSG - 1] = '\0';
-  if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
-  lua_pushfstring(L, "%s (on rank %d)", text, root);
-  lmpio_lua_raise(L, MPI_ERR_ARG, lua_tostring(L, -1));
-}
-
-/* The first communication of every collective method but allgather: an
- * MPI_Allreduce (MPI_MAX) of v[0..n-1], n NAGREE, or AGREE_WORDS for bcast
- * (ranks that fail use the same n).  v[0] is the failure
- * flag: 0 on a rank whose arguments were right, size - rank on one whose
- * were not (so the maximum names the lowest failing rank); msg is that
- * rank's message (NULL when v[0] is 0).  The next entries are the method's
- * own values to compare (a value and its negation give the maximum and the
- * minimum at once), the rest is bcast's inline value.  When any rank
- * failed, every rank raises. */
-static void agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) {
-  long long mine = v[0];
-  entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
-  if (v[0] != 0) raise_failure(L, comm, lmpio_lua_commsize(comm) - (int)v[0], mine != 0, msg);
-}
-
-static void fail_agree(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[NAGREE] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
-  agree(L, comm, v, NAGREE, msg);
-}
-
-static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
-  long long v[AGREE_WORDS] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
-  agree(L, comm, v, AGREE_WORDS, msg);
-}
-
 typedef lmpio_lua_collective collective_method;
 
-/* Runs a collective method under lua_pcall; an error raised before the
- * method joined its agreement becomes this rank's failure in the agreement
- * (which the other ranks are waiting in), so that every rank raises. */
+/* Runs a collective method; an argument error (raised before the method
+ * joined its agreement) becomes this rank's failure in the agreement, which
+ * the other ranks are waiting in, so that every rank raises. */
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
   MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
-  int n = lua_gettop(L);
-  lua_pushvalue(L, 1); /* keeps self alive below the call */
-  lua_pushcfunction(L, cm->fn);
-  lua_rotate(L, 1, 2); /* self, fn, args... */
-  int saved = entered;
-  entered = 0;
-  int st = lua_pcall(L, n, LUA_MULTRET, 0);
-  int was_entered = entered;
-  entered = saved;
-  if (st == LUA_OK) return lua_gettop(L) - 1;
-  if (was_entered || (st != LUA_ERRRUN && st != LUA_ERRMEM)) return lua_error(L);
+  int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
+  if (n >= 0) return n;
   if (lua_type(L, -1) != LUA_TSTRING) {
     luaL_tolstring(L, -1, NULL);
     lua_remove(L, -2);
@@ -142,301 +67,6 @@ static int collective_call(lua_State *L) {
   return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
 }
 
-/* ---- serialisation of Lua values ---------------------------------------- */
-
-/* A value is one tag byte and its payload: integers zigzag varints, floats
- * 8 bytes (IEEE 754 bits, little-endian), strings a varint length and the
- * bytes, tables the length n of their sequence part, n values, then
- * key/value pairs up to T_END.  Every rank of a job runs the same build, so
- * nothing else needs describing. */
-enum { T_NIL, T_FALSE, T_TRUE, T_INT, T_FLT, T_STR, T_TAB, T_END };
-enum { MAXDEPTH = 100 };
-
-typedef struct {
-  unsigned char *out; /* NULL: only count */
-  size_t pos;
-  int arg;            /* the argument being sent, for messages */
-  int seen;           /* stack index of the table of tables being sent (cycles) */
-  int depth;
-  struct { int keyidx; lua_Integer i; } path[MAXDEPTH]; /* keyidx 0: sequence index i */
-} encoder;
-
-static void put(encoder *e, const void *p, size_t n) {
-  if (e->out) memcpy(e->out + e->pos, p, n);
-  e->pos += n;
-}
-
-static void putbyte(encoder *e, int b) {
-  unsigned char c = (unsigned char)b;
-  put(e, &c, 1);
-}
-
-static void putvarint(encoder *e, uint64_t u) {
-  while (u >= 0x80) {
-    putbyte(e, (int)(u & 0x7f) | 0x80);
-    u >>= 7;
-  }
-  putbyte(e, (int)u);
-}
-
-static void putfloat(encoder *e, lua_Number x) {
-  double d = (double)x;
-  uint64_t u;
-  memcpy(&u, &d, sizeof u);
-  unsigned char b[8];
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
-  put(e, b, 8);
-}
-
-/* Pushes where in the value being sent we are: "" or " at .a[2]". */
-static void pushpath(lua_State *L, encoder *e) {
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  for (int d = 0; d < e->depth; d++) {
-    char num[64];
-    if (d == 0) luaL_addstring(&b, " at ");
-    if (!e->path[d].keyidx) {
-      snprintf(num, sizeof num, "[%lld]", (long long)e->path[d].i);
-      luaL_addstring(&b, num);
-      continue;
-    }
-    int k = e->path[d].keyidx;
-    size_t len = 0;
-    const char *s = lua_type(L, k) == LUA_TSTRING ? lua_tolstring(L, k, &len) : NULL;
-    int ident = s && len > 0 && len < 64 && !(s[0] >= '0' && s[0] <= '9');
-    for (size_t i = 0; ident && i < len; i++)
-      ident = s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9');
-    if (ident) {
-      luaL_addchar(&b, '.');
-      luaL_addlstring(&b, s, len);
-    } else if (s) {
-      luaL_addstring(&b, "[\"");
-      luaL_addlstring(&b, s, len > 40 ? 40 : len);
-      luaL_addstring(&b, len > 40 ? "...\"]" : "\"]");
-    } else {
-      luaL_addchar(&b, '[');
-      luaL_tolstring(L, k, NULL);
-      luaL_addvalue(&b);
-      luaL_addchar(&b, ']');
-    }
-  }
-  luaL_pushresult(&b);
-}
-
-static void encode(lua_State *L, encoder *e, int idx);
-
-static void badvalue(lua_State *L, encoder *e, int idx) {
-  const char *tname = luaL_typename(L, idx);
-  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) tname = lua_tostring(L, -1);
-  pushpath(L, e);
-  luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s%s cannot be sent; send nil, booleans, "
-                                           "numbers, strings or tables of them", tname, lua_tostring(L, -1)));
-}
-
-static void encode_table(lua_State *L, encoder *e, int idx) {
-  if (e->depth >= MAXDEPTH) {
-    pushpath(L, e);
-    luaL_argerror(L, e->arg, lua_pushfstring(L, "tables nested more than %d deep cannot be sent%s",
-                                             MAXDEPTH, lua_tostring(L, -1)));
-  }
-  luaL_checkstack(L, 8, "sending a table");
-  lua_pushvalue(L, idx);
-  if (lua_rawget(L, e->seen) != LUA_TNIL) {
-    pushpath(L, e);
-    luaL_argerror(L, e->arg, lua_pushfstring(L, "a table%s that contains itself cannot be sent", lua_tostring(L, -1)));
-  }
-  lua_pop(L, 1);
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, e->seen);
-  lua_Integer n = 0;
-  while (lua_rawgeti(L, idx, n + 1) != LUA_TNIL) {
-    lua_pop(L, 1);
-    n++;
-  }
-  lua_pop(L, 1);
-  putbyte(e, T_TAB);
-  putvarint(e, (uint64_t)n);
-  int d = e->depth++;
-  for (lua_Integer i = 1; i <= n; i++) {
-    e->path[d].keyidx = 0;
-    e->path[d].i = i;
-    lua_rawgeti(L, idx, i);
-    encode(L, e, lua_gettop(L));
-    lua_pop(L, 1);
-  }
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int k = lua_gettop(L) - 1;
-    if (lua_isinteger(L, k) && lua_tointeger(L, k) >= 1 && lua_tointeger(L, k) <= n) {
-      lua_pop(L, 1);
-      continue;
-    }
-    e->path[d].keyidx = k;
-    int kt = lua_type(L, k);
-    if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
-      e->depth = d; /* the path of the table, then the key */
-      pushpath(L, e);
-      luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s key of a table%s cannot be sent; keys are "
-                                               "booleans, numbers or strings", luaL_typename(L, k), lua_tostring(L, -1)));
-    }
-    encode(L, e, k);
-    encode(L, e, k + 1);
-    lua_pop(L, 1);
-  }
-  e->depth = d;
-  putbyte(e, T_END);
-  lua_pushvalue(L, idx);
-  lua_pushnil(L);
-  lua_rawset(L, e->seen);
-}
-
-static void encode(lua_State *L, encoder *e, int idx) {
-  switch (lua_type(L, idx)) {
-  case LUA_TNIL: putbyte(e, T_NIL); break;
-  case LUA_TBOOLEAN: putbyte(e, lua_toboolean(L, idx) ? T_TRUE : T_FALSE); break;
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) {
-      uint64_t u = (uint64_t)lua_tointeger(L, idx);
-      putbyte(e, T_INT);
-      putvarint(e, (u << 1) ^ (0 - (u >> 63))); /* zigzag: small magnitudes, few bytes */
-    } else {
-      putbyte(e, T_FLT);
-      putfloat(e, lua_tonumber(L, idx));
-    }
-    break;
-  case LUA_TSTRING: {
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    putbyte(e, T_STR);
-    putvarint(e, (uint64_t)len);
-    put(e, s, len);
-    break;
-  }
-  case LUA_TTABLE: encode_table(L, e, idx); break;
-  default: badvalue(L, e, idx);
-  }
-}
-
-/* Serialises the value at idx (argument arg of the method, for messages):
- * pushes a userdata holding its bytes and returns them (size in *n).
- * Raises an argument error for a value that cannot be sent. */
-static unsigned char *serialise(lua_State *L, int idx, int arg, size_t *n) {
-  idx = lua_absindex(L, idx);
-  lua_newtable(L); /* the tables on the path being sent */
-  encoder *e = lua_newuserdatauv(L, sizeof *e, 0);
-  e->out = NULL;
-  e->pos = 0;
-  e->arg = arg;
-  e->seen = lua_gettop(L) - 1;
-  e->depth = 0;
-  encode(L, e, idx); /* measures, and raises for what cannot be sent */
-  unsigned char *out = lua_newuserdatauv(L, e->pos ? e->pos : 1, 0);
-  *n = e->pos;
-  e->out = out;
-  e->pos = 0;
-  encode(L, e, idx);
-  lua_replace(L, -3); /* keep the bytes only */
-  lua_pop(L, 1);
-  return out;
-}
-
-typedef struct {
-  const unsigned char *p, *end;
-} decoder;
-
-static void corrupt(lua_State *L) { luaL_error(L, "lmpio: received a corrupt serialised value"); }
-
-static int getbyte(lua_State *L, decoder *d) {
-  if (d->p >= d->end) corrupt(L);
-  return *d->p++;
-}
-
-static uint64_t getvarint(lua_State *L, decoder *d) {
-  uint64_t u = 0;
-  for (int shift = 0;; shift += 7) {
-    int b = getbyte(L, d);
-    if (shift > 63) corrupt(L);
-    u |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return u;
-  }
-}
-
-/* Pushes the value at d->p (or returns T_END without pushing). */
-static int decode(lua_State *L, decoder *d, int depth) {
-  int tag = getbyte(L, d);
-  switch (tag) {
-  case T_NIL: lua_pushnil(L); break;
-  case T_FALSE: lua_pushboolean(L, 0); break;
-  case T_TRUE: lua_pushboolean(L, 1); break;
-  case T_INT: {
-    uint64_t u = getvarint(L, d);
-    lua_pushinteger(L, (lua_Integer)((u >> 1) ^ (0 - (u & 1))));
-    break;
-  }
-  case T_FLT: {
-    if (d->end - d->p < 8) corrupt(L);
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u |= (uint64_t)d->p[i] << (8 * i);
-    d->p += 8;
-    double x;
-    memcpy(&x, &u, sizeof x);
-    lua_pushnumber(L, (lua_Number)x);
-    break;
-  }
-  case T_STR: {
-    uint64_t len = getvarint(L, d);
-    if (len > (uint64_t)(d->end - d->p)) corrupt(L);
-    lua_pushlstring(L, (const char *)d->p, (size_t)len);
-    d->p += len;
-    break;
-  }
-  case T_TAB: {
-    uint64_t n = getvarint(L, d);
-    if (depth >= MAXDEPTH || n > (uint64_t)(d->end - d->p)) corrupt(L);
-    luaL_checkstack(L, 4, "receiving a table");
-    lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
-    for (uint64_t i = 1; i <= n; i++) {
-      if (decode(L, d, depth + 1) == T_END) corrupt(L);
-      lua_rawseti(L, -2, (lua_Integer)i);
-    }
-    while (decode(L, d, depth + 1) != T_END) {
-      if (lua_isnil(L, -1)) corrupt(L);
-      if (decode(L, d, depth + 1) == T_END) corrupt(L);
-      lua_rawset(L, -3);
-    }
-    break;
-  }
-  case T_END: return T_END;
-  default: corrupt(L);
-  }
-  return tag;
-}
-
-static void deserialise(lua_State *L, const unsigned char *p, size_t n) {
-  decoder d = {p, p + n};
-  if (decode(L, &d, 0) == T_END || d.p != d.end) corrupt(L);
-}
-
-/* For the collective methods of lua/message.c (lmpio_lua.h). */
-void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) { agree(L, comm, v, n, msg); }
-void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_agree(L, comm, msg); }
-unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n) { return serialise(L, idx, arg, n); }
-void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n) { deserialise(L, p, n); }
-
-static void put_le64(unsigned char *b, uint64_t u) {
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
-}
-
-static uint64_t get_le64(const unsigned char *b) {
-  uint64_t u = 0;
-  for (int i = 0; i < 8; i++) u |= (uint64_t)b[i] << (8 * i);
-  return u;
-}
-
-/* MPI counts are ints: large messages go in pieces. */
-#define CHUNK ((size_t)1 << 30)
 
 /* ---- methods ------------------------------------------------------------ */
 
@@ -478,11 +108,6 @@ static int c_barrier(lua_State *L) {
   return 0;
 }
 
-static int checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
-  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
-  return (int)v;
-}
-
 /***
 Splits the communicator into one new communicator per color
 (`MPI_Comm_split`).
@@ -503,12 +128,12 @@ static int c_split(lua_State *L) {
   int color = MPI_UNDEFINED;
   if (!lua_isnoneornil(L, 2) && !(lua_isboolean(L, 2) && !lua_toboolean(L, 2))) {
     lua_Integer v = luaL_checkinteger(L, 2);
-    if (v != MPI_UNDEFINED) color = checkint(L, 2, v, 0);
+    if (v != MPI_UNDEFINED) color = lmpio_lua_checkint(L, 2, v, 0);
   }
-  int key = checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
+  int key = lmpio_lua_checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
-  long long v[NAGREE] = {0};
-  agree(L, comm, v, NAGREE, NULL);
+  long long v[LMPIO_LUA_NAGREE] = {0};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
@@ -570,285 +195,6 @@ static int c_eq(lua_State *L) {
 }
 
 /* A bcast's value travels inside the agreement when it fits in its words. */
-static void pack7(long long *w, const unsigned char *b, size_t n) {
-  for (size_t i = 0; i < n; i++) w[i / 7] |= (long long)b[i] << (8 * (i % 7));
-}
-
-static void unpack7(unsigned char *b, const long long *w, size_t n) {
-  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(w[i / 7] >> (8 * (i % 7)));
-}
-
-/***
-Sends a value from the root to every rank.
-Collective.  The value is serialised; one `MPI_Allreduce` agrees on the
-arguments and carries a short value (up to 238 bytes serialised), and a
-longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
-integers), a string, or a table of those (nested tables too; keys are
-booleans, numbers or strings).  Tables arrive as new tables without
-metatables; a table that contains itself, functions, userdata
-(communicators, records, ...) and threads cannot be sent.  The value
-passed on the other ranks is ignored, except an array.
-An array on the root is sent straight from its memory (`MPI_Bcast`): the
-other ranks that give an array (of the same type and length) get it
-filled, the others get a new array of the root's type and shape.  When
-the root's value cannot be sent, arrays disagree, or the ranks name
-different roots, every rank raises: no rank is left waiting.
-@function comm:bcast
-@param value the value to send (used on the root only), or an array: to
-  send on the root, to fill on the others
-@param[opt=0] root the rank that sends (the same on every rank)
-@return the root's value (on the root: the value itself; an array given
-  on another rank: that array, filled)
-@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when the root's value
-  cannot be sent, or a root is out of range or differs between ranks, or
-  ranks give arrays of another type or length than the root's, or arrays
-  to fill while the root sends no array
-@usage local params = lmpio.array(lmpio.DOUBLE, 3)
-if comm:rank() == 0 then params:set(1, {0.1, 0.2, 0.3}) end
-comm:bcast(params)          -- every rank's params now hold the root's
-*/
-static int c_bcast(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int rank = lmpio_lua_commrank(comm), size = lmpio_lua_commsize(comm);
-  lua_settop(L, 3);
-  int root = checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
-  if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
-  size_t len = 0;
-  const unsigned char *bytes = NULL;
-  /* one agreement: roots (max and -min), the length, and a short value;
-   * arrays put what they are in v[4..] (lua/message.c) */
-  long long v[AGREE_WORDS] = {0, root, -root, 0};
-  int isarray = lmpio_lua_bcast_prepare(L, 2, rank == root, v);
-  if (rank == root && !isarray) {
-    bytes = serialise(L, 2, 2, &len); /* 4 */
-    v[3] = (long long)len;
-    if (len <= NINLINE * 7) pack7(v + NAGREE, bytes, len);
-  }
-  agree(L, comm, v, AGREE_WORDS, NULL);
-  if (v[1] != -v[2])
-    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
-                                                           "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
-  if (lmpio_lua_bcast_arrays(L, comm, root, v, isarray ? 2 : 0)) return 1;
-  len = (size_t)v[3];
-  unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
-  if (len <= NINLINE * 7) {
-    if (rank != root) unpack7(all, v + NAGREE, len);
-  } else { /* the rest in pieces (MPI counts are ints) */
-    for (size_t off = 0; off < len; off += CHUNK) {
-      size_t n = len - off < CHUNK ? len - off : CHUNK;
-      lmpio_lua_checkmpi(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
-    }
-  }
-  if (rank == root) lua_pushvalue(L, 2);
-  else deserialise(L, all, len);
-  return 1;
-}
-
-/* allgather's first communication: an MPI_Allgather of one block per
- * rank, 8 bytes of length (or GATHER_FAILED), then the value when it
- * fits.  A failure on any rank is seen by all. */
-enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
-#define GATHER_FAILED UINT64_MAX
-
-static void gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
-  int size = lmpio_lua_commsize(comm), mine = lmpio_lua_commrank(comm);
-  entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
-                     "MPI_Allgather");
-  for (int r = 0; r < size; r++)
-    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == GATHER_FAILED)
-      raise_failure(L, comm, r, get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);
-}
-
-void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
-  gather_blocks(L, comm, blocks, msg);
-}
-
-static void fail_gather(lua_State *L, MPI_Comm comm, const char *msg) {
-  int size = lmpio_lua_commsize(comm);
-  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0);
-  put_le64(blocks + (size_t)lmpio_lua_commrank(comm) * GATHER_BLOCK, GATHER_FAILED);
-  gather_blocks(L, comm, blocks, msg);
-}
-
-void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg) { fail_gather(L, comm, msg); }
-
-/***
-Every rank's value, on every rank (`MPI_Allgather` of their serialised
-forms).
-Collective.  Values are those that `comm:bcast` can send (nil, booleans,
-numbers, strings, tables of them); each arrives as a copy.  Arrays (every
-rank an array of the same type, of any length) arrive concatenated in
-rank order in one new array (`MPI_Allgatherv`, from and into their
-memory).  When any rank's value cannot be sent, or some ranks give arrays
-and others not, every rank raises.
-@function comm:allgather
-@param value this rank's value, or array
-@return a table whose element `r + 1` is rank `r`'s value (a rank that sent
-  nil leaves a hole), or the concatenated array
-@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's value
-  cannot be sent; every rank raises when the values add up to more than
-  2 GiB (arrays: 2^31 - 1 elements)
-*/
-static int c_allgather(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
-  lua_settop(L, 2);
-  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_allgather_array(L, comm);
-  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * GATHER_BLOCK, 0); /* 3 */
-  int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
-  int *displs = counts + size;
-  size_t len = 0;
-  const unsigned char *bytes = serialise(L, 2, 2, &len); /* 5 */
-  unsigned char *mine = blocks + (size_t)rank * GATHER_BLOCK;
-  put_le64(mine, (uint64_t)len);
-  memcpy(mine + 8, bytes, len < GATHER_BLOCK - 8 ? len : GATHER_BLOCK - 8);
-  gather_blocks(L, comm, blocks, NULL);
-  for (int r = 0; r < size; r++) /* every rank sees every block: all raise */
-    if (get_le64(blocks + (size_t)r * GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
-      return lmpio_lua_raise(L, MPI_ERR_ARG, "bad argument #1 to 'allgather' (arrays on some ranks, other "
-                                             "values on others)");
-  uint64_t total = 0;
-  int fits = 1;
-  for (int r = 0; r < size; r++) {
-    uint64_t n = get_le64(blocks + (size_t)r * GATHER_BLOCK);
-    if (n > GATHER_BLOCK - 8) fits = 0;
-    total += n < (uint64_t)INT_MAX + 1 ? n : (uint64_t)INT_MAX + 1; /* > INT_MAX is refused below: no wrap */
-  }
-  unsigned char *all = NULL;
-  if (!fits) { /* every rank knows every length: they all take this branch */
-    if (total > INT_MAX)
-      return lmpio_lua_raise(L, MPI_ERR_ARG, "allgather: the values add up to more than 2 GiB");
-    all = lua_newuserdatauv(L, total ? total : 1, 0); /* 6 */
-    int at = 0;
-    for (int r = 0; r < size; r++) {
-      counts[r] = (int)get_le64(blocks + (size_t)r * GATHER_BLOCK);
-      displs[r] = at;
-      at += counts[r];
-    }
-    memcpy(all + displs[rank], bytes, len);
-    lmpio_lua_checkmpi(L, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, counts, displs, MPI_BYTE, comm),
-                       "MPI_Allgatherv");
-  }
-  lua_createtable(L, size, 0);
-  for (int r = 0; r < size; r++) {
-    const unsigned char *b = blocks + (size_t)r * GATHER_BLOCK;
-    size_t n = (size_t)get_le64(b);
-    deserialise(L, fits ? b + 8 : all + displs[r], n);
-    lua_rawseti(L, -2, r + 1);
-  }
-  return 1;
-}
-
-/* ---- reductions --------------------------------------------------------- */
-
-enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
-static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
-
-/* allreduce, scan and exscan of one number or boolean. */
-static int reduce(lua_State *L, int kind, const char *name) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  if (lmpio_lua_tobuffer(L, 2)) return lmpio_lua_reduce_array(L, comm, kind, name);
-  static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
-  int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
-  if (!isbool) luaL_checknumber(L, 2);
-  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
-  int isint = lua_isinteger(L, 2);
-  /* Every rank must pick the same MPI type and op: integers only when all
-   * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
-   * arrays: lua/message.c) and the same op. */
-  int b = isbool && lua_toboolean(L, 2);
-  long long v[NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
-  agree(L, comm, v, NAGREE, NULL);
-  if (v[3] != -v[4]) return lmpio_lua_reduce_kinds(L, name, v);
-  if (v[1] != -v[2])
-    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
-                                                           "different operations, '%s' and '%s')",
-                                                           name, opnames[-v[2]], opnames[v[1]]));
-  int allint = isbool || v[5] == 0;
-  MPI_Op mop = ops[op];
-  if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
-    int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
-    lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
-    return 1;
-  }
-  long long iv = isbool ? lua_toboolean(L, 2) : allint ? (long long)lua_tointeger(L, 2) : 0, ir = 0;
-  double dv = isbool || allint ? 0 : (double)lua_tonumber(L, 2), dr = 0;
-  void *in = allint ? (void *)&iv : (void *)&dv, *out = allint ? (void *)&ir : (void *)&dr;
-  MPI_Datatype t = allint ? MPI_LONG_LONG : MPI_DOUBLE;
-  int rc;
-  if (kind == R_ALLREDUCE) rc = MPI_Allreduce(in, out, 1, t, mop, comm);
-  else if (kind == R_SCAN) rc = MPI_Scan(in, out, 1, t, mop, comm);
-  else rc = MPI_Exscan(in, out, 1, t, mop, comm);
-  lmpio_lua_checkmpi(L, rc, kind == R_ALLREDUCE ? "MPI_Allreduce" : kind == R_SCAN ? "MPI_Scan" : "MPI_Exscan");
-  if (kind == R_EXSCAN && lmpio_lua_commrank(comm) == 0) {
-    /* MPI leaves rank 0's result undefined: the op's identity, if any */
-    if (mop == MPI_MAX || mop == MPI_MIN) {
-      lua_pushnil(L);
-      return 1;
-    }
-    ir = mop == MPI_PROD || mop == MPI_LAND;
-    dr = (double)ir;
-  }
-  if (isbool) lua_pushboolean(L, ir != 0);
-  else if (allint) lua_pushinteger(L, (lua_Integer)ir);
-  else lua_pushnumber(L, (lua_Number)dr);
-  return 1;
-}
-
-/***
-Combines one number, boolean or array from every rank (`MPI_Allreduce`).
-Collective.  For numbers the result is an integer when every rank gave an
-integer, a float otherwise.  Arrays (every rank an array of the same type
-and length) are combined element by element, in C, into a new array of
-that type and shape: `comm:allreduce(counts)` adds up every rank's
-histogram.  Every rank must give the same kind of value (numbers,
-booleans or arrays) and the same operation; when they do not, or any
-rank's arguments are wrong, every rank raises.
-@function comm:allreduce
-@param x a number, a boolean or an array
-@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
-  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
-  `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
-  `"prod"`, `"land"`) or "any" (the others); on floats the logical and
-  bitwise ops raise
-@return the combination of every rank's x (a new array for arrays)
-@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's
-  arguments are wrong or the ranks disagree on the op, the kind of value,
-  or an array's type or length
-@usage local total = world:allreduce(a:histogram(0, 1, 66))  -- INT64_T counts
-*/
-static int c_allreduce(lua_State *L) { return reduce(L, R_ALLREDUCE, "allreduce"); }
-
-/***
-Inclusive prefix reduction (`MPI_Scan`): rank r gets the combination of
-the values of ranks 0 to r.
-Collective; arguments as for `comm:allreduce`.
-@function comm:scan
-@param x a number, a boolean or an array (element by element)
-@param[opt] op as for `comm:allreduce`
-@return the combination of the values of ranks 0..r
-@raise as `comm:allreduce`
-*/
-static int c_scan(lua_State *L) { return reduce(L, R_SCAN, "scan"); }
-
-/***
-Exclusive prefix reduction (`MPI_Exscan`): rank r gets the combination of
-the values of ranks 0 to r - 1, for instance its offset in a file that
-every rank appends a piece of.
-Collective; arguments as for `comm:allreduce`.  Rank 0 gets the identity
-of the op (`0` for `"sum"`, `1` for `"prod"`, `true` for `"land"`,
-`false` for `"lor"`; for arrays an array of it) and nil for `"max"` and
-`"min"`.
-@function comm:exscan
-@param x a number, a boolean or an array (element by element)
-@param[opt] op as for `comm:allreduce`
-@return the combination of the values of ranks 0..r-1
-@raise as `comm:allreduce`
-@usage local offset = comm:exscan(#mypiece)   -- where my piece goes
-*/
-static int c_exscan(lua_State *L) { return reduce(L, R_EXSCAN, "exscan"); }
-
 /* ---- grids -------------------------------------------------------------- */
 
 enum { MAXDIMS = 64 };
@@ -914,7 +260,7 @@ to each other as possible, largest first.
 lmpio.dims_create(12, {0, 0, 3})      --> {2, 2, 3}
 */
 static int l_dims_create(lua_State *L) {
-  if (finalized()) return luaL_error(L, "lmpio.dims_create called after MPI was finalized (the script has ended)");
+  lmpio_lua_running(L);
   lua_Integer nnodes = luaL_checkinteger(L, 1);
   if (nnodes < 1 || nnodes > INT_MAX) luaL_argerror(L, 1, "must be positive");
   int dims[MAXDIMS];
@@ -1014,6 +360,7 @@ fewer or none (count 0), exactly as `lmpio.type.darray` with "block",
 @treturn integer the number of items (may be 0)
 */
 static int l_block(lua_State *L) {
+  lmpio_lua_running(L);
   lua_Integer n = luaL_checkinteger(L, 1), parts = luaL_checkinteger(L, 2), i = luaL_checkinteger(L, 3);
   if (n < 0) return luaL_argerror(L, 1, "must not be negative");
   if (parts < 1) return luaL_argerror(L, 2, "must be positive");
@@ -1140,9 +487,7 @@ void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t
 }
 
 static const collective_method collective_methods[] = {
-  {"split", c_split, fail_agree}, {"bcast", c_bcast, fail_bcast},
-  {"allgather", c_allgather, fail_gather}, {"allreduce", c_allreduce, fail_agree},
-  {"scan", c_scan, fail_agree}, {"exscan", c_exscan, fail_agree},
+  {"split", c_split, lmpio_lua_agree_failed},
 };
 
 int lmpio_lua_comm_open(lua_State *L) {

@@ -1204,6 +1204,7 @@ function (see `extent`) or a table of file extents by type name
   when the name is taken, `MPI_ERR_ARG` for a bad name
 */
 static int l_register_datarep(lua_State *L) {
+  lmpio_lua_running(L);
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
@@ -1368,7 +1369,7 @@ static int l_byteswap(lua_State *L) {
 
 /* ---- module --------------------------------------------------------------------- */
 
-static void exit_hook(void *owner) {
+static void exit_hook(const void *owner) {
   for (rep *r = reps; r; r = r->link)
     if (!owner || r->owner == owner) r->alive = 0;
 }

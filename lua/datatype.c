@@ -151,6 +151,7 @@ A datatype handed to a converter is invalid once the converter returns.
 
 static lmpio_lua_datatype *checkud(lua_State *L, int idx) {
   lmpio_lua_datatype *d = luaL_checkudata(L, idx, LMPIO_LUA_DATATYPE);
+  lmpio_lua_running(L);
   if (!d->valid) luaL_error(L, "datatype used after the converter returned");
   if (d->type == MPI_DATATYPE_NULL) luaL_error(L, "attempt to use a freed datatype");
   return d;
@@ -428,6 +429,7 @@ Count items of a type, one after the other (`MPI_Type_contiguous`).
   object when MPI refuses the type
 */
 static int c_contiguous(lua_State *L) {
+  lmpio_lua_running(L);
   int count = checkcount(L, 1);
   MPI_Datatype old = lmpio_lua_checktype(L, 2);
   NEWTYPE(L, "MPI_Type_contiguous", MPI_Type_contiguous(count, old, OUT));
@@ -447,6 +449,7 @@ stride items apart (`MPI_Type_vector`).
 @usage local column = lmpio.type.vector(rows, 1, cols, lmpio.DOUBLE)
 */
 static int c_vector(lua_State *L) {
+  lmpio_lua_running(L);
   int count = checkcount(L, 1), bl = checkcount(L, 2);
   lua_Integer stride = luaL_checkinteger(L, 3);
   if (stride < INT_MIN || stride > INT_MAX) luaL_argerror(L, 3, "out of range");
@@ -465,6 +468,7 @@ As @{lmpio.type.vector} with the stride in bytes (`MPI_Type_create_hvector`).
 @raise as @{lmpio.type.contiguous}
 */
 static int c_hvector(lua_State *L) {
+  lmpio_lua_running(L);
   int count = checkcount(L, 1), bl = checkcount(L, 2);
   MPI_Aint stride = checkaint(L, 3);
   MPI_Datatype old = lmpio_lua_checktype(L, 4);
@@ -484,6 +488,7 @@ oldtype (`MPI_Type_indexed`).
   than integers; as @{lmpio.type.contiguous}
 */
 static int c_indexed(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
   int *bl = checkints(L, 1, n, 0);
@@ -503,6 +508,7 @@ As @{lmpio.type.indexed} with displacements in bytes
 @raise as @{lmpio.type.indexed}
 */
 static int c_hindexed(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
   int *bl = checkints(L, 1, n, 0);
@@ -522,6 +528,7 @@ Blocks of one length at displacements counted in extents of oldtype
 @raise as @{lmpio.type.indexed}
 */
 static int c_indexed_block(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int bl = checkcount(L, 1);
   int n = seqlen(L, 2);
@@ -541,6 +548,7 @@ As @{lmpio.type.indexed_block} with displacements in bytes
 @raise as @{lmpio.type.indexed}
 */
 static int c_hindexed_block(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int bl = checkcount(L, 1);
   int n = seqlen(L, 2);
@@ -561,6 +569,7 @@ Blocks of different types at byte displacements (`MPI_Type_create_struct`).
 @usage local pair = lmpio.type.struct({1, 1}, {0, 8}, {lmpio.DOUBLE, lmpio.INT})
 */
 static int c_struct(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 3); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
   int *bl = checkints(L, 1, n, 0);
@@ -642,6 +651,7 @@ local t = lmpio.type.subarray({100, 100}, {50, 50},
   {(r // 2) * 50, (r % 2) * 50}, lmpio.DOUBLE)
 */
 static int c_subarray(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 5); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
   if (n < 1) luaL_argerror(L, 1, "needs at least one dimension");
@@ -686,6 +696,7 @@ One process's part of an array distributed over a grid of processes
   @{error} object when MPI refuses the type
 */
 static int c_darray(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 8); /* scratch arrays go above the arguments */
   int size = checkint(L, 1, 1), rank = checkcount(L, 2);
   if (rank >= size) luaL_argerror(L, 2, "rank must be less than size");
@@ -745,6 +756,7 @@ how a filetype leaves room for the other ranks' data.
 local ft = lmpio.type.resized(lmpio.DOUBLE, 0, size * 8)
 */
 static int c_resized(lua_State *L) {
+  lmpio_lua_running(L);
   MPI_Datatype old = lmpio_lua_checktype(L, 1);
   MPI_Aint lb = checkaint(L, 2), ext = checkaint(L, 3);
   NEWTYPE(L, "MPI_Type_create_resized", MPI_Type_create_resized(old, lb, ext, OUT));
@@ -763,6 +775,7 @@ A copy of this datatype (`MPI_Type_dup`); the same as @{lmpio.type.dup}.
 @treturn datatype a new committed datatype
 */
 static int c_dup(lua_State *L) {
+  lmpio_lua_running(L);
   MPI_Datatype old = lmpio_lua_checktype(L, 1);
   NEWTYPE(L, "MPI_Type_dup", MPI_Type_dup(old, OUT));
 }

@@ -54,6 +54,21 @@ error does not come from a call of the library).
 #include <string.h>
 
 _Thread_local lua_State *lmpio_lua_caller;
+/* The data access call in progress (datarep.c), and whether the method in
+ * progress entered the core (collective methods agree on errors before). */
+_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
+_Thread_local int lmpio_lua_entered;
+
+/* The traceback of the last lmpio error object raised (lua5.4 prints no
+ * traceback for an error object with __tostring). */
+static char last_traceback[4096];
+
+static void note_traceback(const char *tb) {
+  snprintf(last_traceback, sizeof last_traceback, "%s", tb ? tb : "");
+}
+
+const char *lmpio_lua_last_traceback(void) { return last_traceback; }
+
 
 /***
 The error as one line: `"where: name (error class n): message"`, what
@@ -146,7 +161,7 @@ int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   lmpio_lua_pusherror(L, cls, msg);
   /* lua5.4 prints no traceback for an uncaught error object: keep one. */
   luaL_traceback(L, L, luaL_tolstring(L, -1, NULL), 1);
-  lmpio_lua_note_traceback(lua_tostring(L, -1));
+  note_traceback(lua_tostring(L, -1));
   lua_pop(L, 2);
   return lua_error(L);
 }
@@ -160,6 +175,7 @@ The text of an error class, as `MPI_Error_string`.
   library does not know the code either
 */
 static int l_error_string(lua_State *L) {
+  lmpio_lua_running(L);
   char s[MPI_MAX_ERROR_STRING];
   int n = 0;
   if (lmpio_error_string((int)luaL_checkinteger(L, 1), s, &n) != MPI_SUCCESS) return 0;
@@ -176,6 +192,7 @@ The name of an error class.
 @usage assert(lmpio.error_class_name(err.class) == err.name)
 */
 static int l_error_class_name(lua_State *L) {
+  lmpio_lua_running(L);
   lua_pushstring(L, lmpio_error_class_name((int)luaL_checkinteger(L, 1)));
   return 1;
 }
@@ -190,6 +207,7 @@ local ok, err = pcall(lmpio.open, lmpio.world, "/nonexistent/x", "r")
 if not ok and lmpio.iserror(err) then print(err.name, err.message) end
 */
 static int l_iserror(lua_State *L) {
+  lmpio_lua_running(L);
   int yes = 0;
   if (lua_getmetatable(L, 1)) {
     luaL_getmetatable(L, LMPIO_LUA_ERROR);
@@ -247,4 +265,83 @@ void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what) {
   lua_pushfstring(L, "%s: %s", what, s);
   lmpio_lua_pusherror(L, cls, lua_tostring(L, -1));
   lua_error(L);
+}
+
+/* A misspelt option key is an error, not silently ignored (luaposix). */
+void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; names[i]; i++)
+        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* An integer argument v of arg, from min to INT_MAX. */
+int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
+  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
+  return (int)v;
+}
+
+/* ---- after MPI_Finalize ------------------------------------------------------
+ * A finalizer that runs late (a __gc of an object older than the module, a
+ * <close> in an atexit path) may still call into the module once MPI is
+ * finalized, where any MPI call makes Open MPI abort the process.  Every
+ * function that may reach MPI starts with lmpio_lua_running (the methods in
+ * the check of their object: a file's, a communicator's, ...): it
+ * raises a Lua error naming the function instead. */
+
+/* Pushes the name under which the running C function is registered: a key
+ * of the module, of lmpio.type or of a class's methods (what Lua knows of
+ * the call is no help after a tail call or a pcall), or "?".  A collective
+ * method runs its body under lua_pcall: the registered function is then
+ * one or two levels up. */
+static void pushname(lua_State *L) {
+  static const char *const kinds[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
+                                        LMPIO_LUA_REQUEST, LMPIO_LUA_MSGREQUEST, NULL};
+  int top = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, "lmpio");                 /* the module */
+  lua_getfield(L, -1, "type");                  /* lmpio.type */
+  for (int i = 0; kinds[i]; i++) {            /* the classes' methods */
+    luaL_getmetatable(L, kinds[i]);
+    lua_getfield(L, -1, "__index");
+    lua_remove(L, -2);
+  }
+  int last = lua_gettop(L);
+  lua_Debug ar;
+  for (int level = 0; level < 3 && lua_getstack(L, level, &ar) && lua_getinfo(L, "f", &ar); level++) {
+    int fn = lua_gettop(L);
+    for (int t = top + 2; t <= last; t++) {
+      if (!lua_istable(L, t)) continue;
+      lua_pushnil(L);
+      while (lua_next(L, t)) {
+        if (lua_rawequal(L, -1, fn) && lua_type(L, -2) == LUA_TSTRING) {
+          lua_pop(L, 1);
+          lua_replace(L, top + 1); /* the key */
+          lua_settop(L, top + 1);
+          return;
+        }
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  lua_pushliteral(L, "?");
+}
+
+void lmpio_lua_running(lua_State *L) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) return;
+  pushname(L);
+  luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
+             lua_tostring(L, -1));
 }

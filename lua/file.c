@@ -17,9 +17,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-_Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
-_Thread_local int lmpio_lua_entered;
-
 #define OPEN_KEY "lmpio.open_files" /* registry: lightuserdata -> file object */
 
 typedef struct lfile {
@@ -95,7 +92,7 @@ static void unlink_open(lfile *f) {
  * ranks a close that fails here (that mismatch, or a file still in use by a
  * call this rank left with os.exit from a converter) aborts the job with
  * the message: going on to MPI_Finalize would leave the others waiting. */
-static void close_open_files(void *owner) {
+static void close_open_files(const void *owner) {
   int fin = 1;
   MPI_Finalized(&fin);
   if (lmpio_lua_failing()) return; /* the job is being aborted: nothing collective */
@@ -126,6 +123,7 @@ static lfile *tofile(lua_State *L) { return luaL_checkudata(L, 1, LMPIO_LUA_FILE
 
 static lmpio_file checkfile(lua_State *L) {
   lfile *f = tofile(L);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) luaL_error(L, "attempt to use a closed file");
   return f->fh;
 }
@@ -304,7 +302,8 @@ static int open_checked(lua_State *L) {
   if (f->nranks > 1) MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm);
   else memcpy(agreed, trunc, sizeof agreed);
   if (agreed[0] != -agreed[1]) {
-    LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
+    LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh)); /* the mismatch is the error raised */
+    (void)rc;
     f->fh = LMPIO_FILE_NULL;
     unlink_open(f);
     return lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "lmpio.open: some ranks passed \"w\"/\"w+\" (truncate) and others a mode that keeps the contents");
@@ -355,22 +354,16 @@ flushed before the file writes, so what `print` wrote comes first.
 local fh <close> = lmpio.open(lmpio.world, "/tmp/out.dat", "w+")
 */
 static int l_open(lua_State *L) {
+  lmpio_lua_running(L);
   int inserted = lua_type(L, 1) == LUA_TSTRING;
   if (inserted) { /* the communicator defaults to world */
     lua_getfield(L, lua_upvalueindex(1), "world");
     lua_insert(L, 1);
   }
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int n = lua_gettop(L);
-  lua_pushcfunction(L, open_checked);
-  lua_insert(L, 1);
-  int saved = lmpio_lua_entered;
-  lmpio_lua_entered = 0;
-  int st = lua_pcall(L, n, 1, 0);
-  int entered = lmpio_lua_entered;
-  lmpio_lua_entered = saved;
-  if (st == LUA_OK) return 1;
-  if (entered || lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
+  int n = lmpio_lua_collective_pcall(L, open_checked, NULL);
+  if (n >= 0) return 1;
+  if (lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
   lmpio_lua_fix_argerror(L, "open", inserted);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
@@ -398,6 +391,7 @@ local out <close> = lmpio.stdout()
 out:write_ordered(("line from rank %d\n"):format(lmpio.world:rank()))
 */
 static int l_stdout(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   if (lua_isnil(L, 1)) lua_pop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -422,6 +416,7 @@ local input <close> = lmpio.stdin()
 for lines in input:records_ordered() do io.write(lines:upper()) end
 */
 static int l_stdin(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   if (lua_isnil(L, 1)) lua_pop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -457,6 +452,7 @@ fails after it went ahead still closes the file; a close that is refused
 */
 static int f_close(lua_State *L) {
   lfile *f = tofile(L);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) return 0;
   int rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh));
@@ -521,6 +517,7 @@ shared file pointer.  Not collective.
   `MPI_ERR_FILE_IN_USE`, `MPI_ERR_IO`
 */
 static int l_delete(lua_State *L) {
+  lmpio_lua_running(L);
   const char *path = checkpath(L, 1);
   MPI_Info info = lmpio_lua_checkinfo(L, 2);
   int rc;
@@ -1026,67 +1023,91 @@ static lua_Integer status_count(const MPI_Status *st, const lmpio_lua_mem *m) {
   return m->type_size > 0 ? (lua_Integer)(bytes / m->type_size) : 0;
 }
 
-typedef int (*at_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*wat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*rd_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Status *);
-typedef int (*wr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Status *);
+/* The data access methods (fh:read_at, fh:write_all, fh:iread_shared,
+ * fh:read_all_begin, ...) are rows of one table, access_methods below: what
+ * each moves (reading or writing), through which pointer (an explicit
+ * offset, the individual or the shared pointer), whether it is collective,
+ * its form (blocking, nonblocking, or one half of a split collective) and
+ * its core function.  data_access serves them all. */
+enum { P_EXPLICIT, P_INDIVIDUAL, P_SHARED };
+enum { F_BLOCKING, F_NONBLOCKING, F_BEGIN, F_END };
 
-/* read_at(offset, buf|count [, count, type]) -> buf, count */
-static int read_at(lua_State *L, at_fn fn) {
+typedef struct lfile_access {
+  const char *name;
+  unsigned char writing, pointer, collective, form;
+  void (*fail)(lfile *f); /* collective: joins the call as a failing rank */
+  union {                 /* the core function, by the kind above */
+    int (*read_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
+    int (*write_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
+    int (*read)(lmpio_file, void *, int, MPI_Datatype, MPI_Status *);
+    int (*write)(lmpio_file, const void *, int, MPI_Datatype, MPI_Status *);
+    int (*iread_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
+    int (*iwrite_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
+    int (*iread)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
+    int (*iwrite)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
+    int (*read_at_begin)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype);
+    int (*write_at_begin)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype);
+    int (*read_begin)(lmpio_file, void *, int, MPI_Datatype);
+    int (*write_begin)(lmpio_file, const void *, int, MPI_Datatype);
+    int (*read_end)(lmpio_file, void *, MPI_Status *);
+    int (*write_end)(lmpio_file, const void *, MPI_Status *);
+  } core;
+} lfile_access;
+
+/* The core call of a (blocking) row. */
+static int transfer(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m, MPI_Status *st) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.write_at(fh, off, m->ptr, m->count, m->type, st)
+                      : a->core.read_at(fh, off, m->ptr, m->count, m->type, st);
+  return a->writing ? a->core.write(fh, m->ptr, m->count, m->type, st) : a->core.read(fh, m->ptr, m->count, m->type, st);
+}
+
+/* The core call of a nonblocking row. */
+static int start(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m, MPI_Request *req) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.iwrite_at(fh, off, m->ptr, m->count, m->type, req)
+                      : a->core.iread_at(fh, off, m->ptr, m->count, m->type, req);
+  return a->writing ? a->core.iwrite(fh, m->ptr, m->count, m->type, req)
+                    : a->core.iread(fh, m->ptr, m->count, m->type, req);
+}
+
+/* fh:NAME([offset,] data [, count [, datatype]]), the row NAME being
+ * upvalue 1.  Reads return the buffer read into (a new one for a count)
+ * and the items read; writes the items written; nonblocking calls a
+ * request (its wait returns those). */
+static int split_begin(lua_State *L, const lfile_access *a);
+static int split_end(lua_State *L, const lfile_access *a);
+
+static int data_access(lua_State *L) {
+  const lfile_access *a = lua_touserdata(L, lua_upvalueindex(1));
+  if (a->form == F_BEGIN) return split_begin(L, a);
+  if (a->form == F_END) return split_end(L, a);
   lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
+  int at = a->pointer == P_EXPLICIT;
+  MPI_Offset off = at ? checkoffset(L, 2) : 0;
+  int idx = at ? 3 : 2;
   lmpio_lua_mem m;
-  if (lmpio_lua_checkmem(L, 3, 0, &m) != 2) lua_pushvalue(L, 3); /* the result buffer on top */
-  MPI_Status st;
+  int made = lmpio_lua_checkmem(L, idx, a->writing, &m) == 2; /* a new buffer for a count, on top */
   int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
+  if (a->form == F_NONBLOCKING) {
+    lmpio_lua_checklasting(L, idx, &m);
+    lmpio_lua_request *r = lmpio_lua_newrequest(L, made ? lua_gettop(L) : idx, &m, !a->writing);
+    LMPIO_LUA_CORE_MEM(L, &m, rc, start(a, fh, off, &m, &r->req));
+    lmpio_lua_check(L, rc);
+    return 1;
+  }
+  if (!a->writing && !made) lua_pushvalue(L, idx); /* the result buffer on top */
+  MPI_Status st;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, transfer(a, fh, off, &m, &st));
   lmpio_lua_check(L, rc);
   lua_Integer n = status_count(&st, &m);
+  if (a->writing) {
+    lua_pushinteger(L, n);
+    return 1;
+  }
   lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
   lua_pushinteger(L, n);
   return 2;
-}
-
-/* write_at(offset, data [, count, type]) -> count */
-static int write_at(lua_State *L, wat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 3, 1, &m);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
-  return 1;
-}
-
-/* read(buf|count [, count, type]) -> buf, count */
-static int read_ptr(lua_State *L, rd_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  if (lmpio_lua_checkmem(L, 2, 0, &m) != 2) lua_pushvalue(L, 2);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_Integer n = status_count(&st, &m);
-  lmpio_lua_readdone(m.buf, n); /* a buffer made from a count holds the n items read */
-  lua_pushinteger(L, n);
-  return 2;
-}
-
-/* write(data [, count, type]) -> count */
-static int write_ptr(lua_State *L, wr_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 2, 1, &m);
-  MPI_Status st;
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &st));
-  lmpio_lua_check(L, rc);
-  lua_pushinteger(L, status_count(&st, &m));
-  return 1;
 }
 
 /***
@@ -1101,7 +1122,6 @@ Reads at an explicit offset (`MPI_File_read_at`).
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read_at(lua_State *L) { return read_at(L, lmpio_file_read_at); }
 /***
 Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
 @function file:read_at_all
@@ -1116,7 +1136,6 @@ Reads at an explicit offset, collectively (`MPI_File_read_at_all`).
   rank
 @usage local a, n = fh:read_at_all(0, 3, lmpio.DOUBLE) -- a new array of 3 doubles
 */
-static int f_read_at_all(lua_State *L) { return read_at(L, lmpio_file_read_at_all); }
 /***
 Writes at an explicit offset (`MPI_File_write_at`).
 @function file:write_at
@@ -1126,7 +1145,6 @@ Writes at an explicit offset (`MPI_File_write_at`).
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write_at(lua_State *L) { return write_at(L, lmpio_file_write_at); }
 /***
 Writes at an explicit offset, collectively (`MPI_File_write_at_all`).
 @function file:write_at_all
@@ -1138,7 +1156,6 @@ Writes at an explicit offset, collectively (`MPI_File_write_at_all`).
   rank
 @usage fh:write_at_all(0, lmpio.array(lmpio.DOUBLE, {1, 2, 3}))
 */
-static int f_write_at_all(lua_State *L) { return write_at(L, lmpio_file_write_at_all); }
 /***
 Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
 @function file:read
@@ -1149,7 +1166,6 @@ Reads at this rank's individual file pointer, and advances it (`MPI_File_read`).
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read(lua_State *L) { return read_ptr(L, lmpio_file_read); }
 /***
 Reads at the individual file pointer, collectively, and advances it
 (`MPI_File_read_all`).
@@ -1162,7 +1178,6 @@ Reads at the individual file pointer, collectively, and advances it
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_read_all(lua_State *L) { return read_ptr(L, lmpio_file_read_all); }
 /***
 Writes at this rank's individual file pointer, and advances it
 (`MPI_File_write`).
@@ -1171,7 +1186,6 @@ Writes at this rank's individual file pointer, and advances it
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write(lua_State *L) { return write_ptr(L, lmpio_file_write); }
 /***
 Writes at the individual file pointer, collectively, and advances it
 (`MPI_File_write_all`).
@@ -1181,7 +1195,6 @@ Writes at the individual file pointer, collectively, and advances it
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_write_all(lua_State *L) { return write_ptr(L, lmpio_file_write_all); }
 /***
 Reads at the shared file pointer, and advances it for every rank
 (`MPI_File_read_shared`).
@@ -1194,7 +1207,6 @@ Not collective: the ranks' accesses are serialised in some order.
 @treturn integer the number of items read (fewer at the end of the file)
 @raise an @{error} object when the call fails
 */
-static int f_read_shared(lua_State *L) { return read_ptr(L, lmpio_file_read_shared); }
 /***
 Writes at the shared file pointer, and advances it for every rank
 (`MPI_File_write_shared`).
@@ -1204,7 +1216,6 @@ Not collective: the ranks' accesses are serialised in some order.
 @treturn integer the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_write_shared(lua_State *L) { return write_ptr(L, lmpio_file_write_shared); }
 /***
 Reads at the shared file pointer, collectively, in rank order
 (`MPI_File_read_ordered`).
@@ -1219,7 +1230,6 @@ moves past all of them.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_read_ordered(lua_State *L) { return read_ptr(L, lmpio_file_read_ordered); }
 /***
 Writes at the shared file pointer, collectively, in rank order
 (`MPI_File_write_ordered`).
@@ -1232,7 +1242,6 @@ moves past all of them.
   rank
 @usage fh:write_ordered(string.format("rank %d\\n", rank))
 */
-static int f_write_ordered(lua_State *L) { return write_ptr(L, lmpio_file_write_ordered); }
 
 /* ---- records ------------------------------------------------------------------ */
 
@@ -1314,6 +1323,7 @@ end
 */
 static int f_records_ordered(lua_State *L) {
   lfile *f = luaL_checkudata(L, 1, LMPIO_LUA_FILE);
+  lmpio_lua_running(L);
   if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
   lua_Integer max = 1 << 20;
   int sep = '\n';
@@ -1376,65 +1386,6 @@ static int records_close(lua_State *L) {
 
 /* ---- nonblocking data access: each returns an lmpio.request ------------------ */
 
-typedef int (*iat_fn)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*iwat_fn)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*ird_fn)(lmpio_file, void *, int, MPI_Datatype, MPI_Request *);
-typedef int (*iwr_fn)(lmpio_file, const void *, int, MPI_Datatype, MPI_Request *);
-
-/* iread_at(offset, buf|count [, count, type]) -> request (wait: buf, count) */
-static int iread_at(lua_State *L, iat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, 3, 0, &m) == 2 ? lua_gettop(L) : 3;
-  lmpio_lua_checklasting(L, 3, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iwrite_at(offset, data [, count, type]) -> request (wait: count) */
-static int iwrite_at(lua_State *L, iwat_fn fn) {
-  lmpio_file fh = checkfile(L);
-  MPI_Offset off = checkoffset(L, 2);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 3, 1, &m);
-  lmpio_lua_checklasting(L, 3, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, 3, &m, 0);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, off, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iread(buf|count [, count, type]) -> request (wait: buf, count) */
-static int iread_ptr(lua_State *L, ird_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, 2, 0, &m) == 2 ? lua_gettop(L) : 2;
-  lmpio_lua_checklasting(L, 2, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, dataidx, &m, 1);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
-/* iwrite(data [, count, type]) -> request (wait: count) */
-static int iwrite_ptr(lua_State *L, iwr_fn fn) {
-  lmpio_file fh = checkfile(L);
-  lmpio_lua_mem m;
-  lmpio_lua_checkmem(L, 2, 1, &m);
-  lmpio_lua_checklasting(L, 2, &m);
-  lmpio_lua_request *r = lmpio_lua_newrequest(L, 2, &m, 0);
-  int rc;
-  LMPIO_LUA_CORE_MEM(L, &m, rc, fn(fh, m.ptr, m.count, m.type, &r->req));
-  lmpio_lua_check(L, rc);
-  return 1;
-}
-
 /***
 Starts @{file:read_at} as a nonblocking operation (`MPI_File_iread_at`).
 The transfer runs in the background; do not touch the data until the
@@ -1448,7 +1399,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread_at(lua_State *L) { return iread_at(L, lmpio_file_iread_at); }
 /***
 Starts @{file:read_at_all} as a nonblocking operation (`MPI_File_iread_at_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1463,7 +1413,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iread_at_all(lua_State *L) { return iread_at(L, lmpio_file_iread_at_all); }
 /***
 Starts @{file:write_at} as a nonblocking operation (`MPI_File_iwrite_at`).
 The transfer runs in the background; do not touch the data until the
@@ -1475,7 +1424,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite_at(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at); }
 /***
 Starts @{file:write_at_all} as a nonblocking operation
 (`MPI_File_iwrite_at_all`).
@@ -1489,7 +1437,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iwrite_at_all(lua_State *L) { return iwrite_at(L, lmpio_file_iwrite_at_all); }
 /***
 Starts @{file:read} as a nonblocking operation (`MPI_File_iread`).
 The transfer runs in the background; do not touch the data until the
@@ -1501,7 +1448,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread(lua_State *L) { return iread_ptr(L, lmpio_file_iread); }
 /***
 Starts @{file:read_all} as a nonblocking operation (`MPI_File_iread_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1514,7 +1460,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iread_all(lua_State *L) { return iread_ptr(L, lmpio_file_iread_all); }
 /***
 Starts @{file:write} as a nonblocking operation (`MPI_File_iwrite`).
 The transfer runs in the background; do not touch the data until the
@@ -1524,7 +1469,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite); }
 /***
 Starts @{file:write_all} as a nonblocking operation (`MPI_File_iwrite_all`).
 The transfer runs in the background; do not touch the data until the
@@ -1535,7 +1479,6 @@ request completes (see @{request}).
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank
 */
-static int f_iwrite_all(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_all); }
 /***
 Starts @{file:read_shared} as a nonblocking operation (`MPI_File_iread_shared`).
 The transfer runs in the background; do not touch the data until the
@@ -1547,7 +1490,6 @@ request completes (see @{request}).
   items read
 @raise an @{error} object when the call fails
 */
-static int f_iread_shared(lua_State *L) { return iread_ptr(L, lmpio_file_iread_shared); }
 /***
 Starts @{file:write_shared} as a nonblocking operation
 (`MPI_File_iwrite_shared`).
@@ -1558,7 +1500,6 @@ request completes (see @{request}).
 @treturn request whose `wait` returns the number of items written
 @raise an @{error} object when the call fails
 */
-static int f_iwrite_shared(lua_State *L) { return iwrite_ptr(L, lmpio_file_iwrite_shared); }
 
 /* ---- split collectives ------------------------------------------------------ */
 
@@ -1577,46 +1518,30 @@ static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m, int re
   lua_setiuservalue(L, 1, UV_SPLIT);
 }
 
-/* The split collectives: ordered, explicit offset, individual pointer. */
-enum { S_READ_ORDERED, S_WRITE_ORDERED, S_READ_AT_ALL, S_WRITE_AT_ALL, S_READ_ALL, S_WRITE_ALL };
-#define S_READING(k) ((k) % 2 == 0)
-#define S_AT(k) ((k) == S_READ_AT_ALL || (k) == S_WRITE_AT_ALL)
+/* The core call of a split collective's _begin row. */
+static int begin(const lfile_access *a, lmpio_file fh, MPI_Offset off, const lmpio_lua_mem *m) {
+  if (a->pointer == P_EXPLICIT)
+    return a->writing ? a->core.write_at_begin(fh, off, m->ptr, m->count, m->type)
+                      : a->core.read_at_begin(fh, off, m->ptr, m->count, m->type);
+  return a->writing ? a->core.write_begin(fh, m->ptr, m->count, m->type)
+                    : a->core.read_begin(fh, m->ptr, m->count, m->type);
+}
 
 /* fh:read_ordered_begin(buf|count [, count, type]), fh:write_ordered_begin(data
  * [, count, type]); the _at_all ones take an offset first. */
-static int split_begin(lua_State *L, int kind) {
+static int split_begin(lua_State *L, const lfile_access *a) {
   lmpio_file fh = checkfile(L);
-  MPI_Offset off = S_AT(kind) ? checkoffset(L, 2) : 0;
-  int idx = S_AT(kind) ? 3 : 2;
+  int at = a->pointer == P_EXPLICIT;
+  MPI_Offset off = at ? checkoffset(L, 2) : 0;
+  int idx = at ? 3 : 2;
   lmpio_lua_mem m;
-  int dataidx = lmpio_lua_checkmem(L, idx, !S_READING(kind), &m) == 2 ? lua_gettop(L) : idx;
+  int dataidx = lmpio_lua_checkmem(L, idx, a->writing, &m) == 2 ? lua_gettop(L) : idx;
   lmpio_lua_checklasting(L, idx, &m);
   lua_getiuservalue(L, 1, UV_SPLIT); /* the active split's memory, if any */
   int previdx = lua_gettop(L);
-  static const char *const names[] = {"read_ordered_begin", "write_ordered_begin", "read_at_all_begin",
-                                      "write_at_all_begin", "read_all_begin", "write_all_begin"};
-  keep_split(L, dataidx, &m, S_READING(kind), names[kind]);
-  int rc = MPI_SUCCESS;
-  switch (kind) {
-  case S_READ_ORDERED:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_ordered_begin(fh, m.ptr, m.count, m.type));
-    break;
-  case S_WRITE_ORDERED:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_ordered_begin(fh, m.ptr, m.count, m.type));
-    break;
-  case S_READ_AT_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_at_all_begin(fh, off, m.ptr, m.count, m.type));
-    break;
-  case S_WRITE_AT_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_at_all_begin(fh, off, m.ptr, m.count, m.type));
-    break;
-  case S_READ_ALL:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_read_all_begin(fh, m.ptr, m.count, m.type));
-    break;
-  default:
-    LMPIO_LUA_CORE_MEM(L, &m, rc, lmpio_file_write_all_begin(fh, m.ptr, m.count, m.type));
-    break;
-  }
+  keep_split(L, dataidx, &m, !a->writing, a->name);
+  int rc;
+  LMPIO_LUA_CORE_MEM(L, &m, rc, begin(a, fh, off, &m));
   if (rc != MPI_SUCCESS) { /* nothing new became active: keep what was */
     lua_getiuservalue(L, 1, UV_SPLIT);
     lua_rawgeti(L, -1, 4);
@@ -1630,8 +1555,8 @@ static int split_begin(lua_State *L, int kind) {
 }
 
 /* _end([data]): data, when given, must be what _begin received. */
-static int split_end(lua_State *L, int kind) {
-  int reading = S_READING(kind);
+static int split_end(lua_State *L, const lfile_access *a) {
+  int reading = !a->writing;
   lua_settop(L, 2);
   lmpio_file fh = checkfile(L);
   lmpio_lua_mem m;
@@ -1651,14 +1576,8 @@ static int split_end(lua_State *L, int kind) {
   }
   MPI_Status st;
   int rc;
-  switch (kind) {
-  case S_READ_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_read_ordered_end(fh, ptr, &st)); break;
-  case S_WRITE_ORDERED: LMPIO_LUA_CORE(L, rc, lmpio_file_write_ordered_end(fh, ptr, &st)); break;
-  case S_READ_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_at_all_end(fh, ptr, &st)); break;
-  case S_WRITE_AT_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_write_at_all_end(fh, ptr, &st)); break;
-  case S_READ_ALL: LMPIO_LUA_CORE(L, rc, lmpio_file_read_all_end(fh, ptr, &st)); break;
-  default: LMPIO_LUA_CORE(L, rc, lmpio_file_write_all_end(fh, ptr, &st)); break;
-  }
+  if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
+  else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
   if (rc == MPI_SUCCESS) { /* a mismatched _end leaves the split active: keep its memory */
     if (have) {
       lua_rawgeti(L, kept, 4);
@@ -1692,7 +1611,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_ordered_begin(lua_State *L) { return split_begin(L, S_READ_ORDERED); }
 /***
 Begins the split collective form of @{file:write_ordered}
 (`MPI_File_write_ordered_begin`); collective.
@@ -1704,7 +1622,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_ordered_begin(lua_State *L) { return split_begin(L, S_WRITE_ORDERED); }
 /***
 Ends the split collective begun by @{file:read_ordered_begin}
 (`MPI_File_read_ordered_end`); collective.
@@ -1716,7 +1633,6 @@ Ends the split collective begun by @{file:read_ordered_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_ordered_end(lua_State *L) { return split_end(L, S_READ_ORDERED); }
 /***
 Ends the split collective begun by @{file:write_ordered_begin}
 (`MPI_File_write_ordered_end`); collective.
@@ -1727,7 +1643,6 @@ Ends the split collective begun by @{file:write_ordered_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_ordered_end(lua_State *L) { return split_end(L, S_WRITE_ORDERED); }
 /***
 Begins the split collective form of @{file:read_at_all}
 (`MPI_File_read_at_all_begin`); collective.
@@ -1741,7 +1656,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_at_all_begin(lua_State *L) { return split_begin(L, S_READ_AT_ALL); }
 /***
 Begins the split collective form of @{file:write_at_all}
 (`MPI_File_write_at_all_begin`); collective.
@@ -1755,7 +1669,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_at_all_begin(lua_State *L) { return split_begin(L, S_WRITE_AT_ALL); }
 /***
 Ends the split collective begun by @{file:read_at_all_begin}
 (`MPI_File_read_at_all_end`); collective.
@@ -1767,7 +1680,6 @@ Ends the split collective begun by @{file:read_at_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_at_all_end(lua_State *L) { return split_end(L, S_READ_AT_ALL); }
 /***
 Ends the split collective begun by @{file:write_at_all_begin}
 (`MPI_File_write_at_all_end`); collective.
@@ -1778,7 +1690,6 @@ Ends the split collective begun by @{file:write_at_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_at_all_end(lua_State *L) { return split_end(L, S_WRITE_AT_ALL); }
 /***
 Begins the split collective form of @{file:read_all}
 (`MPI_File_read_all_begin`); collective.
@@ -1790,7 +1701,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_read_all_begin(lua_State *L) { return split_begin(L, S_READ_ALL); }
 /***
 Begins the split collective form of @{file:write_all}
 (`MPI_File_write_all_begin`); collective.
@@ -1801,7 +1711,6 @@ The data is kept alive until then.
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
-static int f_write_all_begin(lua_State *L) { return split_begin(L, S_WRITE_ALL); }
 /***
 Ends the split collective begun by @{file:read_all_begin}
 (`MPI_File_read_all_end`); collective.
@@ -1813,7 +1722,6 @@ Ends the split collective begun by @{file:read_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_read_all_end(lua_State *L) { return split_end(L, S_READ_ALL); }
 /***
 Ends the split collective begun by @{file:write_all_begin}
 (`MPI_File_write_all_end`); collective.
@@ -1824,7 +1732,6 @@ Ends the split collective begun by @{file:write_all_begin}
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received
 */
-static int f_write_all_end(lua_State *L) { return split_end(L, S_WRITE_ALL); }
 
 /* ---- collective methods agree on argument errors ------------------------------
  *
@@ -1860,30 +1767,36 @@ typedef struct {
   fail_fn fail;
 } collective_method;
 
-static int collective_call(lua_State *L) {
-  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
-  int n = lua_gettop(L);
-  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
-  lua_pushvalue(L, 1); /* keeps self alive below the call */
-  lua_pushcfunction(L, cm->fn);
-  lua_rotate(L, 1, 2); /* self, fn, args... */
-  int saved = lmpio_lua_entered;
-  lmpio_lua_entered = 0;
-  int st = lua_pcall(L, n, LUA_MULTRET, 0);
-  int entered = lmpio_lua_entered;
-  lmpio_lua_entered = saved;
-  if (st == LUA_OK) return lua_gettop(L) - 1;
-  if (entered || !f || f->fh == LMPIO_FILE_NULL || (st != LUA_ERRRUN && st != LUA_ERRMEM) ||
-      lua_type(L, -1) != LUA_TSTRING)
-    return lua_error(L); /* the core's own (agreed) error, or nothing to agree on */
-  lmpio_lua_fix_argerror(L, cm->name, 1);
+/* The error on top, raised by a collective method of f named name before it
+ * entered the core: every rank fails the call (fail joins it). */
+static int agree_failure(lua_State *L, lfile *f, const char *name, void (*fail)(lfile *f)) {
+  if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
+    return lua_error(L); /* nothing to agree on */
+  lmpio_lua_fix_argerror(L, name, 1);
   const char *msg = lua_tostring(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
-  cm->fail(f);
+  fail(f);
   lmpio_lua_caller = saved_caller;
   return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
+}
+
+static int collective_call(lua_State *L) {
+  const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
+  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
+  int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
+  if (n >= 0) return n;
+  return agree_failure(L, f, cm->name, cm->fail);
+}
+
+/* A collective data access method: data_access under the agreement. */
+static int collective_access(lua_State *L) {
+  const lfile_access *a = lua_touserdata(L, lua_upvalueindex(1));
+  lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
+  int n = lmpio_lua_collective_pcall(L, data_access, a);
+  if (n >= 0) return n;
+  return agree_failure(L, f, a->name, a->fail);
 }
 
 static const collective_method collective_methods[] = {
@@ -1892,65 +1805,89 @@ static const collective_method collective_methods[] = {
   {"sync", f_sync, fail_sync}, {"set_info", f_set_info, fail_info},
   {"set_atomicity", f_set_atomicity, fail_atomicity}, {"set_view", f_set_view, fail_view},
   {"seek_shared", f_seek_shared, fail_seek_shared},
-  {"read_at_all", f_read_at_all, fail_io}, {"write_at_all", f_write_at_all, fail_io},
-  {"read_all", f_read_all, fail_io}, {"write_all", f_write_all, fail_io},
-  {"read_ordered", f_read_ordered, fail_ordered}, {"write_ordered", f_write_ordered, fail_ordered},
   {"records_ordered", f_records_ordered, fail_records},
-  {"read_ordered_begin", f_read_ordered_begin, fail_ordered},
-  {"write_ordered_begin", f_write_ordered_begin, fail_ordered},
-  {"read_at_all_begin", f_read_at_all_begin, fail_io}, {"write_at_all_begin", f_write_at_all_begin, fail_io},
-  {"read_all_begin", f_read_all_begin, fail_io}, {"write_all_begin", f_write_all_begin, fail_io},
-  {"iread_at_all", f_iread_at_all, fail_io}, {"iwrite_at_all", f_iwrite_at_all, fail_io},
-  {"iread_all", f_iread_all, fail_io}, {"iwrite_all", f_iwrite_all, fail_io},
 };
 
-/* Replaces the collective methods of the methods table on top of the stack
- * by their agreeing wrappers. */
-static void wrap_collectives(lua_State *L) {
+/* Every data access method: name, writing, pointer, collective, form,
+ * how a failing rank joins the collective, the core call.  (A split
+ * collective's _end is not collective by itself: its _begin agreed.) */
+#define R 0
+#define W 1
+static const lfile_access access_methods[] = {
+  {"read_at", R, P_EXPLICIT, 0, F_BLOCKING, NULL, {.read_at = lmpio_file_read_at}},
+  {"write_at", W, P_EXPLICIT, 0, F_BLOCKING, NULL, {.write_at = lmpio_file_write_at}},
+  {"read_at_all", R, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.read_at = lmpio_file_read_at_all}},
+  {"write_at_all", W, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.write_at = lmpio_file_write_at_all}},
+  {"read", R, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.read = lmpio_file_read}},
+  {"write", W, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.write = lmpio_file_write}},
+  {"read_all", R, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.read = lmpio_file_read_all}},
+  {"write_all", W, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.write = lmpio_file_write_all}},
+  {"read_shared", R, P_SHARED, 0, F_BLOCKING, NULL, {.read = lmpio_file_read_shared}},
+  {"write_shared", W, P_SHARED, 0, F_BLOCKING, NULL, {.write = lmpio_file_write_shared}},
+  {"read_ordered", R, P_SHARED, 1, F_BLOCKING, fail_ordered, {.read = lmpio_file_read_ordered}},
+  {"write_ordered", W, P_SHARED, 1, F_BLOCKING, fail_ordered, {.write = lmpio_file_write_ordered}},
+  {"iread_at", R, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iread_at = lmpio_file_iread_at}},
+  {"iwrite_at", W, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
+  {"iread_at_all", R, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iread_at = lmpio_file_iread_at_all}},
+  {"iwrite_at_all", W, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iwrite_at = lmpio_file_iwrite_at_all}},
+  {"iread", R, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread}},
+  {"iwrite", W, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite}},
+  {"iread_all", R, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iread = lmpio_file_iread_all}},
+  {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iwrite = lmpio_file_iwrite_all}},
+  {"iread_shared", R, P_SHARED, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread_shared}},
+  {"iwrite_shared", W, P_SHARED, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite_shared}},
+  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, fail_io, {.read_at_begin = lmpio_file_read_at_all_begin}},
+  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, fail_io, {.write_at_begin = lmpio_file_write_at_all_begin}},
+  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.read_begin = lmpio_file_read_all_begin}},
+  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.write_begin = lmpio_file_write_all_begin}},
+  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, fail_ordered, {.read_begin = lmpio_file_read_ordered_begin}},
+  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, fail_ordered, {.write_begin = lmpio_file_write_ordered_begin}},
+  {"read_at_all_end", R, P_EXPLICIT, 0, F_END, NULL, {.read_end = lmpio_file_read_at_all_end}},
+  {"write_at_all_end", W, P_EXPLICIT, 0, F_END, NULL, {.write_end = lmpio_file_write_at_all_end}},
+  {"read_all_end", R, P_INDIVIDUAL, 0, F_END, NULL, {.read_end = lmpio_file_read_all_end}},
+  {"write_all_end", W, P_INDIVIDUAL, 0, F_END, NULL, {.write_end = lmpio_file_write_all_end}},
+  {"read_ordered_end", R, P_SHARED, 0, F_END, NULL, {.read_end = lmpio_file_read_ordered_end}},
+  {"write_ordered_end", W, P_SHARED, 0, F_END, NULL, {.write_end = lmpio_file_write_ordered_end}},
+};
+#undef R
+#undef W
+
+/* Adds the collective methods and the data access methods to the methods
+ * table on top of the stack, each as what runs: its agreement around the
+ * method for the collective ones, data_access with its row for the others. */
+static void add_methods(lua_State *L) {
   for (size_t i = 0; i < sizeof collective_methods / sizeof collective_methods[0]; i++) {
     lua_pushlightuserdata(L, (void *)&collective_methods[i]);
     lua_pushcclosure(L, collective_call, 1);
     lua_setfield(L, -2, collective_methods[i].name);
   }
+  for (size_t i = 0; i < sizeof access_methods / sizeof access_methods[0]; i++) {
+    const lfile_access *a = &access_methods[i];
+    lua_pushlightuserdata(L, (void *)a);
+    lua_pushcclosure(L, a->collective ? collective_access : data_access, 1);
+    lua_setfield(L, -2, a->name);
+  }
 }
 
-static void exit_hook(void *owner) { close_open_files(owner); }
+static void exit_hook(const void *owner) { close_open_files(owner); }
 
 int lmpio_lua_file_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_FILE)) {
     static const luaL_Reg meta[] = {
       {"__gc", f_gc}, {"__close", f_close_meta}, {"__tostring", f_tostring}, {NULL, NULL},
     };
+    /* the independent methods; collective and data access ones: add_methods */
     static const luaL_Reg methods[] = {
-      {"close", f_close},
-      {"get_size", f_get_size}, {"set_size", f_set_size}, {"preallocate", f_preallocate},
-      {"sync", f_sync}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
-      {"set_info", f_set_info}, {"get_info", f_get_info}, {"stats", f_stats},
-      {"set_atomicity", f_set_atomicity}, {"get_atomicity", f_get_atomicity},
-      {"set_view", f_set_view}, {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
-      {"seek", f_seek}, {"seek_shared", f_seek_shared}, {"get_position", f_get_position},
+      {"get_size", f_get_size}, {"get_group", f_get_group}, {"get_amode", f_get_amode},
+      {"get_info", f_get_info}, {"stats", f_stats}, {"get_atomicity", f_get_atomicity},
+      {"get_view", f_get_view}, {"get_type_extent", f_get_type_extent},
+      {"seek", f_seek}, {"get_position", f_get_position},
       {"get_position_shared", f_get_position_shared}, {"get_byte_offset", f_get_byte_offset},
-      {"read_at", f_read_at}, {"read_at_all", f_read_at_all},
-      {"write_at", f_write_at}, {"write_at_all", f_write_at_all},
-      {"read", f_read}, {"read_all", f_read_all}, {"write", f_write}, {"write_all", f_write_all},
-      {"read_shared", f_read_shared}, {"write_shared", f_write_shared},
-      {"read_ordered", f_read_ordered}, {"write_ordered", f_write_ordered},
-      {"records_ordered", f_records_ordered},
-      {"read_ordered_begin", f_read_ordered_begin}, {"read_ordered_end", f_read_ordered_end},
-      {"write_ordered_begin", f_write_ordered_begin}, {"write_ordered_end", f_write_ordered_end},
-      {"read_at_all_begin", f_read_at_all_begin}, {"read_at_all_end", f_read_at_all_end},
-      {"write_at_all_begin", f_write_at_all_begin}, {"write_at_all_end", f_write_at_all_end},
-      {"read_all_begin", f_read_all_begin}, {"read_all_end", f_read_all_end},
-      {"write_all_begin", f_write_all_begin}, {"write_all_end", f_write_all_end},
-      {"iread_at", f_iread_at}, {"iread_at_all", f_iread_at_all},
-      {"iwrite_at", f_iwrite_at}, {"iwrite_at_all", f_iwrite_at_all},
-      {"iread", f_iread}, {"iread_all", f_iread_all}, {"iwrite", f_iwrite}, {"iwrite_all", f_iwrite_all},
-      {"iread_shared", f_iread_shared}, {"iwrite_shared", f_iwrite_shared},
       {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
-    wrap_collectives(L);
+    add_methods(L);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

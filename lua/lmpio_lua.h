@@ -1,9 +1,10 @@
 /* Declarations shared by the C files of the Lua module `lmpio`.
  *
  * One file per concern, each with an lmpio_lua_<concern>_open(L) that adds
- * its functions to the module table on top of the stack (lmpio.c calls them
- * in order).  A concern added later (e.g. lua/datarep.c) defines
- * lmpio_lua_datarep_open: lmpio.c calls it when it is linked in.
+ * its functions to the module table on top of the stack (lmpio.c, the top,
+ * only calls them in order; no file calls lmpio.c).  A concern added later
+ * (e.g. lua/datarep.c) defines lmpio_lua_datarep_open: lmpio.c calls it
+ * when it is linked in.
  *
  * Metatables: "lmpio.buffer" (typed arrays and byte buffers), "lmpio.datatype",
  * "lmpio.comm", "lmpio.file", "lmpio.error", "lmpio.request". */
@@ -18,6 +19,14 @@
 
 #include "lmpio.h"
 
+/* Lua's raising functions never return (they longjmp to the protected
+ * call): said here so that the compiler and `make lint` follow the code as
+ * it runs, not into a use of what the check before refused. */
+int lua_error(lua_State *L) __attribute__((noreturn));
+int luaL_error(lua_State *L, const char *fmt, ...) __attribute__((noreturn));
+int luaL_argerror(lua_State *L, int arg, const char *extramsg) __attribute__((noreturn));
+int luaL_typeerror(lua_State *L, int arg, const char *tname) __attribute__((noreturn));
+
 #define LMPIO_LUA_BUFFER "lmpio.buffer"
 #define LMPIO_LUA_DATATYPE "lmpio.datatype"
 #define LMPIO_LUA_COMM "lmpio.comm"
@@ -26,16 +35,14 @@
 #define LMPIO_LUA_REQUEST "lmpio.request"
 #define LMPIO_LUA_MSGREQUEST "lmpio.msgrequest"
 
-/* ---- lmpio.c: the module and MPI's lifetime ---------------------------- */
+/* ---- lifetime.c: MPI's lifetime ------------------------------------------ */
 
 /* Whether this rank is leaving a job of several ranks because its script
  * failed (then nothing collective may run: the job is aborted). */
 int lmpio_lua_failing(void);
 /* Prints why (after "rank N of M ") and aborts the job (MPI_Abort). */
 void lmpio_lua_abort(const char *why);
-/* Remembers the traceback of the last error object raised, printed when an
- * uncaught error aborts the job. */
-void lmpio_lua_note_traceback(const char *tb);
+
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
@@ -45,9 +52,14 @@ void lmpio_lua_note_traceback(const char *tb);
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
 /* Raises the error object for cls (never returns). */
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
-/* The rank of this process in comm, and comm's size (comm.c). */
-int lmpio_lua_commrank(MPI_Comm comm);
-int lmpio_lua_commsize(MPI_Comm comm);
+/* The traceback of the last error object raised ("" if none), printed when
+ * an uncaught error aborts the job (lua5.4 prints none for an object). */
+const char *lmpio_lua_last_traceback(void);
+/* Raises "'name' called after MPI was finalized" once MPI is finalized
+ * (name: the running function's, as registered).  Every function that may
+ * reach MPI calls it first: methods in the check of their object
+ * (of a file, a communicator, a datatype, a request). */
+void lmpio_lua_running(lua_State *L);
 /* The message on top of the stack, "bad argument #3 to '?' (...)" from a
  * method run under lua_pcall (which hides its name, and that argument 1 is
  * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1
@@ -261,7 +273,19 @@ void lmpio_lua_pushinfo(lua_State *L, MPI_Info info);
  * or, for the last parts, fewer or none. */
 void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count);
 
-/* ---- comm.c: for the collective methods of other files (message.c) ----- */
+/* ---- agree.c: the agreement of collective methods ----------------------- */
+
+/* The rank of this process in comm, and comm's size. */
+int lmpio_lua_commrank(MPI_Comm comm);
+int lmpio_lua_commsize(MPI_Comm comm);
+/* Runs fn, a collective method, under lua_pcall on the arguments 1..top
+ * (self kept alive below them; up, when not NULL, fn's upvalue 1 as a light
+ * userdata: the row of a table that describes it): returns the number of
+ * its results (on top).  An error raised before the method joined its first communication
+ * (lmpio_lua_entered still 0: an argument error of this rank) is left on
+ * top and -1 returned: the caller joins that communication as a failing
+ * rank.  Any other error is raised as it is. */
+int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn, const void *up);
 
 /* An agreement is an MPI_Allreduce (MPI_MAX) of LMPIO_LUA_NAGREE words
  * (LMPIO_LUA_AGREE_WORDS for bcast, whose short values travel in it): v[0]
@@ -278,6 +302,7 @@ void lmpio_lua_agree_failed(lua_State *L, MPI_Comm comm, const char *msg);
  * or LMPIO_LUA_GATHER_ARRAY for an array. */
 #define LMPIO_LUA_GATHER_BLOCK 64
 #define LMPIO_LUA_GATHER_ARRAY (UINT64_MAX - 1)
+#define LMPIO_LUA_GATHER_FAILED UINT64_MAX
 void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg);
 /* Joins lmpio_lua_gather_blocks as a failing rank. */
 void lmpio_lua_gather_failed(lua_State *L, MPI_Comm comm, const char *msg);
@@ -289,32 +314,29 @@ typedef struct lmpio_lua_collective {
   lua_CFunction fn;
   void (*fail)(lua_State *L, MPI_Comm comm, const char *msg);
 } lmpio_lua_collective;
+/* Little-endian 64-bit words of the gather blocks. */
+static inline void lmpio_lua_put_le64(unsigned char *b, uint64_t u) {
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (8 * i));
+}
+static inline uint64_t lmpio_lua_get_le64(const unsigned char *b) {
+  uint64_t u = 0;
+  for (int i = 0; i < 8; i++) u |= (uint64_t)b[i] << (8 * i);
+  return u;
+}
+
+/* ---- comm.c: for the collective methods of other files (message.c) ----- */
+
 /* Adds collective methods (cm[0..n-1], static) and local ones (local, may
  * be NULL) to the communicators' methods. */
 void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t n, const luaL_Reg *local);
+
+/* ---- serial.c: Lua values as bytes (message.c) ------------------------- */
+
 /* The serialised form of the value at idx (argument arg, for messages),
  * as bcast sends it: pushes a userdata holding the bytes, returns them. */
 unsigned char *lmpio_lua_serialise(lua_State *L, int idx, int arg, size_t *n);
 /* Pushes the value serialised in p[0..n-1]; raises when it is corrupt. */
 void lmpio_lua_deserialise(lua_State *L, const unsigned char *p, size_t n);
-
-/* ---- message.c: arrays in comm.c's collectives, point-to-point -------- */
-
-enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
-/* comm:allreduce/scan/exscan with an array at 2 (name: the method). */
-int lmpio_lua_reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name);
-/* Raises the agreed error of reductions whose ranks gave different kinds
- * of values (v[3], -v[4]: the largest and smallest kind, 0 number, 1
- * boolean, 2 array). */
-int lmpio_lua_reduce_kinds(lua_State *L, const char *name, const long long *v);
-/* bcast: before its agreement, writes into v what the value at idx is
- * (an array: 1; else 0); after it, when some rank gave an array, does the
- * rest of the bcast (the array at idx, or 0 when this rank gave none) and
- * returns 1 with the result pushed; 0 when no rank gave an array. */
-int lmpio_lua_bcast_prepare(lua_State *L, int idx, int isroot, long long *v);
-int lmpio_lua_bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *v, int idx);
-/* comm:allgather with an array at 2. */
-int lmpio_lua_allgather_array(lua_State *L, MPI_Comm comm);
 
 /* ---- request.c: requests of the nonblocking calls --------------------- */
 
@@ -332,11 +354,11 @@ typedef struct lmpio_lua_request {
  * fill) that keeps the value at dataidx alive until it is waited for. */
 lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading);
 
-/* ---- lmpio.c: MPI lifetime -------------------------------------------- */
+/* ---- lifetime.c: exit functions ------------------------------------------ */
 
 /* Registers fn to be run (once, in registration order) before MPI_Finalize
  * at exit. */
-typedef void (*lmpio_lua_exit_fn)(void *owner);
+typedef void (*lmpio_lua_exit_fn)(const void *owner);
 void lmpio_lua_atexit(lmpio_lua_exit_fn fn);
 /* The owner of objects created in L (its main thread), passed to exit
  * functions so that closing one lua_State only touches its own objects; exit
@@ -353,10 +375,17 @@ int lmpio_lua_file_open(lua_State *L);
 int lmpio_lua_request_open(lua_State *L);
 int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
+/* lifetime.c: MPI initialised and the script's end watched (first); the
+ * environment functions (wtime, wtick, abort, version). */
+int lmpio_lua_lifetime_open(lua_State *L);
+int lmpio_lua_environment_open(lua_State *L);
 
-/* lmpio.c: raises "unknown field 'x'" unless the table at idx has only the
+/* error.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */
 void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names);
+/* error.c: v, argument arg, as an int from min to INT_MAX; raises "out of
+ * range" otherwise. */
+int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min);
 
 /* Registers the functions of l into the table on top of the stack. */
 #define lmpio_lua_setfuncs(L, l) luaL_setfuncs((L), (l), 0)

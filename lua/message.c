@@ -1,10 +1,11 @@
-/* Arrays in the collectives of communicators, and messages between ranks.
+/* The collectives of communicators over values and arrays, and messages
+ * between ranks.
  *
- * Collectives: comm:allreduce, comm:scan and comm:exscan of arrays
- * (element-wise, a new array), comm:bcast into arrays, comm:allgather of
- * arrays (concatenated), and the new comm:reduce, comm:gather and
- * comm:scatter.  comm.c dispatches its methods here when the argument is
- * an array; every collective keeps comm.c's rule: its first communication
+ * Collectives: comm:bcast, comm:allgather, comm:allreduce, comm:scan and
+ * comm:exscan of Lua values (serialised, lua/serial.c) and of arrays
+ * (element-wise reductions into a new array, bcast into arrays, allgather
+ * concatenated), and comm:reduce, comm:gather and comm:scatter.  Every
+ * collective keeps the rule of lua/agree.c: its first communication
  * is an agreement (lmpio_lua_agree, or allgather's lmpio_lua_gather_blocks)
  * that carries what each rank gave (kind of value, type, count, root, op),
  * so that a mismatch on one rank makes every rank raise and none hang.
@@ -32,6 +33,8 @@
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
+
+enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
 
 /* MPI counts are ints: arrays go in pieces of this many elements. */
 #define PIECE ((size_t)1 << 28)
@@ -144,7 +147,7 @@ static int identity(lmpio_lua_buffer *r, int op) {
   return 1;
 }
 
-int lmpio_lua_reduce_kinds(lua_State *L, const char *name, const long long *v) {
+static int reduce_kinds(lua_State *L, const char *name, const long long *v) {
   static const char *const kinds[] = {"numbers", "booleans", "arrays"};
   long long hi = v[3], lo = -v[4];
   if (hi < 0 || hi > 2 || lo < 0 || lo > 2) hi = lo = 0;
@@ -157,7 +160,7 @@ int lmpio_lua_reduce_kinds(lua_State *L, const char *name, const long long *v) {
 enum { V_OP = 1, V_KIND = 3, V_FLOAT = 5, V_CODE = 8, V_COUNT = 10, V_ROOT = 12 };
 
 static void check_agreed(lua_State *L, const char *name, const long long *v, int arrays) {
-  if (v[V_KIND] != -v[V_KIND + 1]) lmpio_lua_reduce_kinds(L, name, v);
+  if (v[V_KIND] != -v[V_KIND + 1]) reduce_kinds(L, name, v);
   if (v[V_ROOT] != -v[V_ROOT + 1])
     agreed(L, name, 3, lua_pushfstring(L, "the ranks name different roots, from %d to %d", (int)-v[V_ROOT + 1],
                                        (int)v[V_ROOT]));
@@ -191,7 +194,7 @@ static void reduce_pieces(lua_State *L, MPI_Comm comm, int kind, int root, const
   }
 }
 
-int lmpio_lua_reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name) {
+static int reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name) {
   lua_settop(L, 3);
   int code;
   lmpio_lua_buffer *a = toarray(L, 2, &code);
@@ -297,7 +300,7 @@ enum {
   B_RFORDER,       /*   words of the short value (arrays do not use them) */
 };
 
-int lmpio_lua_bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
+static int bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
   int code;
   lmpio_lua_buffer *a = toarray(L, idx, &code);
   if (!a) return 0;
@@ -320,7 +323,7 @@ int lmpio_lua_bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
   return 1;
 }
 
-int lmpio_lua_bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *v, int idx) {
+static int bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *v, int idx) {
   if (!v[B_ANY]) return 0;
   if (!v[B_ROOTARRAY])
     agreed(L, "bcast", 1, "the root's value is not an array, other ranks give arrays to fill");
@@ -377,7 +380,7 @@ static int *layout(lua_State *L, int size, const long long *n, const char *name)
   return cd;
 }
 
-int lmpio_lua_allgather_array(lua_State *L, MPI_Comm comm) {
+static int allgather_array(lua_State *L, MPI_Comm comm) {
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm), code;
   lmpio_lua_buffer *a = toarray(L, 2, &code);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 3 */
@@ -1133,6 +1136,7 @@ Waiting again returns the same.
 */
 static int m_wait(lua_State *L) {
   mreq *r = checkmreq(L);
+  lmpio_lua_running(L);
   complete(L, 1, r, 1);
   return results(L, 1, r);
 }
@@ -1146,6 +1150,7 @@ Whether the send or receive is complete (`MPI_Test`); completes it if so.
 */
 static int m_test(lua_State *L) {
   mreq *r = checkmreq(L);
+  lmpio_lua_running(L);
   if (!complete(L, 1, r, 0)) {
     lua_pushboolean(L, 0);
     return 1;
@@ -1177,6 +1182,7 @@ static int m_tostring(lua_State *L) {
  * requests go to request.c's waitall (upvalue 1) together, then the
  * message requests are waited for in order. */
 static int l_waitall(lua_State *L) {
+  lmpio_lua_running(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   lua_Integer n = luaL_len(L, 1), k = 0;
@@ -1221,8 +1227,278 @@ receive from it gets nil at once; nil as a rank means the same.
 @field lmpio.PROC_NULL
 */
 
+/* ---- collectives of values and arrays ------------------------------------ */
+
+/* LMPIO_LUA_NAGREE values to agree on, then NINLINE words that carry up to
+ * NINLINE * 7 bytes of a bcast's value (7 bytes a word, so that every word
+ * is non-negative and MPI_MAX with the zeros of the other ranks is the
+ * root's word). */
+enum { AGREE_WORDS = LMPIO_LUA_AGREE_WORDS, NINLINE = AGREE_WORDS - LMPIO_LUA_NAGREE };
+
+/* MPI counts are ints: large messages go in pieces. */
+#define CHUNK ((size_t)1 << 30)
+
+static void fail_bcast(lua_State *L, MPI_Comm comm, const char *msg) {
+  long long v[AGREE_WORDS] = {lmpio_lua_commsize(comm) - lmpio_lua_commrank(comm)};
+  lmpio_lua_agree(L, comm, v, AGREE_WORDS, msg);
+}
+
+static void pack7(long long *w, const unsigned char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i / 7] |= (long long)b[i] << (8 * (i % 7));
+}
+
+static void unpack7(unsigned char *b, const long long *w, size_t n) {
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(w[i / 7] >> (8 * (i % 7)));
+}
+
+/***
+Sends a value from the root to every rank.
+Collective.  The value is serialised; one `MPI_Allreduce` agrees on the
+arguments and carries a short value (up to 238 bytes serialised), and a
+longer one follows with `MPI_Bcast`.  The value may be nil, a boolean, a number (integers stay
+integers), a string, or a table of those (nested tables too; keys are
+booleans, numbers or strings).  Tables arrive as new tables without
+metatables; a table that contains itself, functions, userdata
+(communicators, records, ...) and threads cannot be sent.  The value
+passed on the other ranks is ignored, except an array.
+An array on the root is sent straight from its memory (`MPI_Bcast`): the
+other ranks that give an array (of the same type and length) get it
+filled, the others get a new array of the root's type and shape.  When
+the root's value cannot be sent, arrays disagree, or the ranks name
+different roots, every rank raises: no rank is left waiting.
+@function comm:bcast
+@param value the value to send (used on the root only), or an array: to
+  send on the root, to fill on the others
+@param[opt=0] root the rank that sends (the same on every rank)
+@return the root's value (on the root: the value itself; an array given
+  on another rank: that array, filled)
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when the root's value
+  cannot be sent, or a root is out of range or differs between ranks, or
+  ranks give arrays of another type or length than the root's, or arrays
+  to fill while the root sends no array
+@usage local params = lmpio.array(lmpio.DOUBLE, 3)
+if comm:rank() == 0 then params:set(1, {0.1, 0.2, 0.3}) end
+comm:bcast(params)          -- every rank's params now hold the root's
+*/
+static int c_bcast(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int rank = lmpio_lua_commrank(comm), size = lmpio_lua_commsize(comm);
+  lua_settop(L, 3);
+  int root = lmpio_lua_checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
+  if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
+  size_t len = 0;
+  const unsigned char *bytes = NULL;
+  /* one agreement: roots (max and -min), the length, and a short value;
+   * arrays put what they are in v[4..] (lua/message.c) */
+  long long v[AGREE_WORDS] = {0, root, -root, 0};
+  int isarray = bcast_prepare(L, 2, rank == root, v);
+  if (rank == root && !isarray) {
+    bytes = lmpio_lua_serialise(L, 2, 2, &len); /* 4 */
+    v[3] = (long long)len;
+    if (len <= NINLINE * 7) pack7(v + LMPIO_LUA_NAGREE, bytes, len);
+  }
+  lmpio_lua_agree(L, comm, v, AGREE_WORDS, NULL);
+  if (v[1] != -v[2])
+    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to 'bcast' (the ranks name "
+                                                           "different roots, from %d to %d)", (int)-v[2], (int)v[1]));
+  if (bcast_arrays(L, comm, root, v, isarray ? 2 : 0)) return 1;
+  len = (size_t)v[3];
+  unsigned char *all = rank == root ? (unsigned char *)bytes : lua_newuserdatauv(L, len ? len : 1, 0);
+  if (len <= NINLINE * 7) {
+    if (rank != root) unpack7(all, v + LMPIO_LUA_NAGREE, len);
+  } else { /* the rest in pieces (MPI counts are ints) */
+    for (size_t off = 0; off < len; off += CHUNK) {
+      size_t n = len - off < CHUNK ? len - off : CHUNK;
+      lmpio_lua_checkmpi(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
+    }
+  }
+  if (rank == root) lua_pushvalue(L, 2);
+  else lmpio_lua_deserialise(L, all, len);
+  return 1;
+}
+
+/***
+Every rank's value, on every rank (`MPI_Allgather` of their serialised
+forms).
+Collective.  Values are those that `comm:bcast` can send (nil, booleans,
+numbers, strings, tables of them); each arrives as a copy.  Arrays (every
+rank an array of the same type, of any length) arrive concatenated in
+rank order in one new array (`MPI_Allgatherv`, from and into their
+memory).  When any rank's value cannot be sent, or some ranks give arrays
+and others not, every rank raises.
+@function comm:allgather
+@param value this rank's value, or array
+@return a table whose element `r + 1` is rank `r`'s value (a rank that sent
+  nil leaves a hole), or the concatenated array
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's value
+  cannot be sent; every rank raises when the values add up to more than
+  2 GiB (arrays: 2^31 - 1 elements)
+*/
+static int c_allgather(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
+  lua_settop(L, 2);
+  if (lmpio_lua_tobuffer(L, 2)) return allgather_array(L, comm);
+  unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 3 */
+  int *counts = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0);        /* 4 */
+  int *displs = counts + size;
+  size_t len = 0;
+  const unsigned char *bytes = lmpio_lua_serialise(L, 2, 2, &len); /* 5 */
+  unsigned char *mine = blocks + (size_t)rank * LMPIO_LUA_GATHER_BLOCK;
+  lmpio_lua_put_le64(mine, (uint64_t)len);
+  memcpy(mine + 8, bytes, len < LMPIO_LUA_GATHER_BLOCK - 8 ? len : LMPIO_LUA_GATHER_BLOCK - 8);
+  lmpio_lua_gather_blocks(L, comm, blocks, NULL);
+  for (int r = 0; r < size; r++) /* every rank sees every block: all raise */
+    if (lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK) == LMPIO_LUA_GATHER_ARRAY)
+      return lmpio_lua_raise(L, MPI_ERR_ARG, "bad argument #1 to 'allgather' (arrays on some ranks, other "
+                                             "values on others)");
+  uint64_t total = 0;
+  int fits = 1;
+  for (int r = 0; r < size; r++) {
+    uint64_t n = lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK);
+    if (n > LMPIO_LUA_GATHER_BLOCK - 8) fits = 0;
+    total += n < (uint64_t)INT_MAX + 1 ? n : (uint64_t)INT_MAX + 1; /* > INT_MAX is refused below: no wrap */
+  }
+  unsigned char *all = NULL;
+  if (!fits) { /* every rank knows every length: they all take this branch */
+    if (total > INT_MAX)
+      return lmpio_lua_raise(L, MPI_ERR_ARG, "allgather: the values add up to more than 2 GiB");
+    all = lua_newuserdatauv(L, total ? total : 1, 0); /* 6 */
+    int at = 0;
+    for (int r = 0; r < size; r++) {
+      counts[r] = (int)lmpio_lua_get_le64(blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK);
+      displs[r] = at;
+      at += counts[r];
+    }
+    memcpy(all + displs[rank], bytes, len);
+    lmpio_lua_checkmpi(L, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, counts, displs, MPI_BYTE, comm),
+                       "MPI_Allgatherv");
+  }
+  lua_createtable(L, size, 0);
+  for (int r = 0; r < size; r++) {
+    const unsigned char *b = blocks + (size_t)r * LMPIO_LUA_GATHER_BLOCK;
+    size_t n = (size_t)lmpio_lua_get_le64(b);
+    lmpio_lua_deserialise(L, fits ? b + 8 : all + displs[r], n);
+    lua_rawseti(L, -2, r + 1);
+  }
+  return 1;
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
+/* The operations on numbers and booleans (arrays take more, opnames). */
+static const char *const value_opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
+
+/* allreduce, scan and exscan of one number or boolean. */
+static int reduce(lua_State *L, int kind, const char *name) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  if (lmpio_lua_tobuffer(L, 2)) return reduce_array(L, comm, kind, name);
+  static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
+  int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
+  if (!isbool) luaL_checknumber(L, 2);
+  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", value_opnames);
+  int isint = lua_isinteger(L, 2);
+  /* Every rank must pick the same MPI type and op: integers only when all
+   * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
+   * arrays: lua/message.c) and the same op. */
+  int b = isbool && lua_toboolean(L, 2);
+  long long v[LMPIO_LUA_NAGREE] = {0, op, -op, isbool, -isbool, !isint, b, -b};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
+  if (v[3] != -v[4]) return reduce_kinds(L, name, v);
+  if (v[1] != -v[2])
+    return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
+                                                           "different operations, '%s' and '%s')",
+                                                           name, value_opnames[-v[2]], value_opnames[v[1]]));
+  int allint = isbool || v[5] == 0;
+  MPI_Op mop = ops[op];
+  if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
+    int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
+    lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
+    return 1;
+  }
+  long long iv = isbool ? lua_toboolean(L, 2) : allint ? (long long)lua_tointeger(L, 2) : 0, ir = 0;
+  double dv = isbool || allint ? 0 : (double)lua_tonumber(L, 2), dr = 0;
+  void *in = allint ? (void *)&iv : (void *)&dv, *out = allint ? (void *)&ir : (void *)&dr;
+  MPI_Datatype t = allint ? MPI_LONG_LONG : MPI_DOUBLE;
+  int rc;
+  if (kind == R_ALLREDUCE) rc = MPI_Allreduce(in, out, 1, t, mop, comm);
+  else if (kind == R_SCAN) rc = MPI_Scan(in, out, 1, t, mop, comm);
+  else rc = MPI_Exscan(in, out, 1, t, mop, comm);
+  lmpio_lua_checkmpi(L, rc, kind == R_ALLREDUCE ? "MPI_Allreduce" : kind == R_SCAN ? "MPI_Scan" : "MPI_Exscan");
+  if (kind == R_EXSCAN && lmpio_lua_commrank(comm) == 0) {
+    /* MPI leaves rank 0's result undefined: the op's identity, if any */
+    if (mop == MPI_MAX || mop == MPI_MIN) {
+      lua_pushnil(L);
+      return 1;
+    }
+    ir = mop == MPI_PROD || mop == MPI_LAND;
+    dr = (double)ir;
+  }
+  if (isbool) lua_pushboolean(L, ir != 0);
+  else if (allint) lua_pushinteger(L, (lua_Integer)ir);
+  else lua_pushnumber(L, (lua_Number)dr);
+  return 1;
+}
+
+/***
+Combines one number, boolean or array from every rank (`MPI_Allreduce`).
+Collective.  For numbers the result is an integer when every rank gave an
+integer, a float otherwise.  Arrays (every rank an array of the same type
+and length) are combined element by element, in C, into a new array of
+that type and shape: `comm:allreduce(counts)` adds up every rank's
+histogram.  Every rank must give the same kind of value (numbers,
+booleans or arrays) and the same operation; when they do not, or any
+rank's arguments are wrong, every rank raises.
+@function comm:allreduce
+@param x a number, a boolean or an array
+@param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
+  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
+  `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
+  `"prod"`, `"land"`) or "any" (the others); on floats the logical and
+  bitwise ops raise
+@return the combination of every rank's x (a new array for arrays)
+@raise an `lmpio.error` (`MPI_ERR_ARG`) on every rank when any rank's
+  arguments are wrong or the ranks disagree on the op, the kind of value,
+  or an array's type or length
+@usage local total = world:allreduce(a:histogram(0, 1, 66))  -- INT64_T counts
+*/
+static int c_allreduce(lua_State *L) { return reduce(L, R_ALLREDUCE, "allreduce"); }
+
+/***
+Inclusive prefix reduction (`MPI_Scan`): rank r gets the combination of
+the values of ranks 0 to r.
+Collective; arguments as for `comm:allreduce`.
+@function comm:scan
+@param x a number, a boolean or an array (element by element)
+@param[opt] op as for `comm:allreduce`
+@return the combination of the values of ranks 0..r
+@raise as `comm:allreduce`
+*/
+static int c_scan(lua_State *L) { return reduce(L, R_SCAN, "scan"); }
+
+/***
+Exclusive prefix reduction (`MPI_Exscan`): rank r gets the combination of
+the values of ranks 0 to r - 1, for instance its offset in a file that
+every rank appends a piece of.
+Collective; arguments as for `comm:allreduce`.  Rank 0 gets the identity
+of the op (`0` for `"sum"`, `1` for `"prod"`, `true` for `"land"`,
+`false` for `"lor"`; for arrays an array of it) and nil for `"max"` and
+`"min"`.
+@function comm:exscan
+@param x a number, a boolean or an array (element by element)
+@param[opt] op as for `comm:allreduce`
+@return the combination of the values of ranks 0..r-1
+@raise as `comm:allreduce`
+@usage local offset = comm:exscan(#mypiece)   -- where my piece goes
+*/
+static int c_exscan(lua_State *L) { return reduce(L, R_EXSCAN, "exscan"); }
+
 int lmpio_lua_message_open(lua_State *L) {
   static const lmpio_lua_collective collectives[] = {
+    {"bcast", c_bcast, fail_bcast}, {"allgather", c_allgather, lmpio_lua_gather_failed},
+    {"allreduce", c_allreduce, lmpio_lua_agree_failed}, {"scan", c_scan, lmpio_lua_agree_failed},
+    {"exscan", c_exscan, lmpio_lua_agree_failed},
     {"reduce", c_reduce, lmpio_lua_agree_failed},
     {"gather", c_gather, lmpio_lua_gather_failed},
     {"scatter", c_scatter, lmpio_lua_agree_failed},

@@ -148,6 +148,7 @@ local data, n = req:wait()
 */
 static int r_wait(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
+  lmpio_lua_running(L);
   if (!r->done) {
     MPI_Status st;
     int rc;
@@ -167,6 +168,7 @@ Whether the operation has completed (`MPI_Test`), and its result if so.
 */
 static int r_test(lua_State *L) {
   lmpio_lua_request *r = checkrequest(L);
+  lmpio_lua_running(L);
   if (!r->done) {
     MPI_Status st;
     int flag = 0;
@@ -255,6 +257,7 @@ Waits for every request of a list (`MPI_Waitall`).
   others are complete all the same)
 */
 static int l_waitall(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   lua_pushvalue(L, 1);
   lua_insert(L, 1); /* 1: scratch slot for complete_at, 2: the table */
@@ -307,6 +310,7 @@ Waits for one request of a list to complete (`MPI_Waitany`).
 @raise the error object of that request when its transfer failed
 */
 static int l_waitany(lua_State *L) {
+  lmpio_lua_running(L);
   lua_settop(L, 1);
   lua_pushvalue(L, 1);
   lua_insert(L, 1);

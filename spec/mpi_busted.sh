@@ -80,6 +80,34 @@ if [ "${n:-1}" -gt 1 ]; then
     fi
   done
 fi
+# No debug hook on the script's calls, whether the script requires the
+# module or lua5.4 loads it (-l); a failure is still seen with -l.
+for how in require -l; do
+  rm -f "$dir"/hook.rank*
+  case $how in -l) lflags="-l lmpio" ;; *) lflags= ;; esac
+  # shellcheck disable=SC2086
+  if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" $lflags spec/no_hook.lua "$dir/hook" >"$dir/hook.log" 2>&1 &&
+     [ "$(cat "$dir"/hook.rank* 2>/dev/null | tr -d '\n')" = "$(printf 'ok%.0s' $(seq "${n:-1}"))" ]; then
+    echo "ok no debug hook on the script's calls ($how)"
+  else
+    echo "not ok no debug hook on the script's calls ($how)"
+    cat "$dir"/hook.rank* "$dir/hook.log" 2>/dev/null | sed 's/^/# /' | tail -n 20
+  fi
+  if [ "${n:-1}" -gt 1 ] && [ "$how" = -l ]; then
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 2 10 "$MPIRUN" "$@" "$LUA" $lflags spec/fail_one_rank.lua "$dir/fail_l" error >"$dir/fail.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$took" -le 10 ] &&
+       grep -qF "boom on the last rank" "$dir/fail.log" && grep -qF "uncaught error" "$dir/fail.log"; then
+      echo "ok one rank failing (error, lua5.4 -l lmpio) ends the job promptly with its message"
+    else
+      echo "not ok one rank failing (error, lua5.4 -l lmpio) ends the job promptly with its message (status $rc after ${took} s)"
+      sed 's/^/# /' "$dir/fail.log" | tail -n 20
+    fi
+  fi
+done
 # A finalizer that runs after the module finalized MPI gets Lua errors from
 # every call that would reach MPI, not an abort of the process.
 if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/after_finalize.lua "$dir/late" >"$dir/late.log" 2>&1 &&
