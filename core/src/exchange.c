@@ -100,6 +100,11 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   s->seq = 0;
 }
 
+int lmpio__exchange_shared(MPI_Comm comm) {
+  const shm *s = shm_of(comm);
+  return s && s->slots;
+}
+
 void lmpio__exchange_detach(MPI_Comm comm) {
   shm *s = shm_of(comm);
   if (!s) return;
