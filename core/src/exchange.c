@@ -35,6 +35,7 @@ typedef struct {
   long long seq;        /* exchanges made */
   int rank, size;
   unsigned patience;    /* spins before yielding the core */
+  int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
 } shm;
 
 /* The segment is made at the ATTACH_AT-th exchange on the communicator
@@ -56,15 +57,19 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   int size, rank;
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
-  const char *env = getenv("LMPIO_SHM_AGREEMENT"); /* "0": MPI's collectives (tests compare both) */
-  if (size == 1 || size > MAX_RANKS || (env && strcmp(env, "0") == 0)) return MPI_SUCCESS;
+  if (size == 1 || size > MAX_RANKS) return MPI_SUCCESS;
   if (keyval == MPI_KEYVAL_INVALID &&
       MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS)
     return MPI_SUCCESS;
   shm *s = calloc(1, sizeof *s);
-  if (!s) return MPI_SUCCESS; /* (the same on every rank is not needed: a rank without counts nothing) */
+  if (!s) return MPI_SUCCESS; /* (a rank without counts nothing: if others have one, their attach hangs) */
   s->rank = rank;
   s->size = size;
+  /* "0": MPI's collectives (tests compare both).  A rank that asks for it
+   * still counts its exchanges and joins the attach, which it turns down
+   * for every rank: a rank that did not count would hang the others. */
+  const char *env = getenv("LMPIO_SHM_AGREEMENT");
+  s->off = env && strcmp(env, "0") == 0;
   if (MPI_Comm_set_attr(comm, keyval, s) != MPI_SUCCESS) free(s);
   return MPI_SUCCESS;
 }
@@ -72,13 +77,16 @@ int lmpio__exchange_attach(MPI_Comm comm) {
 /* Collective over comm, at the same exchange on every rank: the segment,
  * when every rank shares this node and every rank could map it. */
 static void attach_segment(MPI_Comm comm, shm *s) {
+  int on = !s->off, all = 0;
+  MPI_Allreduce(&on, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) return;
   int nsize = 0;
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     MPI_Comm_size(node, &nsize);
     MPI_Comm_free(&node);
   }
-  int ok = nsize == s->size, all = 0;
+  int ok = nsize == s->size;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
   if (!all) return;
   void *base = NULL;
