@@ -113,6 +113,11 @@ int lmpio__exchange_shared(MPI_Comm comm) {
   return s && s->slots;
 }
 
+int lmpio__exchange_yields(MPI_Comm comm) {
+  const shm *s = shm_of(comm);
+  return s && s->slots && s->patience < 1024;
+}
+
 void lmpio__exchange_detach(MPI_Comm comm) {
   shm *s = shm_of(comm);
   if (!s) return;

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <sched.h>
 
 /* LMPIO_SHM_AGREEMENT=0 on some rank (every rank's exchanges then go
  * through MPI: check.sh also runs the test with it on one rank only). */
@@ -352,6 +353,35 @@ static void test_exchange_under_skew(void) {
   MPI_Comm_free(&comm);
 }
 
+/* Ranks that may all run on one processor only (a cpuset, taskset, a
+ * container's CPUs: fewer than the machine has online) yield it soon when
+ * they wait for each other, instead of spinning for up to a million turns
+ * while the rank they wait for cannot run (about 800 us an exchange at 2
+ * ranks on one processor, against 1 us through MPI, measured). */
+static void test_confined_ranks_yield(void) {
+  if (tl_size < 2 || expect_shm() <= 0) return;
+  cpu_set_t old, one;
+  TL_CHECK(sched_getaffinity(0, sizeof old, &old) == 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &old)) first++;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* a processor of rank 0's */
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  int pinned = sched_setaffinity(0, sizeof one, &one) == 0, all = 0;
+  MPI_Allreduce(&pinned, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (all) {
+    char *path = tl_path("confined");
+    lmpio_file fh;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    for (int i = 0; i < 20; i++) TL_OK(lmpio_file_sync(fh));
+    TL_CHECK(lmpio__exchange_shared(fh->comm));
+    TL_CHECK(lmpio__exchange_yields(fh->comm));
+    TL_OK(lmpio_file_close(&fh));
+    tl_unlink(path);
+  }
+  sched_setaffinity(0, sizeof old, &old);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   const char *env = getenv("LMPIO_SHM_AGREEMENT");
@@ -370,5 +400,6 @@ int main(int argc, char **argv) {
   tl_run("exchange: one rank's failure reaches every rank around the attach (independent)", test_failures_independent);
   tl_run("exchange: one rank's failure reaches every rank around the attach (two-phase)", test_failures_twophase);
   tl_run("exchange: several files with their own segments, calls interleaved", test_several_files);
+  tl_run("exchange: ranks confined to fewer processors than ranks yield when they wait", test_confined_ranks_yield);
   return tl_finish();
 }
