@@ -86,9 +86,21 @@ static void attach_segment(MPI_Comm comm, shm *s) {
     MPI_Comm_size(node, &nsize);
     MPI_Comm_free(&node);
   }
-  int ok = nsize == s->size;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
-  if (!all) return;
+  /* [not on one node, the processors this rank may run on]: OR over the
+   * ranks gives whether to go on and how many processors they share. */
+  unsigned long w[1 + sizeof(cpu_set_t) / sizeof(unsigned long)], any[1 + sizeof(cpu_set_t) / sizeof(unsigned long)];
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; c++) CPU_SET(c, &mine);
+  }
+  w[0] = nsize != s->size;
+  memcpy(w + 1, &mine, sizeof mine);
+  MPI_Allreduce(w, any, 1 + sizeof(cpu_set_t) / sizeof(unsigned long), MPI_UNSIGNED_LONG, MPI_BOR, comm);
+  if (any[0]) return;
+  cpu_set_t cpus;
+  memcpy(&cpus, any + 1, sizeof cpus);
   void *base = NULL;
   MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size : 0;
   int got = MPI_Win_allocate_shared(bytes, LINE, MPI_INFO_NULL, comm, &base, &s->win) == MPI_SUCCESS;
@@ -100,7 +112,10 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   MPI_Aint qsize;
   int disp;
   MPI_Win_shared_query(s->win, 0, &qsize, &disp, &base);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* The processors the ranks may run on (a cpuset, taskset or container
+   * may allow fewer than the machine has): fewer than the ranks, and a
+   * waiting rank soon lets the one it waits for have its processor. */
+  int cores = CPU_COUNT(&cpus);
   s->patience = cores > 0 && s->size > cores ? 64 : 1u << 20;
   if (s->rank == 0) memset(base, 0, sizeof(slot) * (size_t)s->size);
   MPI_Barrier(comm); /* the zeroed slots before anyone publishes */
