@@ -103,7 +103,15 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   memcpy(&cpus, any + 1, sizeof cpus);
   void *base = NULL;
   MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size : 0;
+  /* An MPI that cannot make the window (no osc/sm, say) says so on comm,
+   * whose handler is the caller's, often MPI_ERRORS_ARE_FATAL: returned
+   * here instead. */
+  MPI_Errhandler eh;
+  MPI_Comm_get_errhandler(comm, &eh);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   int got = MPI_Win_allocate_shared(bytes, LINE, MPI_INFO_NULL, comm, &base, &s->win) == MPI_SUCCESS;
+  MPI_Comm_set_errhandler(comm, eh);
+  MPI_Errhandler_free(&eh);
   MPI_Allreduce(&got, &all, 1, MPI_INT, MPI_LAND, comm);
   if (!all) {
     if (got) MPI_Win_free(&s->win);
