@@ -67,8 +67,6 @@ for suite in $suites; do
       if { [ "$(basename "$t")" = shared_test ] || [ "$(basename "$t")" = stream_test ]; } && is_openmpi; then
         echo "--oversubscribe -n 3 --mca io romio321" >> "$log.cfg"
         echo "--oversubscribe -n 8 --mca io romio321" >> "$log.cfg"
-        # an MPI without shared windows: MPI's collectives, no abort
-        echo "-n 2 --mca osc pt2pt --mca io romio321" >> "$log.cfg"
       fi
       # Collective calls with the ranks on two pretended nodes (nodes.c):
       # the multi-node path, two-phase by default, one aggregator per node.
