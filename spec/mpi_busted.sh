@@ -24,9 +24,9 @@ if [ -x "$BUILD/spec/mpiio_ref" ]; then
 fi
 # Files left open at exit are closed by every rank (state closed / os.exit).
 n=$(echo "$*" | sed -n 's/.*-n \([0-9]*\).*/\1/p')
-for how in end os.exit; do
+for how in end os.exit os.exit-30; do
   out="$dir/at_exit_$how"
-  if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/at_exit.lua "$out" "$how" >"$dir/at_exit.log" 2>&1 &&
+  if timeout -k 5 "$T" "$MPIRUN" "$@" "$LUA" spec/at_exit.lua "$out" "${how%-30}" "${how#*-}" >"$dir/at_exit.log" 2>&1 &&
      [ "$(cat "$out" 2>/dev/null)" = "$(printf 'ABCDEFGHIJKLMNOP' | cut -c1-"${n:-1}")" ] &&
      [ ! -e "$out.b" ]; then
     echo "ok files left open are closed at exit ($how)"

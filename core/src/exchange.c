@@ -37,6 +37,7 @@ typedef struct {
   long long seq;        /* exchanges made */
   int rank, size;
   unsigned patience;    /* spins before yielding the core */
+  int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
 } shm;
 
 /* The segment is made at the ATTACH_AT-th exchange on the communicator
@@ -58,15 +59,19 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   int size, rank;
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
-  const char *env = getenv("LMPIO_SHM_AGREEMENT"); /* "0": MPI's collectives (tests compare both) */
-  if (size == 1 || size > MAX_RANKS || (env && strcmp(env, "0") == 0)) return MPI_SUCCESS;
+  if (size == 1 || size > MAX_RANKS) return MPI_SUCCESS;
   if (keyval == MPI_KEYVAL_INVALID &&
       MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS)
     return MPI_SUCCESS;
   shm *s = calloc(1, sizeof *s);
-  if (!s) return MPI_SUCCESS; /* (the same on every rank is not needed: a rank without counts nothing) */
+  if (!s) return MPI_SUCCESS; /* (a rank without counts nothing: if others have one, their attach hangs) */
   s->rank = rank;
   s->size = size;
+  /* "0": MPI's collectives (tests compare both).  A rank that asks for it
+   * still counts its exchanges and joins the attach, which it turns down
+   * for every rank: a rank that did not count would hang the others. */
+  const char *env = getenv("LMPIO_SHM_AGREEMENT");
+  s->off = env && strcmp(env, "0") == 0;
   if (MPI_Comm_set_attr(comm, keyval, s) != MPI_SUCCESS) free(s);
   return MPI_SUCCESS;
 }
@@ -74,18 +79,41 @@ int lmpio__exchange_attach(MPI_Comm comm) {
 /* Collective over comm, at the same exchange on every rank: the segment,
  * when every rank shares this node and every rank could map it. */
 static void attach_segment(MPI_Comm comm, shm *s) {
+  int on = !s->off, all = 0;
+  MPI_Allreduce(&on, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) return;
   int nsize = 0;
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     MPI_Comm_size(node, &nsize);
     MPI_Comm_free(&node);
   }
-  int ok = nsize == s->size, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
-  if (!all) return;
+  /* [not on one node, the processors this rank may run on]: OR over the
+   * ranks gives whether to go on and how many processors they share. */
+  unsigned long w[1 + sizeof(cpu_set_t) / sizeof(unsigned long)], any[1 + sizeof(cpu_set_t) / sizeof(unsigned long)];
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; c++) CPU_SET(c, &mine);
+  }
+  w[0] = nsize != s->size;
+  memcpy(w + 1, &mine, sizeof mine);
+  MPI_Allreduce(w, any, 1 + sizeof(cpu_set_t) / sizeof(unsigned long), MPI_UNSIGNED_LONG, MPI_BOR, comm);
+  if (any[0]) return;
+  cpu_set_t cpus;
+  memcpy(&cpus, any + 1, sizeof cpus);
   void *base = NULL;
   MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size : 0;
+  /* An MPI that cannot make the window (no osc/sm, say) says so on comm,
+   * whose handler is the caller's, often MPI_ERRORS_ARE_FATAL: returned
+   * here instead. */
+  MPI_Errhandler eh;
+  MPI_Comm_get_errhandler(comm, &eh);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   int got = MPI_Win_allocate_shared(bytes, LINE, MPI_INFO_NULL, comm, &base, &s->win) == MPI_SUCCESS;
+  MPI_Comm_set_errhandler(comm, eh);
+  MPI_Errhandler_free(&eh);
   MPI_Allreduce(&got, &all, 1, MPI_INT, MPI_LAND, comm);
   if (!all) {
     if (got) MPI_Win_free(&s->win);
@@ -94,12 +122,25 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   MPI_Aint qsize;
   int disp;
   MPI_Win_shared_query(s->win, 0, &qsize, &disp, &base);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* The processors the ranks may run on (a cpuset, taskset or container
+   * may allow fewer than the machine has): fewer than the ranks, and a
+   * waiting rank soon lets the one it waits for have its processor. */
+  int cores = CPU_COUNT(&cpus);
   s->patience = cores > 0 && s->size > cores ? 64 : 1u << 20;
   if (s->rank == 0) memset(base, 0, sizeof(slot) * (size_t)s->size);
   MPI_Barrier(comm); /* the zeroed slots before anyone publishes */
   s->slots = base;
   s->seq = 0;
+}
+
+int lmpio__exchange_shared(MPI_Comm comm) {
+  const shm *s = shm_of(comm);
+  return s && s->slots;
+}
+
+int lmpio__exchange_yields(MPI_Comm comm) {
+  const shm *s = shm_of(comm);
+  return s && s->slots && s->patience < 1024;
 }
 
 void lmpio__exchange_detach(MPI_Comm comm) {

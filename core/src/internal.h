@@ -66,6 +66,11 @@ int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all)
  * (collective) before freeing comm. */
 int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
+/* Whether comm's exchanges go through its shared segment now (tests). */
+int lmpio__exchange_shared(MPI_Comm comm);
+/* Whether a rank waiting in comm's segment yields its processor soon
+ * (the ranks have fewer processors than there are of them). */
+int lmpio__exchange_yields(MPI_Comm comm);
 /* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
 int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
 /* Whether this thread's last lmpio__pending handed out a binding's failure

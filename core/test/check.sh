@@ -75,9 +75,22 @@ for suite in $suites; do
       fi
       # The first agreement of collective calls above the ranks it gathers
       # (an MPI_Allreduce), at 4 ranks.
-      case $(basename "$t") in agree_test|collective_test|shared_test)
+      case $(basename "$t") in agree_test|collective_test|shared_test|exchange_test)
         is_openmpi && echo "--oversubscribe -n 4 -x LMPIO_AGREE_GATHER_MAX=1 --mca io romio321" >> "$log.cfg" ;;
       esac
+      # The agreement's exchanges through MPI only, at 2 and 4 ranks; with
+      # that asked for on one rank only (the others must follow it); and
+      # through the shared segment at 3 and 8 ranks on 2 cores; and where
+      # shared windows cannot be made.
+      if [ "$(basename "$t")" = exchange_test ] && is_openmpi; then
+        echo "-n 2 -x LMPIO_SHM_AGREEMENT=0 --mca io romio321" >> "$log.cfg"
+        echo "--oversubscribe -n 4 -x LMPIO_SHM_AGREEMENT=0 --mca io romio321" >> "$log.cfg"
+        echo "--mca io romio321 -n 1 -x LMPIO_SHM_AGREEMENT=0 $t : -n 1" >> "$log.cfg"
+        echo "--oversubscribe -n 3 --mca io romio321" >> "$log.cfg"
+        echo "--oversubscribe -n 8 --mca io romio321" >> "$log.cfg"
+        # an MPI without shared windows: MPI's collectives, no abort
+        echo "-n 2 --mca osc pt2pt --mca io romio321" >> "$log.cfg"
+      fi
       # Streams without threads too (rank 0 then serves inside its own calls).
       if [ "$(basename "$t")" = stream_test ] && is_openmpi; then
         echo "--oversubscribe -n 4 -x LMPIO_ASYNC=0 --mca io romio321" >> "$log.cfg"

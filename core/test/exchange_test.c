@@ -1,0 +1,421 @@
+/* The agreement's exchanges (exchange.c): through MPI for a file's first 15,
+ * through a shared segment from the 16th on when every rank is on one node
+ * (LMPIO_SHM_AGREEMENT=0: always MPI; check.sh runs both, and the results
+ * must be the same).  Long mixed sequences of collective calls across the
+ * attach point, with their results checked; mismatched calls, failures on
+ * one rank, several files, closes and failed opens at every position around
+ * the attach; and the exchange itself under skew, with records longer than
+ * a slot. */
+#include "testlib.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+
+/* LMPIO_SHM_AGREEMENT=0 on some rank (every rank's exchanges then go
+ * through MPI: check.sh also runs the test with it on one rank only). */
+static int shm_off;
+/* Whether this MPI makes shared windows (not under --mca osc pt2pt, say:
+ * then lmpio goes on through MPI's collectives, and must not abort). */
+static int windows;
+
+static void probe_windows(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  void *base;
+  MPI_Win win;
+  int got = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, comm, &base, &win) == MPI_SUCCESS;
+  if (got) MPI_Win_free(&win);
+  MPI_Allreduce(&got, &windows, 1, MPI_INT, MPI_LAND, comm);
+  MPI_Comm_free(&comm);
+}
+
+/* Whether a file's exchanges should have moved to shared memory by now
+ * (the reduced first agreement, LMPIO_AGREE_GATHER_MAX, is no exchange:
+ * a file may not have made 16). */
+static int expect_shm(void) {
+  const char *reduced = getenv("LMPIO_AGREE_GATHER_MAX");
+  if (reduced && *reduced) return -1;
+  return tl_size > 1 && !shm_off && windows;
+}
+
+#define TL_SHM(comm, want)                                                  \
+  do {                                                                      \
+    if (expect_shm() >= 0) TL_EQ(lmpio__exchange_shared(comm), (want));     \
+  } while (0)
+
+static MPI_Info cb_info(int twophase) {
+  MPI_Info info = MPI_INFO_NULL;
+  if (twophase) {
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "romio_cb_write", "enable");
+    MPI_Info_set(info, "romio_cb_read", "enable");
+  }
+  return info;
+}
+
+static int val(int c, int what, int j) { return c * 100000 + what * 16 + j; }
+
+/* One cycle of ten collective calls of nine kinds on fh, every result
+ * checked: a view (native or external32), atomicity, truncation,
+ * write_at_all, sync, read_at_all of another rank's part, seek_shared,
+ * write_ordered, write_all through the individual pointer, then the whole
+ * file read back. */
+static void cycle(lmpio_file fh, int c, MPI_Info info) {
+  int n = tl_size, me = tl_rank;
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, c % 2 ? "external32" : "native", info));
+  TL_OK(lmpio_file_set_atomicity(fh, c % 3 == 2));
+  TL_OK(lmpio_file_set_size(fh, 0));
+  int w[4], r[4];
+  for (int j = 0; j < 4; j++) w[j] = val(c, me, j);
+  TL_OK(lmpio_file_write_at_all(fh, 4 * me, w, 4, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_sync(fh));
+  int other = (me + 1) % n;
+  TL_OK(lmpio_file_read_at_all(fh, 4 * other, r, 4, MPI_INT, MPI_STATUS_IGNORE));
+  for (int j = 0; j < 4; j++) TL_EQ(r[j], val(c, other, j));
+  TL_OK(lmpio_file_seek_shared(fh, 4 * n, MPI_SEEK_SET));
+  MPI_Offset at = -1;
+  TL_OK(lmpio_file_get_position_shared(fh, &at));
+  TL_EQ(at, 4 * n);
+  int o[2] = {val(c, 100 + me, 0), val(c, 100 + me, 1)};
+  TL_OK(lmpio_file_write_ordered(fh, o, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_position_shared(fh, &at));
+  TL_EQ(at, 6 * n);
+  TL_OK(lmpio_file_seek(fh, 6 * n + me, MPI_SEEK_SET));
+  int one = val(c, 200 + me, 0);
+  TL_OK(lmpio_file_write_all(fh, &one, 1, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_get_position(fh, &at));
+  TL_EQ(at, 6 * n + me + 1);
+  int *all = malloc(sizeof(int) * 7 * (size_t)n);
+  MPI_Status st;
+  TL_OK(lmpio_file_read_at_all(fh, 0, all, 7 * n, MPI_INT, &st));
+  int got = -1;
+  MPI_Get_count(&st, MPI_INT, &got);
+  TL_EQ(got, 7 * n);
+  for (int q = 0; q < n; q++) {
+    for (int j = 0; j < 4; j++) TL_EQ(all[4 * q + j], val(c, q, j));
+    TL_EQ(all[4 * n + 2 * q], val(c, 100 + q, 0));
+    TL_EQ(all[4 * n + 2 * q + 1], val(c, 100 + q, 1));
+    TL_EQ(all[6 * n + q], val(c, 200 + q, 0));
+  }
+  free(all);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 7 * n * 4);
+}
+
+static void mixed_calls(int twophase) {
+  char *path = tl_path("mixed");
+  MPI_Info info = cb_info(twophase);
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  for (int c = 0; c < 30 && !tl_case_failed; c++) cycle(fh, c, info);
+  TL_SHM(fh->comm, expect_shm());
+  TL_OK(lmpio_file_close(&fh));
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+static void test_mixed_independent(void) { mixed_calls(0); }
+static void test_mixed_twophase(void) { mixed_calls(1); }
+
+/* A file closed after k syncs, for every k around the attach (the segment
+ * made in close's own exchanges, freed right after), some deleting
+ * themselves on close; and failed opens, which never reach it. */
+static void test_close_at_every_position(void) {
+  char *path = tl_path("closek");
+  for (int k = 0; k < 24 && !tl_case_failed; k++) {
+    lmpio_file fh;
+    int am = MPI_MODE_CREATE | MPI_MODE_RDWR | (k % 2 ? MPI_MODE_DELETE_ON_CLOSE : 0);
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, am, MPI_INFO_NULL, &fh));
+    int v = k * 10 + tl_rank;
+    TL_OK(lmpio_file_write_at_all(fh, 4 * tl_rank, &v, 1, MPI_INT, MPI_STATUS_IGNORE));
+    for (int i = 0; i < k; i++) TL_OK(lmpio_file_sync(fh));
+    TL_OK(lmpio_file_close(&fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TL_EQ(access(path, F_OK) == 0, k % 2 == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  tl_unlink(path);
+  char *none = tl_path("none");
+  for (int k = 0; k < 20; k++) {
+    lmpio_file fh;
+    TL_RC(lmpio_file_open(MPI_COMM_WORLD, none, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), MPI_ERR_NO_SUCH_FILE);
+    TL_CHECK(fh == LMPIO_FILE_NULL);
+  }
+  free(none);
+}
+
+/* Every rank's message names both calls (rank 0's and the odd rank's). */
+static void check_mismatch(int rc, int odd, const char *mine0, const char *theirs) {
+  TL_EQ(rc, MPI_ERR_NOT_SAME);
+  char want[200];
+  snprintf(want, sizeof want, "rank %d %s while rank 0 called %s", odd, theirs, mine0);
+  if (!strstr(lmpio_last_error_message(), want)) {
+    TL_CHECK(!"the message names both calls");
+    fprintf(stderr, "[rank %d] want \"%s\", got: %s\n", tl_rank, want, lmpio_last_error_message());
+  }
+}
+
+/* After k syncs (k around the attach), ranks enter different calls: the
+ * last rank closes while the others write_at_all; then the last rank
+ * set_view's while the others sync; then rank 0 closes while the others
+ * write_at_all.  Every rank fails with MPI_ERR_NOT_SAME, the handle stays
+ * open, and the calls that follow work. */
+static void mismatches(int twophase) {
+  if (tl_size < 2) return;
+  char *path = tl_path("mismatch");
+  MPI_Info info = cb_info(twophase);
+  int last = tl_size - 1;
+  for (int k = 0; k < 22 && !tl_case_failed; k++) {
+    lmpio_file fh;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+    for (int i = 0; i < k; i++) TL_OK(lmpio_file_sync(fh));
+    int v[2] = {k, tl_rank}, w[2] = {-1, -1};
+    int rc = tl_rank == last ? lmpio_file_close(&fh) : lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+    check_mismatch(rc, last, "write_at_all", "called close");
+    TL_CHECK(fh != LMPIO_FILE_NULL);
+    rc = tl_rank == last ? lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", info) : lmpio_file_sync(fh);
+    check_mismatch(rc, last, "sync", "called set_view");
+    rc = tl_rank == 0 ? lmpio_file_close(&fh) : lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+    check_mismatch(rc, 1, "close", "called write_at_all");
+    TL_CHECK(fh != LMPIO_FILE_NULL);
+    rc = tl_rank == 0 ? lmpio_file_sync(fh) : lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", info);
+    check_mismatch(rc, 1, "sync", "called set_view");
+    /* and the handle works on, through either path */
+    TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+    int other = (tl_rank + 1) % tl_size;
+    TL_OK(lmpio_file_read_at_all(fh, 8 * other, w, 2, MPI_INT, MPI_STATUS_IGNORE));
+    TL_EQ(w[0], k);
+    TL_EQ(w[1], other);
+    if (k >= 12) TL_SHM(fh->comm, expect_shm());
+    TL_OK(lmpio_file_close(&fh));
+  }
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+static void test_mismatch_independent(void) { mismatches(0); }
+static void test_mismatch_twophase(void) { mismatches(1); }
+
+static int fail_errno; /* this rank's pwrite fails with it (0: never) */
+
+static ssize_t failing_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  if (fail_errno) {
+    errno = fail_errno;
+    return -1;
+  }
+  return lmpio__os_real.pwrite(fd, buf, n, off);
+}
+
+/* After k syncs: a write failing on the last rank only (ENOSPC) fails
+ * write_at_all on every rank with its class and message (the broadcast
+ * after an exchange through the segment); a binding's failure on rank 0
+ * in set_size, set_view, write_ordered and close does too; the file works
+ * on. */
+static void failures(int twophase) {
+  char *path = tl_path("fail");
+  MPI_Info info = cb_info(twophase);
+  int last = tl_size - 1;
+  for (int k = 0; k < 22 && !tl_case_failed; k += 3) {
+    lmpio_file fh;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+    for (int i = 0; i < k; i++) TL_OK(lmpio_file_sync(fh));
+    int v[2] = {k, tl_rank};
+    fail_errno = tl_rank == last ? ENOSPC : 0;
+    lmpio__os.pwrite = failing_pwrite;
+    int rc = lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE);
+    lmpio__os.pwrite = lmpio__os_real.pwrite;
+    fail_errno = 0;
+    TL_EQ(rc, MPI_ERR_NO_SPACE);
+    TL_CHECK(strstr(lmpio_last_error_message(), "MPI_ERR_NO_SPACE") != NULL);
+    if (tl_rank == 0) lmpio_fail_next_collective(MPI_ERR_ARG, "bad size on rank 0");
+    TL_RC(lmpio_file_set_size(fh, 100), MPI_ERR_ARG);
+    TL_CHECK(strstr(lmpio_last_error_message(), "bad size on rank 0") != NULL);
+    if (tl_rank == 0) lmpio_fail_next_collective(MPI_ERR_TYPE, "bad etype on rank 0");
+    TL_RC(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", info), MPI_ERR_TYPE);
+    TL_CHECK(strstr(lmpio_last_error_message(), "bad etype on rank 0") != NULL);
+    if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_COUNT, "bad count on the last rank");
+    TL_RC(lmpio_file_write_ordered(fh, v, 2, MPI_INT, MPI_STATUS_IGNORE), MPI_ERR_COUNT);
+    TL_CHECK(strstr(lmpio_last_error_message(), "bad count on the last rank") != NULL);
+    if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad close");
+    TL_RC(lmpio_file_close(&fh), MPI_ERR_ARG);
+    TL_CHECK(fh != LMPIO_FILE_NULL);
+    TL_OK(lmpio_file_set_size(fh, 0));
+    TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+    MPI_Offset size = -1;
+    TL_OK(lmpio_file_get_size(fh, &size));
+    TL_EQ(size, 8 * tl_size);
+    TL_OK(lmpio_file_close(&fh));
+  }
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
+static void test_failures_independent(void) { failures(0); }
+static void test_failures_twophase(void) { failures(1); }
+
+/* Four files at once (two on MPI_COMM_WORLD, one on it with the ranks
+ * reversed, one on half of the ranks), each crossing its own attach at its
+ * own time, calls interleaved; a short-lived file opened and closed now and
+ * then between them; nonblocking and split collectives among them (their
+ * worker's communicator has no segment).  Contents checked at the end. */
+static void test_several_files(void) {
+  MPI_Comm rev, half;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, tl_size - tl_rank, &rev);
+  MPI_Comm_split(MPI_COMM_WORLD, tl_rank % 2, tl_rank, &half);
+  int rrank, hrank, hsize;
+  MPI_Comm_rank(rev, &rrank);
+  MPI_Comm_rank(half, &hrank);
+  MPI_Comm_size(half, &hsize);
+  MPI_Comm comms[4] = {MPI_COMM_WORLD, MPI_COMM_WORLD, rev, half};
+  int ranks[4] = {tl_rank, tl_rank, rrank, hrank};
+  char *paths[4], *tmp = tl_path("short");
+  lmpio_file fh[4];
+  for (int f = 0; f < 4; f++) {
+    char tag[16];
+    snprintf(tag, sizeof tag, "file%d%s", f, f == 3 ? (tl_rank % 2 ? "o" : "e") : "");
+    paths[f] = tl_path(tag);
+    MPI_Info info = cb_info(f == 1);
+    TL_OK(lmpio_file_open(comms[f], paths[f], MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh[f]));
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+  }
+  const int rounds = 40;
+  for (int i = 0; i < rounds && !tl_case_failed; i++) {
+    for (int f = 0; f < 4; f++) {
+      int f2 = (f + i) % 4; /* a different order every round, the same on every rank */
+      int v = i * 1000 + f2 * 100 + ranks[f2];
+      MPI_Offset at = (MPI_Offset)(i * tl_size + ranks[f2]) * 4;
+      MPI_Request req;
+      switch ((i + f2) % 4) {
+      case 0: TL_OK(lmpio_file_write_at_all(fh[f2], at, &v, 1, MPI_INT, MPI_STATUS_IGNORE)); break;
+      case 1:
+        TL_OK(lmpio_file_iwrite_at_all(fh[f2], at, &v, 1, MPI_INT, &req));
+        TL_OK(lmpio_file_sync(fh[f2])); /* (waits for it) */
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+      case 2:
+        TL_OK(lmpio_file_write_at_all_begin(fh[f2], at, &v, 1, MPI_INT));
+        TL_OK(lmpio_file_write_at_all_end(fh[f2], &v, MPI_STATUS_IGNORE));
+        break;
+      default:
+        TL_OK(lmpio_file_seek_shared(fh[f2], 0, MPI_SEEK_SET));
+        TL_OK(lmpio_file_write_at_all(fh[f2], at, &v, 1, MPI_INT, MPI_STATUS_IGNORE));
+      }
+    }
+    if (i % 7 == 3) {
+      lmpio_file t;
+      TL_OK(lmpio_file_open(MPI_COMM_WORLD, tmp, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                            MPI_INFO_NULL, &t));
+      TL_OK(lmpio_file_write_at_all(t, 4 * tl_rank, &i, 1, MPI_INT, MPI_STATUS_IGNORE));
+      TL_OK(lmpio_file_close(&t));
+    }
+  }
+  for (int f = 0; f < 4; f++) {
+    int n = f == 3 ? hsize : tl_size;
+    int *all = malloc(sizeof(int) * (size_t)(rounds * tl_size));
+    TL_OK(lmpio_file_read_at_all(fh[f], 0, all, rounds * tl_size, MPI_INT, MPI_STATUS_IGNORE));
+    for (int i = 0; i < rounds && !tl_case_failed; i++)
+      for (int q = 0; q < n; q++) TL_EQ(all[i * tl_size + q], i * 1000 + f * 100 + q);
+    free(all);
+    int size = 0;
+    MPI_Comm_size(comms[f], &size);
+    TL_SHM(fh[f]->comm, expect_shm() && size > 1);
+  }
+  for (int f = 3; f >= 0; f--) { /* closed in another order than opened */
+    TL_OK(lmpio_file_close(&fh[f]));
+    MPI_Barrier(comms[f]);
+    if (ranks[f] == 0) unlink(paths[f]);
+    free(paths[f]);
+  }
+  free(tmp);
+  MPI_Comm_free(&rev);
+  MPI_Comm_free(&half);
+}
+
+/* The exchange itself, on a communicator of its own: thousands of
+ * exchanges of every length from 1 to 100 longs (above 64, MPI's), all
+ * gathers or maxima, with one rank or another late now and then so the
+ * others run an exchange ahead: every record is the one of its exchange. */
+static void test_exchange_under_skew(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  TL_OK(lmpio__exchange_attach(comm));
+  int n = tl_size;
+  long long mine[100], *all = malloc(sizeof(long long) * 100 * (size_t)n), max[100];
+  unsigned seed = 12345; /* the same sequence on every rank */
+  for (int it = 0; it < 3000 && !tl_case_failed; it++) {
+    seed = seed * 1103515245u + 12345u;
+    int len = 1 + (int)((seed >> 8) % 100), kind = (int)((seed >> 20) & 1);
+    int late = (int)((seed >> 4) % (unsigned)(4 * n));
+    if (late == tl_rank) /* a rank late by a few microseconds to a millisecond */
+      usleep((seed >> 12) % 3 ? 2 : 1000);
+    for (int i = 0; i < len; i++) mine[i] = (long long)it * 1000000 + tl_rank * 1000 + i;
+    if (kind) {
+      TL_OK(lmpio__exchange(comm, mine, len, all));
+      for (int q = 0; q < n; q++)
+        for (int i = 0; i < len; i++) TL_EQ(all[q * len + i], (long long)it * 1000000 + q * 1000 + i);
+    } else {
+      TL_OK(lmpio__exchange_max(comm, mine, len, max));
+      for (int i = 0; i < len; i++) TL_EQ(max[i], (long long)it * 1000000 + (n - 1) * 1000 + i);
+    }
+  }
+  TL_EQ(lmpio__exchange_shared(comm), tl_size > 1 && !shm_off && windows);
+  lmpio__exchange_detach(comm);
+  TL_EQ(lmpio__exchange_shared(comm), 0);
+  free(all);
+  MPI_Comm_free(&comm);
+}
+
+/* Ranks that may all run on one processor only (a cpuset, taskset, a
+ * container's CPUs: fewer than the machine has online) yield it soon when
+ * they wait for each other, instead of spinning for up to a million turns
+ * while the rank they wait for cannot run (about 800 us an exchange at 2
+ * ranks on one processor, against 1 us through MPI, measured). */
+static void test_confined_ranks_yield(void) {
+  if (tl_size < 2 || expect_shm() <= 0) return;
+  cpu_set_t old, one;
+  TL_CHECK(sched_getaffinity(0, sizeof old, &old) == 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &old)) first++;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* a processor of rank 0's */
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  int pinned = sched_setaffinity(0, sizeof one, &one) == 0, all = 0;
+  MPI_Allreduce(&pinned, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (all) {
+    char *path = tl_path("confined");
+    lmpio_file fh;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    for (int i = 0; i < 20; i++) TL_OK(lmpio_file_sync(fh));
+    TL_CHECK(lmpio__exchange_shared(fh->comm));
+    TL_CHECK(lmpio__exchange_yields(fh->comm));
+    TL_OK(lmpio_file_close(&fh));
+    tl_unlink(path);
+  }
+  sched_setaffinity(0, sizeof old, &old);
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  const char *env = getenv("LMPIO_SHM_AGREEMENT");
+  int off = env && strcmp(env, "0") == 0;
+  MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  probe_windows();
+  tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
+  tl_run("exchange: 300 mixed collective calls across the attach, results checked (independent)",
+         test_mixed_independent);
+  tl_run("exchange: 300 mixed collective calls across the attach, results checked (two-phase)", test_mixed_twophase);
+  tl_run("exchange: close and delete-on-close at every position around the attach; failed opens",
+         test_close_at_every_position);
+  tl_run("exchange: ranks in different calls fail with MPI_ERR_NOT_SAME around the attach (independent)",
+         test_mismatch_independent);
+  tl_run("exchange: ranks in different calls fail with MPI_ERR_NOT_SAME around the attach (two-phase)",
+         test_mismatch_twophase);
+  tl_run("exchange: one rank's failure reaches every rank around the attach (independent)", test_failures_independent);
+  tl_run("exchange: one rank's failure reaches every rank around the attach (two-phase)", test_failures_twophase);
+  tl_run("exchange: several files with their own segments, calls interleaved", test_several_files);
+  tl_run("exchange: ranks confined to fewer processors than ranks yield when they wait", test_confined_ranks_yield);
+  return tl_finish();
+}
