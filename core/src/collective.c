@@ -689,8 +689,8 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
     rc = lmpio__check_access(fh, count, type, dir, use_fp ? LMPIO__INDIVIDUAL : LMPIO__EXPLICIT, call);
   if (rc == MPI_SUCCESS && !use_fp && offset < 0)
     rc = lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
-  /* A count that is not whole etypes on one rank must stop every rank
-   * before anything is written. */
+  /* A count that is not whole etypes fails this rank's part (and, through
+   * the call's exchange, every rank's call). */
   MPI_Offset n = 0, pos = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, use_fp ? fh->fp : offset, &pos, call);

@@ -13,6 +13,7 @@
  * them. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -40,12 +41,22 @@ typedef struct {
   int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
 } shm;
 
-/* The segment is made at the ATTACH_AT-th exchange on the communicator
+/* The segment is made at the attach_at-th exchange on the communicator
  * (every rank reaches it in the same exchange): a file opened for a few
- * calls does not pay for it (a shared window costs more than an open). */
-#define ATTACH_AT 16
+ * calls does not pay for it.  Making it costs about 35-40 us at 2 ranks,
+ * each exchange through it saves about 0.2 us: 128 is near where it pays.
+ * LMPIO_SHM_AGREEMENT_AT (the tests: the same on every rank) moves it. */
+static int attach_at = 128;
 
 static int keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init_once(void) {
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS)
+    keyval = MPI_KEYVAL_INVALID;
+  const char *env = getenv("LMPIO_SHM_AGREEMENT_AT");
+  if (env && atoi(env) >= 1) attach_at = atoi(env);
+}
 
 static shm *shm_of(MPI_Comm comm) {
   if (keyval == MPI_KEYVAL_INVALID) return NULL;
@@ -60,9 +71,8 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
   if (size == 1 || size > MAX_RANKS) return MPI_SUCCESS;
-  if (keyval == MPI_KEYVAL_INVALID &&
-      MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL) != MPI_SUCCESS)
-    return MPI_SUCCESS;
+  pthread_once(&once, init_once);
+  if (keyval == MPI_KEYVAL_INVALID) return MPI_SUCCESS;
   shm *s = calloc(1, sizeof *s);
   if (!s) return MPI_SUCCESS; /* (a rank without counts nothing: if others have one, their attach hangs) */
   s->rank = rank;
@@ -163,7 +173,7 @@ static void wait_for(const shm *s, const slot *sl, long long seq) {
 /* comm's segment, made now if this is the exchange it is made at. */
 static shm *ready(MPI_Comm comm) {
   shm *s = shm_of(comm);
-  if (s && !s->slots && ++s->seq == ATTACH_AT) attach_segment(comm, s);
+  if (s && !s->slots && ++s->seq == attach_at) attach_segment(comm, s);
   return s && s->slots ? s : NULL;
 }
 

@@ -398,6 +398,7 @@ static void test_confined_ranks_yield(void) {
 }
 
 int main(int argc, char **argv) {
+  setenv("LMPIO_SHM_AGREEMENT_AT", "16", 1); /* the attach inside this test's sequences */
   tl_init(&argc, &argv);
   const char *env = getenv("LMPIO_SHM_AGREEMENT");
   int off = env && strcmp(env, "0") == 0;
