@@ -204,8 +204,6 @@ typedef struct {
   const lmpio__window *w;
 } map_copy;
 
-static void sieve_copy_out(lmpio__stream *s, char *stage, const lmpio__window *w, MPI_Offset got, int *eof);
-
 static void map_copy_run(void *arg) {
   map_copy *m = arg;
   int eof = 0;
@@ -224,9 +222,9 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
   if (!m) return 0;
   map_copy c = {s, at, w};
   *rc = lmpio__os_guarded(map_copy_run, &c) < 0
-            ? lmpio__err(MPI_ERR_IO, call, "reading \"%s\" through a mapping: bytes below %lld are gone "
-                                           "(the file was cut short during the read, or an I/O error)",
-                         p->path, (long long)w->hi)
+            ? lmpio__err(MPI_ERR_IO, call, "reading \"%s\" through a mapping of bytes %lld to %lld failed (the "
+                                           "file was cut short during the read, or an I/O error)",
+                         p->path, (long long)w->lo, (long long)w->hi)
             : MPI_SUCCESS;
   lmpio__os_munmap(m, len);
   return 1;
