@@ -66,6 +66,9 @@ struct lmpio__driver {
    * older copy of a page to the sieve's read: their writes with holes go
    * piece by piece (romio_ds_write=enable cannot override it). */
   int sieve_writes;
+  /* Reads may copy their pieces out of a mapping of the file (the kernel's
+   * page cache is the file: local file systems). */
+  int map_reads;
   /* Handle-level operations; NULL where the generic path serves. */
   /* write_shared / read_shared, and the ordered collectives. */
   int (*shared)(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir, MPI_Count *bytes,

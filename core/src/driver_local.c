@@ -14,6 +14,7 @@ const lmpio__driver lmpio__driver_local = {
     .block = lmpio__os_block_size,
     .map_pointer = 1,
     .sieve_writes = 1,
+    .map_reads = 1,
     .background = 1,
     .has_helper = 1,
 };

@@ -78,6 +78,8 @@ static void copy_strided(char *f, MPI_Offset stride, char *m, MPI_Offset len, MP
   case 4: STRIDED_LOOP(4); break;
   case 8: STRIDED_LOOP(8); break;
   case 16: STRIDED_LOOP(16); break;
+  case 32: STRIDED_LOOP(32); break;
+  case 64: STRIDED_LOOP(64); break;
   default: STRIDED_LOOP((size_t)len); break;
   }
 }
@@ -197,6 +199,55 @@ static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
   return r;
 }
 
+/* ---- mapped reads ---------------------------------------------------------- */
+
+/* Strided reads of local files copy their pieces straight out of a mapping
+ * of the window: each data byte is copied once, with no system call per
+ * piece and no hole bytes copied (pread moves every piece, or the whole
+ * window with its holes, through a copy of the kernel's).  Measured at 2
+ * ranks, 4 KiB blocks: ext4 page cache 0.5 -> 0.95 of plain pread's
+ * bandwidth, tmpfs 0.75 -> 0.85.  For calls of at least MAP_MIN data bytes
+ * (a smaller one does not pay for the mapping), in windows of up to
+ * MAP_WINDOW file bytes; a window that reaches past the size the file had
+ * at the start of the call, or cannot be mapped, is read with pread. */
+#define MAP_MIN 1048576
+#define MAP_WINDOW 4194304
+
+typedef struct {
+  lmpio__stream *s;
+  char *at;
+  const lmpio__window *w;
+} map_copy;
+
+static void map_copy_run(void *arg) {
+  map_copy *m = arg;
+  int eof = 0;
+  sieve_copy_out(m->s, m->at, m->w, m->w->hi - m->w->lo, &eof);
+}
+
+/* Whether the read window w went through a mapping (then *rc is its
+ * outcome: a SIGBUS in the copy, the file cut short under it, is
+ * MPI_ERR_IO). */
+static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset size, lmpio__stream *s, int *rc,
+                      const char *call) {
+  if (w->hi > size || (w->n == 1 && w->v[0].count == 1)) return 0;
+  char *at;
+  size_t len;
+  void *m = lmpio__os_map_read(p->fd, w->lo, w->hi - w->lo, &at, &len);
+  if (!m) return 0;
+  map_copy c = {s, at, w};
+  MPI_Count before = s->done;
+  *rc = lmpio__os_guarded(map_copy_run, &c) < 0
+            ? lmpio__err(MPI_ERR_IO, call, "reading \"%s\" through a mapping of bytes %lld to %lld failed (the "
+                                           "file was cut short during the read, or an I/O error)",
+                         p->path, (long long)w->lo, (long long)w->hi)
+            : MPI_SUCCESS;
+  lmpio__os_munmap(m, len);
+  /* (no system call per piece, no hole bytes: counted as direct) */
+  lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
+  return 1;
+}
+
 int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__window *w,
                          lmpio__stream *s, int *eof, const char *call) {
   MPI_Offset span = w->hi - w->lo, got = 0;
@@ -239,6 +290,28 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
   return rc;
 }
 
+/* The windows of data bytes [a, b) of the view, in order; map: through
+ * mappings where the file (of size bytes) allows, in larger windows. */
+static int run_range(const lmpio__plan *p, lmpio__engine *e, lmpio__stream *s, MPI_Offset a, MPI_Offset b, int map,
+                     MPI_Offset size, int *eof, const char *call) {
+  lmpio__plan_iter it;
+  lmpio__window w;
+  memset(&w, 0, sizeof w);
+  if (lmpio__plan_start(&it, p, a, b) != MPI_SUCCESS) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+  MPI_Offset bound = lmpio__plan_buffer(p);
+  if (map && bound < MAP_WINDOW) bound = MAP_WINDOW;
+  int rc = MPI_SUCCESS, more;
+  for (MPI_Offset at = a; rc == MPI_SUCCESS && !*eof && (more = lmpio__plan_next(&it, bound, 1, &w)) != 0; at = it.pos) {
+    if (more < 0) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
+    else if (!map) rc = lmpio__engine_window(p, e, &w, s, eof, call);
+    else if (!map_window(p, &w, size, s, &rc, call)) /* the usual windows instead */
+      rc = run_range(p, e, s, at, it.pos, 0, 0, eof, call);
+  }
+  lmpio__plan_stop(&it);
+  lmpio__window_free(&w);
+  return rc;
+}
+
 int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, const char *call) {
   MPI_Offset total = s->total - s->done;
   if (total <= 0) return MPI_SUCCESS;
@@ -251,12 +324,8 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
     return rc;
   }
-  lmpio__plan_iter it;
-  lmpio__window w;
   lmpio__engine e = {NULL, 0};
-  memset(&w, 0, sizeof w);
-  int rc = lmpio__plan_start(&it, p, pos, pos + total);
-  if (rc != MPI_SUCCESS) return lmpio__err(rc, call, "out of memory");
+  int rc = MPI_SUCCESS;
   /* Atomic mode locks the whole range once (the windows then take none). */
   MPI_Offset lo = 0, hi = 0;
   if (p->atomic) {
@@ -285,19 +354,13 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
       hi = lo;
     }
   }
-  MPI_Offset bound = lmpio__plan_buffer(p);
-  int eof = 0, more;
-  while (rc == MPI_SUCCESS && !eof && (more = lmpio__plan_next(&it, bound, 1, &w)) != 0) {
-    if (more < 0) {
-      rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-      break;
-    }
-    rc = lmpio__engine_window(p, &e, &w, s, &eof, call);
-  }
+  MPI_Offset size = 0;
+  int map = p->dir == LMPIO__READ && p->drv->map_reads && !p->contiguous && p->hints.map_reads != LMPIO__HINT_DISABLE &&
+            (total >= MAP_MIN || p->hints.map_reads == LMPIO__HINT_ENABLE) && p->drv->size(p->fd, &size) == 0;
+  int eof = 0;
+  if (rc == MPI_SUCCESS) rc = run_range(p, &e, s, pos, pos + total, map, size, &eof, call);
   if (p->atomic && hi > lo && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0 && rc == MPI_SUCCESS)
     rc = lmpio__os_error(errno, call, "flush and unlock of", p->path);
-  lmpio__plan_stop(&it);
-  lmpio__window_free(&w);
   lmpio__engine_free(&e);
   return rc;
 }

@@ -38,6 +38,8 @@ static const hint_def table[] = {
     {"striping_unit", F(striping_unit), SIZE, 0, 1, "stripe size; two-phase file domains are aligned to it (see below)"},
     {"lmpio_conversion_buffer_size", F(conv_buffer_size), SIZE, 4194304, 0,
      "staging buffer of data conversions"},
+    {"lmpio_map_reads", F(map_reads), MODE, LMPIO__HINT_AUTOMATIC, 0,
+     "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
     {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,

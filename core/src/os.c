@@ -7,6 +7,8 @@
 #include <sys/sysmacros.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
@@ -27,12 +29,12 @@ static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;
@@ -105,6 +107,67 @@ void *lmpio__os_mmap(size_t length, int fd) {
 
 void lmpio__os_munmap(void *addr, size_t length) {
   if (addr) lmpio__os.munmap(addr, length);
+}
+
+/* ---- mapped reads and their SIGBUS guard ---------------------------------- */
+
+static __thread sigjmp_buf *bus_jump; /* set while a guarded copy runs */
+static struct sigaction bus_before;
+static int bus_ok;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void on_bus(int sig, siginfo_t *si, void *ctx) {
+  sigjmp_buf *j = bus_jump;
+  if (j) {
+    bus_jump = NULL;
+    siglongjmp(*j, 1);
+  }
+  /* Not ours: what was there before decides. */
+  if (bus_before.sa_flags & SA_SIGINFO) {
+    bus_before.sa_sigaction(sig, si, ctx);
+  } else if (bus_before.sa_handler != SIG_DFL && bus_before.sa_handler != SIG_IGN) {
+    bus_before.sa_handler(sig);
+  } else {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    lmpio__os.sigaction(SIGBUS, &dfl, NULL);
+    raise(SIGBUS);
+  }
+}
+
+static void bus_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_bus;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER; /* (not blocked after the jump out) */
+  sigemptyset(&sa.sa_mask);
+  bus_ok = lmpio__os.sigaction(SIGBUS, &sa, &bus_before) == 0;
+}
+
+void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size_t *maplen) {
+  pthread_once(&bus_once, bus_install);
+  MPI_Offset page = (MPI_Offset)sysconf(_SC_PAGESIZE), start = off - off % page;
+  if (!bus_ok || len <= 0 || off < 0 || (MPI_Offset)(size_t)(len + off - start) != len + off - start) return NULL;
+  size_t n = (size_t)(len + off - start);
+  void *m = lmpio__os.mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)start);
+  if (m == MAP_FAILED) return NULL;
+  *at = (char *)m + (off - start);
+  *maplen = n;
+  return m;
+}
+
+int lmpio__os_guarded(void (*fn)(void *), void *arg) {
+  sigjmp_buf j;
+  if (sigsetjmp(j, 0)) {
+    errno = EIO;
+    return -1;
+  }
+  bus_jump = &j;
+  fn(arg);
+  bus_jump = NULL;
+  return 0;
 }
 
 /* Whether [off, off + len) lies within the offsets a file can have. */

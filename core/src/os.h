@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <sys/vfs.h>
 #include <sys/stat.h> /* statx */
+#include <signal.h>
 
 /* The system calls, with the signatures of their POSIX originals (fallocate:
  * posix_fallocate's, returning an errno value).  A replaced entry must
@@ -44,6 +45,8 @@ typedef struct {
   /* file-system drivers (driver*.c): cache drops and sizes from the server */
   int (*fadvise)(int fd, off_t offset, off_t len, int advice); /* posix_fadvise's: returns an errno value */
   int (*statx)(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf);
+  /* the SIGBUS guard of mapped reads */
+  int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;
@@ -65,6 +68,16 @@ void lmpio__os_writeback(int fd);
 int lmpio__os_unlink(const char *path);
 void *lmpio__os_mmap(size_t length, int fd); /* shared read-write, offset 0; NULL on failure */
 void lmpio__os_munmap(void *addr, size_t length);
+/* A read-only shared mapping of the file bytes [off, off + len); *at is
+ * where byte off lies in it.  NULL (nothing to undo) when the file cannot
+ * be mapped or the guard below cannot be set up.  Undo with
+ * lmpio__os_munmap(map, *maplen). */
+void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size_t *maplen);
+/* Runs fn(arg), turning a SIGBUS it raises (a mapped page the file no longer
+ * has, or an I/O error reading one in) into a return of -1 with errno EIO;
+ * 0 otherwise.  The handler is installed at the first mapping and passes
+ * every other SIGBUS on to the handler that was there before. */
+int lmpio__os_guarded(void (*fn)(void *), void *arg);
 /* Full transfers: short transfers and EINTR are retried; pread stops at end
  * of file.  Return the bytes moved, or -1 with errno set.  A range that
  * would end past the largest offset a file can have fails with EFBIG. */

@@ -575,22 +575,25 @@ static void test_strided_views(void) {
     MPI_Type_create_resized(c, 0, strides[i], &t[3 + i]);
     MPI_Type_free(&c);
   }
-  MPI_Info infos[5];
+  MPI_Info infos[7];
   infos[0] = MPI_INFO_NULL;
   infos[1] = hints("ind_rd_buffer_size", "20", "ind_wr_buffer_size", "20");
   infos[2] = hints("ind_rd_buffer_size", "64", "ind_wr_buffer_size", "100");
   infos[3] = hints("romio_ds_read", "enable", "romio_ds_write", "enable");
   infos[4] = hints("romio_ds_read", "disable", "romio_ds_write", "disable");
+  /* reads through a mapping of the file, whatever their size */
+  infos[5] = hints("lmpio_map_reads", "enable", NULL, NULL);
+  infos[6] = hints("lmpio_map_reads", "enable", "ind_rd_buffer_size", "20");
   for (int i = 0; i < 7; i++) {
     MPI_Type_commit(&t[i]);
-    for (int h = 0; h < 5; h++) {
+    for (int h = 0; h < 7; h++) {
       char what[160];
       snprintf(what, sizeof what, "%s, hints %d", names[i], h);
       strided_case(what, t[i], infos[h]);
     }
     MPI_Type_free(&t[i]);
   }
-  for (int h = 1; h < 5; h++) MPI_Info_free(&infos[h]);
+  for (int h = 1; h < 7; h++) MPI_Info_free(&infos[h]);
 }
 
 int main(int argc, char **argv) {

@@ -329,6 +329,73 @@ static void run_scenario(const scenario *s) {
 static const scenario *current;
 static void run_current(void) { run_scenario(current); }
 
+/* A strided read through a mapping of the file (lmpio_map_reads) whose
+ * file is cut short once mapped, as another program's truncation would:
+ * touching the pages past the new end raises SIGBUS, which must become
+ * MPI_ERR_IO, not the end of the process; the handler that was there
+ * before still gets every other SIGBUS. */
+static int cut_fd = -1;
+static void *map_then_cut(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void *m = lmpio__os_real.mmap(addr, len, prot, flags, fd, off);
+  if (m != MAP_FAILED && prot == PROT_READ && cut_fd < 0) {
+    cut_fd = fd;
+    lmpio__os_real.ftruncate(fd, 0);
+  }
+  return m;
+}
+
+static volatile sig_atomic_t user_bus;
+static void count_bus(int sig) {
+  (void)sig;
+  user_bus++;
+}
+
+static void test_mapped_read_cut_short(void) {
+  char *p = tl_path("mapcut");
+  snprintf(p + strlen(p), 32, ".%d", tl_rank); /* a file of each rank's own */
+  enum { BLOCK = 4096, BLOCKS = 64 };
+  lmpio_file fh;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_map_reads", "enable");
+  lmpio__os = lmpio__os_real;
+  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info_free(&info);
+  static unsigned char buf[BLOCK * BLOCKS * 2];
+  memset(buf, 7, sizeof buf);
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  /* a SIGBUS handler of the program's own, there before lmpio's */
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = count_bus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &old);
+  memset(buf, 0, sizeof buf);
+  TL_OK(lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped, whole */
+  TL_CHECK(buf[0] == 7 && buf[BLOCK * BLOCKS - 1] == 7);
+  cut_fd = -1;
+  lmpio__os.mmap = map_then_cut;
+  int rc = lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
+  lmpio__os = lmpio__os_real;
+  TL_EQ(rc, MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
+  TL_CHECK(cut_fd >= 0);
+  raise(SIGBUS); /* not from a mapped read: the program's handler */
+  TL_EQ(user_bus, 1);
+  TL_OK(lmpio_file_close(&fh));
+  sigaction(SIGBUS, &old, NULL);
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  unlink(p);
+  free(p);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   path = tl_path("fault");
@@ -342,6 +409,7 @@ int main(int argc, char **argv) {
     tl_run(name, run_current);
   }
   lmpio__os = lmpio__os_real;
+  tl_run("a mapped read whose file is cut short fails with MPI_ERR_IO", test_mapped_read_cut_short);
   if (tl_rank == 0) printf("# fault_test: %ld injection points (scenario x call x failure x failing rank), %d ranks\n", points, tl_size);
   tl_unlink(path);
   return tl_finish();
