@@ -235,7 +235,7 @@ static void byterange(const lmpio_lua_buffer *b, size_t *lo, size_t *hi) {
 lmpio_lua_hold *lmpio_lua_hold_push(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading, const char *call,
                                     int fileidx, const MPI_Request *req) {
   dataidx = lua_absindex(L, dataidx);
-  fileidx = lua_absindex(L, fileidx);
+  fileidx = fileidx ? lua_absindex(L, fileidx) : 0;
   if (!m->buf) {
     lua_pushnil(L);
     return NULL;
@@ -255,6 +255,7 @@ lmpio_lua_hold *lmpio_lua_hold_push(lua_State *L, int dataidx, const lmpio_lua_m
   if (r->holds) r->holds->pprev = &h->next;
   h->pprev = &r->holds;
   r->holds = h;
+  if (!fileidx) return h; /* a message's: no file closes it */
   lua_getfield(L, LUA_REGISTRYINDEX, HOLDS_KEY);
   lua_pushvalue(L, -2);
   lua_pushlightuserdata(L, lua_touserdata(L, fileidx));

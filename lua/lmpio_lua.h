@@ -180,11 +180,13 @@ extern _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
  * completes, a split collective until its _end) transfers in the
  * background.  Lua may read memory a pending write holds, and neither read
  * nor write memory a pending read holds; a call that would raises "array
- * is held by a pending iwrite_at; wait for its request first".  Views of
+ * is held by a pending iwrite_at; wait for its request first" (file calls;
+ * comm:isend holds as a write does).  Views of
  * the same memory are covered byte range by byte range. */
 typedef struct lmpio_lua_hold lmpio_lua_hold;
 /* Pushes a hold of m's buffer (the value at dataidx) by `call`, a read or
- * not, on behalf of the file object at fileidx (released when it closes).
+ * not, on behalf of the file object at fileidx (released when it closes;
+ * 0: no file, a message's).
  * req: the request of a nonblocking call (the hold counts only while it is
  * not MPI_REQUEST_NULL: a call that failed holds nothing); NULL for a split
  * collective (held until released at its _end).  Pushes nil and returns

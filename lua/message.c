@@ -613,6 +613,8 @@ typedef struct {
   int src, tag;    /* a receive: what it matches */
   int rsrc, rtag;  /* a receive: where its message came from */
   int large;       /* the payload is in user value UV_DATA, not after the header */
+  int waited;      /* completed by a wait or test (waitany skips it) */
+  lmpio_lua_hold *hold; /* a send's: of the array sent, until it completes (user value UV_HOLD) */
   size_t total;    /* bytes of the message, header included */
   union {
     msghdr hdr;
@@ -620,7 +622,7 @@ typedef struct {
   } u;
 } mreq;
 enum { ST_PENDING, ST_ACTIVE, ST_DONE };
-enum { UV_DATA = 1, UV_RESULT, UV_COMM, NUV = UV_COMM };
+enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, NUV = UV_HOLD };
 #define PENDING_KEY "lmpio.pendingrecvs" /* registry: receives not matched yet, in posting order */
 
 static int finalized(void) {
@@ -722,8 +724,10 @@ static mreq *newreq(lua_State *L, int commidx, MPI_Comm comm, int sending) {
 }
 
 /* Sends the value at idx: blocking (MPI_Send), or into the request r at
- * ridx (MPI_Isend; r keeps the payload alive). */
-static void sendvalue(lua_State *L, int idx, MPI_Comm comm, int dest, int tag, mreq *r, int ridx) {
+ * ridx (MPI_Isend; r keeps the payload alive, and holds an array against
+ * writes as the method `call`: a small one is copied at once, but what Lua
+ * may do with an array does not depend on its size). */
+static void sendvalue(lua_State *L, int idx, MPI_Comm comm, int dest, int tag, mreq *r, int ridx, const char *call) {
   msghdr h;
   const void *p;
   size_t n;
@@ -751,7 +755,20 @@ static void sendvalue(lua_State *L, int idx, MPI_Comm comm, int dest, int tag, m
     MPI_Type_free(&t);
   }
   lmpio_lua_checkmpi(L, rc, r ? "MPI_Isend" : "MPI_Send");
-  if (r) r->state = ST_ACTIVE;
+  if (!r) return;
+  r->state = ST_ACTIVE;
+  if (h.kind == K_ARRAY) {
+    lmpio_lua_mem m = {0};
+    m.buf = lmpio_lua_tobuffer(L, idx);
+    r->hold = lmpio_lua_hold_push(L, idx, &m, 0, call, 0, &r->req);
+    lua_setiuservalue(L, ridx, UV_HOLD);
+  }
+}
+
+/* The send of r is done with: its array is the script's again. */
+static void let_go(mreq *r) {
+  lmpio_lua_unhold(r->hold);
+  r->hold = NULL;
 }
 
 /* Starts receiving the message msg (status st) into r (at ridx). */
@@ -782,6 +799,7 @@ static void startrecv(lua_State *L, int ridx, mreq *r, MPI_Message *msg, MPI_Sta
 static void finishrecv(lua_State *L, int ridx, mreq *r) {
   ridx = lua_absindex(L, ridx);
   r->state = ST_DONE;
+  r->waited = 1;
   msghdr h;
   memcpy(&h, r->u.bytes, HDR);
   if (r->total < HDR || h.magic != MAGIC || h.ndim < 0 || h.ndim > LMPIO_LUA_MAXDIM)
@@ -932,17 +950,21 @@ static int complete(lua_State *L, int ridx, mreq *r, int blocking) {
     int rc = blocking ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
       r->state = ST_DONE;
+      r->waited = 1;
+      let_go(r);
       lmpio_lua_checkmpi(L, rc, blocking ? "MPI_Wait" : "MPI_Test");
     }
     if (!flag) return 0;
     if (r->sending) {
       r->state = ST_DONE;
+      let_go(r);
       lua_pushnil(L);
       lua_setiuservalue(L, ridx, UV_DATA);
     } else {
       finishrecv(L, ridx, r);
     }
   }
+  r->waited = 1;
   return 1;
 }
 
@@ -998,7 +1020,7 @@ static int c_send(lua_State *L) {
   luaL_checkany(L, 2);
   int dest = checkpeer(L, 3, comm, 0), tag = checktag(L, 4, 0);
   lua_settop(L, 4);
-  sendvalue(L, 2, comm, dest, tag, NULL, 0);
+  sendvalue(L, 2, comm, dest, tag, NULL, 0, NULL);
   return 0;
 }
 
@@ -1006,14 +1028,26 @@ static int c_send(lua_State *L) {
 Sends a value without waiting (`MPI_Isend`): the request's `wait` (or a
 `test` that returns true) completes it.
 The value is the message as `comm:send` sends it; an array's memory is
-sent from directly: do not change it before the request completes.  The
-request keeps the value alive until then.
+sent from directly, so until the request completes the array is the
+call's, as for a file's `iwrite`: writing it (`a[i] = v`, `a:fill`,
+reading a file or a `bcast` into it, through any view of the same memory)
+raises "array is held by a pending isend; wait for its request first";
+reading it, or sending it again, is fine.  The hold ends when `wait`, a
+`test` that returns true, `lmpio.waitall` or `lmpio.waitany` completes the
+request, or when the request is collected.  The request keeps the value
+alive until then.
 @function comm:isend
 @param x the value
-@param dest the rank to send to, nil or `lmpio.PROC_NULL`
+@param dest the rank to send to, nil or `lmpio.PROC_NULL` (nothing is
+  sent, nothing held)
 @param[opt=0] tag as for `comm:send`
 @return a @{msgrequest}
 @raise as `comm:send`
+@usage local req = comm:isend(a, right)
+-- a[1] = 0 here would raise: a is held until the send completes
+local halo = comm:recv(left)
+req:wait()
+a[1] = halo[1]
 */
 static int c_isend(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
@@ -1021,7 +1055,7 @@ static int c_isend(lua_State *L) {
   int dest = checkpeer(L, 3, comm, 0), tag = checktag(L, 4, 0);
   lua_settop(L, 4);
   mreq *r = newreq(L, 1, comm, 1); /* 5 */
-  sendvalue(L, 2, comm, dest, tag, r, 5);
+  sendvalue(L, 2, comm, dest, tag, r, 5, "isend");
   lua_settop(L, 5);
   return 1;
 }
@@ -1104,7 +1138,7 @@ static int c_sendrecv(lua_State *L) {
   int rtag = lua_isnoneornil(L, 5) ? MPI_ANY_TAG : tag;
   lua_settop(L, 5);
   mreq *s = newreq(L, 1, comm, 1); /* 6: if anything below raises, its __gc waits for the send */
-  sendvalue(L, 2, comm, dest, tag, s, 6);
+  sendvalue(L, 2, comm, dest, tag, s, 6, "sendrecv");
   lua_settop(L, 6);
   mreq *r = postrecv(L, comm, src, rtag); /* 7 */
   complete(L, 7, r, 1);
@@ -1117,10 +1151,11 @@ static int c_sendrecv(lua_State *L) {
 /***
 The request of `comm:isend` or `comm:irecv`.
 Complete it with `wait` (or `test` until it returns true), or with
-`lmpio.waitall`, which takes these requests too, in one list with those of
-files (each then gives its result with `wait`); until then it keeps the
-data it sends or receives alive.  A request collected before it completed
-is waited for first.
+`lmpio.waitall` or `lmpio.waitany`, which take these requests too, in one
+list with those of files; until then it keeps the data it sends or
+receives alive, and an array it sends is held against writes (see
+`comm:isend`).  A receive makes its own array: none given to `comm:irecv`
+is held.  A request collected before it completed is waited for first.
 @type msgrequest
 */
 
@@ -1167,6 +1202,7 @@ static int m_gc(lua_State *L) {
   if (r->state == ST_ACTIVE && r->req != MPI_REQUEST_NULL && !finalized() && !lmpio_lua_failing())
     MPI_Wait(&r->req, MPI_STATUS_IGNORE);
   r->state = ST_DONE;
+  let_go(r);
   return 0;
 }
 
@@ -1209,6 +1245,71 @@ static int l_waitall(lua_State *L) {
     lua_pop(L, 1);
   }
   return 0;
+}
+
+/* lmpio.waitany over a list that may hold message requests too.  Without
+ * them it is request.c's (upvalue 1: MPI_Waitany).  With them there is no
+ * MPI request to wait for (a receive is matched only when it is tested or
+ * waited for), so the requests are tested in order, round after round,
+ * until one completes: the first listing of each, skipping those a wait or
+ * test completed already, as MPI skips null requests. */
+static int l_waitany(lua_State *L) {
+  lmpio_lua_running(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_Integer n = luaL_len(L, 1);
+  if (n < 0 || n > INT_MAX) luaL_argerror(L, 1, "too many requests");
+  unsigned char *dup = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1), 0); /* 2: listed before */
+  lua_createtable(L, 0, (int)n); /* 3: the requests seen */
+  int mine = 0;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    if (luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST)) mine = 1;
+    else if (!luaL_testudata(L, -1, LMPIO_LUA_REQUEST))
+      luaL_argerror(L, 1, lua_pushfstring(L, "element %I is not a request", i));
+    lua_pushvalue(L, -1);
+    dup[i - 1] = lua_rawget(L, 3) != LUA_TNIL;
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, 3);
+  }
+  if (!mine) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, LUA_MULTRET);
+    return lua_gettop(L) - 3;
+  }
+  for (;;) {
+    int pending = 0;
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (dup[i - 1]) continue;
+      lua_settop(L, 2);
+      lua_geti(L, 1, i); /* 3 */
+      lua_pushinteger(L, i); /* 4 */
+      mreq *m = luaL_testudata(L, 3, LMPIO_LUA_MSGREQUEST);
+      if (m) {
+        if (m->waited) continue;
+        pending = 1;
+        if (complete(L, 3, m, 0)) return 1 + results(L, 3, m);
+        continue;
+      }
+      const lmpio_lua_request *f = lua_touserdata(L, 3);
+      if (f->done) continue;
+      pending = 1;
+      lua_getfield(L, 3, "test"); /* the request's own test: its converters, its failure */
+      lua_pushvalue(L, 3);
+      lua_call(L, 1, LUA_MULTRET); /* 5: false, or true and what wait returns */
+      if (lua_toboolean(L, 5)) {
+        lua_remove(L, 5);
+        return lua_gettop(L) - 3;
+      }
+    }
+    if (!pending) {
+      lua_pushnil(L);
+      return 1;
+    }
+    sched_yield(); /* the others' turn: a worker finishing a file request, a sender */
+  }
 }
 
 /***
@@ -1519,6 +1620,12 @@ int lmpio_lua_message_open(lua_State *L) {
   if (lua_getfield(L, -1, "waitall") == LUA_TFUNCTION) { /* request.c's, for file requests */
     lua_pushcclosure(L, l_waitall, 1);
     lua_setfield(L, -2, "waitall");
+  } else {
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, -1, "waitany") == LUA_TFUNCTION) {
+    lua_pushcclosure(L, l_waitany, 1);
+    lua_setfield(L, -2, "waitany");
   } else {
     lua_pop(L, 1);
   }

@@ -374,6 +374,109 @@ describe("messages between ranks", function()
     assert.has_error(function() lmpio.waitall({ 1 }) end)
   end)
 
+  -- The error of fn(...) (which must fail) as a string.
+  local function fails(fn, ...)
+    local ok, err = pcall(fn, ...)
+    assert.is_false(ok)
+    return tostring(err)
+  end
+
+  it("a pending isend holds its array against writes; wait, test, waitall, waitany let go", function()
+    local path = H.tmpname("isendhold")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE)
+    fh:write_at_all(rank, lmpio.array(lmpio.DOUBLE, { -rank }))
+    for _, n in ipairs({ 4, 100000 }) do -- small (copied at once) and large (sent from its memory): alike
+      local a = lmpio.array(lmpio.DOUBLE, n):fill(rank)
+      local req = world:isend(a, right, 31)
+      local msg = fails(function() a[1] = -1 end)
+      assert.truthy(msg:find("array is held by a pending isend; wait for its request first", 1, true), msg)
+      assert.truthy(fails(function() a:fill(-1) end):find("held by a pending isend", 1, true))
+      assert.truthy(fails(function() a:set(2, -1) end):find("held", 1, true))
+      assert.truthy(fails(function() a:sub(2, 3)[1] = -1 end):find("held", 1, true))
+      assert.truthy(fails(fh.read_at, fh, rank, a):find("held by a pending isend", 1, true)) -- a read into it
+      -- reading it is fine, and so is sending or writing it out again
+      assert.equal(rank, a[n])
+      assert.equal(rank * n, a:sum())
+      assert.equal(n, fh:write_at(size + rank * n, a))
+      local again = world:isend(a, right, 32)
+      local got, from = world:recv(left, 31)
+      assert.equal(left, from)
+      assert.equal(left * n, got:sum()) -- what was sent: the writes above changed nothing
+      assert.equal(left, got[n])
+      assert.equal(left * n, world:recv(left, 32):sum())
+      again:wait()
+      assert.truthy(fails(function() a[1] = -1 end):find("held", 1, true)) -- req still pending
+      req:wait()
+      a[1] = -1 -- the script's again
+      assert.equal(-1, a[1])
+      assert.equal(1, select(2, fh:read_at(rank, a:sub(1, 1))))
+      assert.equal(-rank, a[1])
+    end
+    -- test that completes, waitall, waitany
+    local b = lmpio.array(lmpio.INT, { rank })
+    local s = world:isend(b, right, 33)
+    assert.equal(left, world:recv(left, 33)[1])
+    repeat until s:test()
+    b[1] = 1
+    s = world:isend(b, right, 34)
+    assert.truthy(fails(function() b[1] = 2 end):find("held", 1, true))
+    assert.equal(1, world:recv(left, 34)[1])
+    lmpio.waitall({ s })
+    b[1] = 2
+    s = world:isend(b, right, 35)
+    assert.truthy(fails(function() b[1] = 3 end):find("held", 1, true))
+    assert.equal(2, world:recv(left, 35)[1])
+    assert.equal(1, lmpio.waitany({ s }))
+    b[1] = 3
+    -- nothing is sent to nobody: nothing held
+    world:isend(b, lmpio.PROC_NULL)
+    b[1] = 4
+    assert.equal(4, b[1])
+  end)
+
+  it("a message request collected before it completed lets go of its array", function()
+    local c = lmpio.array(lmpio.INT, { rank, rank })
+    local s = world:isend(c, right, 36)
+    assert.truthy(fails(function() c[1] = 9 end):find("held by a pending isend", 1, true))
+    s = nil -- dropped: its __gc waits for it and lets go
+    local got = world:recv(left, 36)
+    collectgarbage()
+    collectgarbage()
+    c[1] = 9
+    assert.equal(9, c[1])
+    assert.same({ left, left }, got:totable())
+  end)
+
+  it("lmpio.waitany takes message requests mixed with file requests", function()
+    local path = H.tmpname("waitany")
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:set_view(0, lmpio.INT, lmpio.INT)
+    fh:write_at_all(rank, lmpio.array(lmpio.INT, { rank + 10 }))
+    local list = { world:irecv(left, 41), fh:iread_at(rank, 1, lmpio.INT) }
+    -- nobody sent tag 41 yet: the read completes first
+    local i, buf, n = lmpio.waitany(list)
+    assert.equal(2, i)
+    assert.equal(rank + 10, buf[1])
+    assert.equal(1, n)
+    world:barrier()
+    local s = world:isend("m" .. rank, right, 41)
+    local j, v, from, tag = lmpio.waitany(list)
+    assert.equal(1, j)
+    assert.equal("m" .. left, v)
+    assert.equal(left, from)
+    assert.equal(41, tag)
+    assert.is_nil(lmpio.waitany(list)) -- none pending
+    -- a send (no values); listed twice it counts at its first index
+    local w = fh:iwrite_at(size + rank, lmpio.array(lmpio.INT, { 7 }))
+    local k1 = lmpio.waitany({ s, w, s })
+    local k2 = lmpio.waitany({ s, w, s })
+    assert.same({ 1, 2 }, { math.min(k1, k2), math.max(k1, k2) })
+    assert.is_nil(lmpio.waitany({ w, s }))
+    assert.equal(1, w:wait())
+    assert.has_error(function() lmpio.waitany({ list[1], 1 }) end)
+  end)
+
   it("receives from any source, with the source and tag of each message", function()
     if rank ~= 0 then
       world:send(lmpio.array(lmpio.INT, { rank }), 0, rank + 10)
