@@ -250,9 +250,11 @@ static int complete_at(lua_State *L, int idx, int i, int rc, const MPI_Status *s
 /***
 Waits for every request of a list (`MPI_Waitall`).
 @function lmpio.waitall
-@tparam {request,...} reqs the requests (some may be complete already; one
-  listed more than once is waited for once)
+@tparam {request,...} reqs the requests: of files, and of messages
+  (@{msgrequest}, `comm:isend` and `comm:irecv`) mixed with them; some may
+  be complete already; one listed more than once is waited for once
 @return nothing; each request then gives its result with @{request:wait}
+  (`msgrequest:wait` for a message's)
 @raise the error object of the first request whose transfer failed (the
   others are complete all the same)
 */
@@ -301,13 +303,18 @@ static int l_waitall(lua_State *L) {
 
 /***
 Waits for one request of a list to complete (`MPI_Waitany`).
+Message requests (@{msgrequest}) may be mixed with those of files: the
+requests are then tested in turn until one completes.
 @function lmpio.waitany
 @tparam {request,...} reqs the requests (one listed more than once counts at
-  its first index)
+  its first index; those a wait or test completed already are skipped)
 @treturn integer|nil the index in reqs of the request that completed, or nil
   when none was pending
-@return then what @{request:wait} returns for it
+@return then what @{request:wait} returns for it (for a message's, what
+  `msgrequest:wait` returns: nothing for a send; the value, its source and
+  its tag for a receive)
 @raise the error object of that request when its transfer failed
+@usage local i, v = lmpio.waitany({fh:iread_at(0, 10, lmpio.INT), comm:irecv(left)})
 */
 static int l_waitany(lua_State *L) {
   lmpio_lua_running(L);
