@@ -320,7 +320,9 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
      * window the plan would make): one system call, no window built. */
     MPI_Count before = s->done;
     int eof = 0;
-    int rc = direct_piece(p, NULL, s, p->disp + p->ft->data_lb + pos, total, &eof, call);
+    lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
+    int rc = direct_piece(p, &none, s, p->disp + p->ft->data_lb + pos, total, &eof, call);
+    lmpio__engine_free(&none);
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
     return rc;
   }
