@@ -101,9 +101,10 @@ static void copy_vec(lmpio__stream *s, char *stage, MPI_Offset lo, const lmpio__
 
 static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offset off, MPI_Offset *got,
               const char *call) {
-  long long t0 = lmpio__stats_now();
+  long long t0 = lmpio__stats_io_now();
   long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
-  lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
+  if (t0)
+    lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
                    lmpio__stats_now() - t0);
   lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READS : LMPIO__S_POSIX_WRITES, 1);
   if (n > 0)

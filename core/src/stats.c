@@ -4,6 +4,7 @@
  * lmpio_file_get_stats, and the summary LMPIO_STATS prints at close. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,19 @@ long long lmpio__stats_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The system calls' own times cost two clock reads per pread or pwrite
+ * (about 30 ns of a 0.4 us 4 KiB call here): taken when LMPIO_STATS asks
+ * for the summaries. */
+static pthread_once_t io_once = PTHREAD_ONCE_INIT;
+static int io_timed;
+
+static void io_init(void) { io_timed = lmpio__stats_wanted(); }
+
+long long lmpio__stats_io_now(void) {
+  pthread_once(&io_once, io_init);
+  return io_timed ? lmpio__stats_now() : 0;
 }
 
 void lmpio__stats_call(lmpio__stats *st, int kind, int dir, long long t0) {

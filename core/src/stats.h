@@ -38,6 +38,8 @@ typedef struct lmpio__stats {
 
 /* A monotonic clock in nanoseconds (no system call: the vDSO). */
 long long lmpio__stats_now(void);
+/* lmpio__stats_now when the system calls are timed (LMPIO_STATS set), else 0. */
+long long lmpio__stats_io_now(void);
 /* Adds n to counter i of st (NULL: nothing). */
 static inline void lmpio__stats_add(lmpio__stats *st, int i, long long n) {
   if (st) __atomic_fetch_add(&st->v[i], n, __ATOMIC_RELAXED);
