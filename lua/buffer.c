@@ -317,18 +317,23 @@ static void checkheld_elems(lua_State *L, const lmpio_lua_buffer *b, size_t i, s
   checkbytes(L, b, lo, lo + n * b->esize, writing);
 }
 
+/* A table with weak keys in the registry at key. */
+static void new_weak_keys(lua_State *L, const char *key) {
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
 static void holds_open(lua_State *L) {
   if (luaL_newmetatable(L, LMPIO_LUA_HOLD)) {
     lua_pushcfunction(L, hold_gc);
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_setfield(L, LUA_REGISTRYINDEX, HOLDS_KEY);
+  new_weak_keys(L, HOLDS_KEY);
 }
 
 /* ---- values ------------------------------------------------------------- */
@@ -1740,12 +1745,7 @@ int lmpio_lua_buffer_open(lua_State *L) {
   lua_pop(L, 1);
   if (lua_getfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY) != LUA_TTABLE) {
     lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, RECORDTYPES_KEY);
+    new_weak_keys(L, RECORDTYPES_KEY);
   } else {
     lua_pop(L, 1);
   }
