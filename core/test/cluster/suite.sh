@@ -22,7 +22,7 @@
 #               "lmpio capi"
 #   SUITES      test[:cases];... (cases: LMPIO_TEST_ONLY's syntax, a|b)
 #   BUDGET      seconds; past them what is left is not run, and that is one
-#               failure (480)
+#               failure (720)
 #   TABLE=1     a table of clean runs per check at the end
 # Output: "ok"/"not ok" lines labelled [what profile #run], "# " notes, and
 # last "N passed, N failed".
@@ -32,7 +32,7 @@ RUNS=${RUNS:-2}
 SUITE_RUNS=${SUITE_RUNS:-1}
 PROFILES=${PROFILES:-coherent nocache default}
 IMPLS=${IMPLS:-lmpio capi}
-BUDGET=${BUDGET:-480}
+BUDGET=${BUDGET:-720}
 # The cases that concern several machines: the shared pointer and ordered
 # collectives (in LOCK mode: a mapped pointer needs one kernel), two-phase
 # with default hints, concurrent data sieving, atomic mode, open/delete/sync,
