@@ -52,10 +52,11 @@ void lmpio__set_status(MPI_Status *status, MPI_Count bytes) {
   MPI_Status_set_cancelled(status, 0);
 }
 
-/* Checks that data bytes [pos, pos + n) of the view have file offsets that
- * fit an MPI_Offset (n file bytes of data from etype offset `offset`). */
+/* Checks that n etypes from etype offset `offset` of the view have file
+ * offsets that fit an MPI_Offset; *pos: the data byte of offset. */
 int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call) {
   MPI_Offset end, last;
+  if (!lmpio__mul_ok(n, v->esize, &n)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
   if (!lmpio__mul_ok(offset, v->esize, pos) || !lmpio__add_ok(*pos, n, &end))
     return lmpio__err(MPI_ERR_ARG, call, "offset %lld (etypes of %lld bytes) overflows a 64-bit file position",
                       (long long)offset, (long long)v->esize);
@@ -72,9 +73,7 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
   int rc = lmpio__count_etypes(fh, count, type, &n, call);
   if (rc != MPI_SUCCESS || n == 0) return rc;
   MPI_Offset pos, fbytes = 0;
-  MPI_Offset nbytes;
-  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes) || (rc = lmpio__check_range(&fh->view, offset, nbytes, &pos, call)) != MPI_SUCCESS)
-    return rc != MPI_SUCCESS ? rc : lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
+  if ((rc = lmpio__check_range(&fh->view, offset, n, &pos, call)) != MPI_SUCCESS) return rc;
   lmpio__plan p;
   lmpio__hold(fh);
   lmpio__plan_init(&p, fh, dir);

@@ -582,14 +582,12 @@ static int independent_here(const lmpio__coll_plan *cp, int eligible) {
  * plan.  *fbytes: the file data bytes filled. */
 static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
                     MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
-  MPI_Offset nbytes;
   *bytes = 0;
   *fbytes = 0;
   if (n == 0) return MPI_SUCCESS;
   lmpio__view v;
   lmpio__plan_view(&cp->plan, &v);
-  if (!lmpio__mul_ok(n, v.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
-  int rc = lmpio__check_range(&v, pos / v.esize, nbytes, &pos, call);
+  int rc = lmpio__check_range(&v, pos / v.esize, n, &pos, call);
   if (rc != MPI_SUCCESS) return rc;
   return lmpio__transfer(&cp->plan, pos, buf, count, type, bytes, fbytes, call);
 }

@@ -409,8 +409,8 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
 /* Number of etypes that count items of type make in the view, or an error. */
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
-/* Checks that n data bytes from etype `offset` of view v have file offsets
- * that fit an MPI_Offset; *pos: the data byte of offset. */
+/* Checks that n etypes from etype `offset` of view v have file offsets that
+ * fit an MPI_Offset (MPI_ERR_COUNT, MPI_ERR_ARG); *pos: the data byte of offset. */
 int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call);
 /* Moves count items of type between buf and the view at `offset` etypes
  * (plan, then the engine or the conversion driver).  *bytes: native data

@@ -487,13 +487,11 @@ static void job_plan(const xfer *x, lmpio__plan *p) {
 /* The plan of an independent job, checked as the blocking call checks its
  * range: the worker only runs it. */
 static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
-  MPI_Offset nbytes;
   if (n == 0) {
     x->count = 0;
     return MPI_SUCCESS;
   }
-  if (!lmpio__mul_ok(n, fh->view.esize, &nbytes)) return lmpio__err(MPI_ERR_COUNT, call, "count overflows a 64-bit size");
-  int rc = lmpio__check_range(&fh->view, x->offset, nbytes, &x->pos, call);
+  int rc = lmpio__check_range(&fh->view, x->offset, n, &x->pos, call);
   if (rc != MPI_SUCCESS) return rc;
   lmpio__plan_init(&x->plan, fh, x->dir);
   job_plan(x, &x->plan);
