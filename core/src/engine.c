@@ -116,6 +116,7 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
                       "with the hint lmpio_fs_driver naming a driver that fits",
                       p->path, (long long)off, p->drv->name);
   if (n < 0) return lmpio__os_error(errno, call, dir == LMPIO__READ ? "pread of" : "pwrite to", p->path);
+  if (n > 0 && p->map) lmpio__filemap_saw(p->map, off + n);
   *got = n;
   return MPI_SUCCESS;
 }
@@ -320,10 +321,17 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     /* One run of the file from one run of memory, with no lock to take (the
      * window the plan would make): one system call, no window built. */
     MPI_Count before = s->done;
-    int eof = 0;
-    lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
-    int rc = direct_piece(p, &none, s, p->disp + p->ft->data_lb + pos, total, &eof, call);
-    lmpio__engine_free(&none);
+    MPI_Offset off = p->disp + p->ft->data_lb + pos;
+    int rc = MPI_SUCCESS;
+    if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,
+                            s->buf + s->done, total, off)) {
+      s->done += total;
+    } else {
+      int eof = 0;
+      lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
+      rc = direct_piece(p, &none, s, off, total, &eof, call);
+      lmpio__engine_free(&none);
+    }
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
     return rc;
   }

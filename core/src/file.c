@@ -89,6 +89,7 @@ static void free_handle(lmpio_file fh) {
     MPI_Comm_free(&fh->comm);
   }
   lmpio__view_free(&fh->view);
+  lmpio__filemap_free(fh->map);
   free(fh->stats);
   free(fh->path);
   free(fh);
@@ -205,6 +206,8 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->size = size;
     fh->hints = hints;
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", 1, call);
+    if (fh->drv->map_reads && readable && fd >= 0)
+      fh->map = lmpio__filemap_new(fd, !(amode & MPI_MODE_RDONLY), fh->fd_in_memory);
   }
   if (rc == MPI_SUCCESS && stream) rc = lmpio__pipe_init(fh, call);
   if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND) && !stream) {
@@ -351,6 +354,8 @@ static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *cal
       if (lmpio__os_fallocate(fh->fd, 0, size) < 0) rc = lmpio__os_error(errno, call, "cannot preallocate", fh->path);
     }
   }
+  /* (Every rank: the file may be shorter than its mapping now.) */
+  lmpio__filemap_forget(fh->map);
   return lmpio__agree(fh->comm, rc, 0, call);
 }
 
@@ -499,6 +504,9 @@ int lmpio_file_sync(lmpio_file fh) {
   lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && fh->drv->sync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "sync of", fh->path);
+  /* Another handle's changes become visible at a sync: its set_size may
+   * have cut the file under this handle's mapping. */
+  lmpio__filemap_forget(fh->map);
   return lmpio__agree_first(fh->comm, rc, NULL, call);
 }
 

@@ -276,6 +276,7 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 
 #include "driver.h"
+#include "filemap.h"
 #include "plan.h"
 
 /* ---- convert: data representations on the data path (convert.c) ------- */
@@ -341,6 +342,7 @@ struct lmpio_file_s {
   struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
   lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
+  lmpio__filemap *map;      /* small accesses through a mapping (filemap.c); shared by the plans; may be NULL */
 };
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */

@@ -158,6 +158,13 @@ void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size
   return m;
 }
 
+void *lmpio__os_map_file(int fd, size_t len, int writable) {
+  pthread_once(&bus_once, bus_install);
+  if (!bus_ok || len == 0) return NULL;
+  void *m = lmpio__os.mmap(NULL, len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
 int lmpio__os_guarded(void (*fn)(void *), void *arg) {
   sigjmp_buf j;
   if (sigsetjmp(j, 0)) {

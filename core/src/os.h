@@ -78,6 +78,10 @@ void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size
  * 0 otherwise.  The handler is installed at the first mapping and passes
  * every other SIGBUS on to the handler that was there before. */
 int lmpio__os_guarded(void (*fn)(void *), void *arg);
+/* A shared mapping of the file's first len bytes (which may reach past its
+ * end), read-only or read-write, with the SIGBUS guard installed; NULL when
+ * it cannot be made.  Undone with lmpio__os_munmap. */
+void *lmpio__os_map_file(int fd, size_t len, int writable);
 /* Full transfers: short transfers and EINTR are retried; pread stops at end
  * of file.  Return the bytes moved, or -1 with errno set.  A range that
  * would end past the largest offset a file can have fails with EFBIG. */

@@ -66,6 +66,7 @@ void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
   p->rep = fh->view.rep;
   p->esize = fh->view.esize;
   p->stats = fh->stats;
+  p->map = fh->map;
   p->aggregator = 0;
 }
 

@@ -38,6 +38,7 @@ typedef struct {
   const lmpio__datarep *rep;
   MPI_Count esize;
   lmpio__stats *stats;  /* the handle's counters (stats.h), or NULL */
+  lmpio__filemap *map;  /* the handle's mapping of the file (filemap.c), or NULL */
   int aggregator;       /* two-phase's windows: counted as the aggregator's, not as this rank's data */
 } lmpio__plan;
 

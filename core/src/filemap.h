@@ -1,0 +1,24 @@
+/* Small contiguous accesses through a mapping of the whole file (filemap.c):
+ * one per handle, shared by its plans, safe to use from several threads. */
+#ifndef LMPIO_FILEMAP_H
+#define LMPIO_FILEMAP_H
+
+typedef struct lmpio__filemap lmpio__filemap;
+
+/* For the file open on fd (a local file system's, readable; writable: opened
+ * for writing too; in_memory: tmpfs and the like).  NULL when out of memory:
+ * the functions below then do nothing. */
+lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory);
+void lmpio__filemap_free(lmpio__filemap *m);
+/* The file may have changed size under the mapping (set_size, preallocate,
+ * sync): the next access maps it again. */
+void lmpio__filemap_forget(lmpio__filemap *m);
+/* Moves len bytes between mem and the file at off through the mapping, in
+ * direction dir (LMPIO__READ or LMPIO__WRITE; mode: the hint lmpio_map_reads
+ * or lmpio_map_writes): 1 when done, 0 when the caller must make the system
+ * call (too large, past the bytes known to be in the file, not mapped yet). */
+int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off);
+/* A system call of this rank found the file at least end bytes long. */
+void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end);
+
+#endif

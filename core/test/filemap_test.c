@@ -1,0 +1,264 @@
+/* Small contiguous accesses through the handle's mapping of the file
+ * (core/src/filemap.c): they see what other ranks wrote, stop at the end of
+ * the file, notice set_size and a sync after another handle or program cut
+ * the file, and fall back to the system call when the mapping cannot be made
+ * or raises SIGBUS.  Whether the mapping was used is read off the statistics
+ * (a mapped access makes no pread or pwrite). */
+#include "testlib.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+
+enum { BLOCK = 4096 };
+
+static double stat_of(lmpio_file fh, const char *name) {
+  double v[256];
+  int n = 0;
+  lmpio_file_get_stats(fh, v, 256, &n);
+  for (int i = 0; i < n; i++)
+    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
+  return -1;
+}
+
+static MPI_Info hints(const char *reads, const char *writes) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  if (reads) MPI_Info_set(info, "lmpio_map_reads", reads);
+  if (writes) MPI_Info_set(info, "lmpio_map_writes", writes);
+  return info;
+}
+
+static lmpio_file open_with(MPI_Comm comm, const char *p, const char *reads, const char *writes) {
+  lmpio_file fh = LMPIO_FILE_NULL;
+  MPI_Info info = hints(reads, writes);
+  TL_OK(lmpio_file_open(comm, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info_free(&info);
+  return fh;
+}
+
+static void fill(unsigned char *b, int n, int seed) {
+  for (int i = 0; i < n; i++) b[i] = (unsigned char)(seed * 31 + i * 7 + 1);
+}
+
+/* A file of each rank's own, in the directory of the others. */
+static char *own_path(const char *tag) {
+  char *p = tl_path(tag);
+  snprintf(p + strlen(p), 32, ".%d", tl_rank);
+  return p;
+}
+
+static void test_reads_see_other_ranks(void) {
+  char *p = tl_path("ranks");
+  lmpio_file fh = open_with(MPI_COMM_WORLD, p, NULL, NULL); /* automatic */
+  unsigned char mine[BLOCK], got[BLOCK], want[BLOCK];
+  MPI_Status st;
+  for (int round = 0; round < 3; round++) {
+    fill(mine, BLOCK, tl_rank + 10 * round);
+    TL_OK(lmpio_file_write_at(fh, (MPI_Offset)tl_rank * BLOCK, mine, BLOCK, MPI_BYTE, &st));
+    TL_OK(lmpio_file_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TL_OK(lmpio_file_sync(fh));
+    for (int rep = 0; rep < 10; rep++)
+      for (int r = 0; r < tl_size; r++) {
+        fill(want, BLOCK, r + 10 * round);
+        memset(got, 0, BLOCK);
+        TL_OK(lmpio_file_read_at(fh, (MPI_Offset)r * BLOCK, got, BLOCK, MPI_BYTE, &st));
+        int n = -1;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        TL_EQ(n, BLOCK);
+        TL_CHECK(memcmp(got, want, BLOCK) == 0);
+      }
+    MPI_Barrier(MPI_COMM_WORLD); /* everyone read before the next round writes */
+  }
+  /* 30 reads per rank and round; after the first few, the mapping serves them */
+  TL_CHECK(stat_of(fh, "POSIX_READS") < 3 * 10 * tl_size / 2);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(p);
+}
+
+static int count_of(MPI_Status *st) {
+  int n = -1;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  return n;
+}
+
+static void test_end_and_set_size(void) {
+  char *p = tl_path("size");
+  lmpio_file fh = open_with(MPI_COMM_WORLD, p, "enable", NULL);
+  unsigned char b[3 * BLOCK];
+  fill(b, (int)sizeof b, 3);
+  MPI_Status st;
+  if (tl_rank == 0) TL_OK(lmpio_file_write_at(fh, 0, b, 10000, MPI_BYTE, &st));
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  unsigned char got[BLOCK];
+  for (int i = 0; i < 4; i++) {
+    TL_OK(lmpio_file_read_at(fh, 0, got, BLOCK, MPI_BYTE, &st));
+    TL_EQ(count_of(&st), BLOCK);
+    TL_OK(lmpio_file_read_at(fh, 2 * BLOCK, got, BLOCK, MPI_BYTE, &st)); /* past the end */
+    TL_EQ(count_of(&st), 10000 - 2 * BLOCK);
+    TL_CHECK(memcmp(got, b + 2 * BLOCK, 10000 - 2 * BLOCK) == 0);
+  }
+  /* Cut inside the second page: the mapping still shows that page whole
+   * (zeros past the end), a read must stop at the new end. */
+  TL_OK(lmpio_file_set_size(fh, 5000));
+  TL_OK(lmpio_file_read_at(fh, BLOCK, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), 5000 - BLOCK);
+  TL_OK(lmpio_file_read_at(fh, 0, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), BLOCK);
+  TL_CHECK(memcmp(got, b, BLOCK) == 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(p);
+}
+
+/* Another handle's set_size (or another program's truncate): visible to
+ * this handle after a sync, as MPI's consistency rules have it. */
+static void test_other_handle_cuts(void) {
+  char *p = own_path("other");
+  lmpio_file a = open_with(MPI_COMM_SELF, p, "enable", NULL), b = open_with(MPI_COMM_SELF, p, NULL, NULL);
+  unsigned char buf[4 * BLOCK], got[BLOCK];
+  fill(buf, (int)sizeof buf, 5);
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(b, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  TL_OK(lmpio_file_sync(b));
+  TL_OK(lmpio_file_sync(a));
+  for (int i = 0; i < 3; i++) TL_OK(lmpio_file_read_at(a, BLOCK, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), BLOCK);
+  TL_OK(lmpio_file_set_size(b, BLOCK + 100));
+  TL_OK(lmpio_file_sync(b));
+  TL_OK(lmpio_file_sync(a));
+  TL_OK(lmpio_file_read_at(a, BLOCK, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), 100);
+  /* another program cuts it to nothing: the mapped pages are gone (SIGBUS,
+   * caught), the read makes its pread and finds the end */
+  TL_CHECK(truncate(p, 0) == 0);
+  TL_OK(lmpio_file_read_at(a, 0, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), 0);
+  TL_OK(lmpio_file_close(&a));
+  TL_OK(lmpio_file_close(&b));
+  unlink(p);
+  free(p);
+}
+
+/* Writes through the mapping (tmpfs by default, anywhere with the hint):
+ * what a plain pread sees, the size unchanged, a write past the end
+ * extending the file by its pwrite. */
+static void writes_case(const char *dir, const char *mode) {
+  char *p = malloc(4096);
+  snprintf(p, 4096, "%s/lmpio-filemap-%d-%d", dir, (int)getpid(), tl_rank);
+  lmpio_file fh = open_with(MPI_COMM_SELF, p, NULL, mode);
+  unsigned char b[4 * BLOCK], got[BLOCK];
+  MPI_Status st;
+  fill(b, (int)sizeof b, 9);
+  TL_OK(lmpio_file_write_at(fh, 0, b, (int)sizeof b, MPI_BYTE, &st));
+  for (int i = 0; i < 40; i++) {
+    fill(got, BLOCK, 100 + i);
+    TL_OK(lmpio_file_write_at(fh, (MPI_Offset)(i % 4) * BLOCK, got, BLOCK, MPI_BYTE, &st));
+    TL_EQ(count_of(&st), BLOCK);
+  }
+  TL_OK(lmpio_file_write_at(fh, 4 * BLOCK, got, 100, MPI_BYTE, &st)); /* extends */
+  MPI_Offset size = 0;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 4 * BLOCK + 100);
+  double writes = stat_of(fh, "POSIX_WRITES");
+  int fd = open(p, O_RDONLY);
+  TL_CHECK(fd >= 0);
+  for (int k = 0; k < 4; k++) {
+    unsigned char want[BLOCK], seen[BLOCK];
+    fill(want, BLOCK, 100 + 36 + k);
+    TL_EQ(pread(fd, seen, BLOCK, (off_t)k * BLOCK), BLOCK);
+    TL_CHECK(memcmp(seen, want, BLOCK) == 0);
+  }
+  close(fd);
+  if (strcmp(mode, "disable") == 0) TL_EQ(writes, 42);
+  else TL_CHECK(writes < 20);
+  TL_OK(lmpio_file_close(&fh));
+  unlink(p);
+  free(p);
+}
+
+static void test_writes(void) {
+  if (access("/dev/shm", W_OK) == 0) {
+    writes_case("/dev/shm", "automatic");
+    writes_case("/dev/shm", "disable");
+  }
+  const char *dir = getenv("LMPIO_TEST_DIR");
+  writes_case(dir && *dir ? dir : "/tmp", "enable");
+}
+
+/* Injected: mmap fails, or the mapping raises SIGBUS (here: a mapping of an
+ * empty file instead of the file): every access still does what it must,
+ * through its system call. */
+static int empty_fd = -1;
+static void *map_fails(void *a, size_t n, int prot, int fl, int fd, off_t o) {
+  (void)a, (void)n, (void)prot, (void)fl, (void)fd, (void)o;
+  errno = ENOMEM;
+  return MAP_FAILED;
+}
+static void *map_empty(void *a, size_t n, int prot, int fl, int fd, off_t o) {
+  (void)fd;
+  return lmpio__os_real.mmap(a, n, prot, fl, empty_fd, o);
+}
+
+static int fstat_fails(int fd, struct stat *st) {
+  (void)fd, (void)st;
+  errno = EIO;
+  return -1;
+}
+
+static void injected_case(void *(*mm)(void *, size_t, int, int, int, off_t), int (*fs)(int, struct stat *),
+                          const char *dir) {
+  char *p = malloc(4096);
+  snprintf(p, 4096, "%s/lmpio-filemap-inj-%d-%d", dir, (int)getpid(), tl_rank);
+  lmpio_file fh = open_with(MPI_COMM_SELF, p, "enable", "enable");
+  unsigned char b[4 * BLOCK], got[BLOCK];
+  MPI_Status st;
+  fill(b, (int)sizeof b, 11);
+  TL_OK(lmpio_file_write_at(fh, 0, b, (int)sizeof b, MPI_BYTE, &st));
+  if (mm) lmpio__os.mmap = mm;
+  if (fs) lmpio__os.fstat = fs;
+  for (int i = 0; i < 20; i++) {
+    memset(got, 0, BLOCK);
+    TL_OK(lmpio_file_read_at(fh, (MPI_Offset)(i % 4) * BLOCK, got, BLOCK, MPI_BYTE, &st));
+    TL_EQ(count_of(&st), BLOCK);
+    TL_CHECK(memcmp(got, b + (i % 4) * BLOCK, BLOCK) == 0);
+  }
+  fill(got, BLOCK, 12);
+  TL_OK(lmpio_file_write_at(fh, BLOCK, got, BLOCK, MPI_BYTE, &st));
+  lmpio__os = lmpio__os_real;
+  unsigned char seen[BLOCK];
+  int fd = open(p, O_RDONLY);
+  TL_EQ(pread(fd, seen, BLOCK, BLOCK), BLOCK);
+  TL_CHECK(memcmp(seen, got, BLOCK) == 0);
+  close(fd);
+  TL_OK(lmpio_file_close(&fh));
+  unlink(p);
+  free(p);
+}
+
+static void test_injected(void) {
+  const char *dir = getenv("LMPIO_TEST_DIR");
+  if (!dir || !*dir) dir = "/tmp";
+  char e[4096];
+  snprintf(e, sizeof e, "%s/lmpio-filemap-empty-%d-%d", dir, (int)getpid(), tl_rank);
+  empty_fd = open(e, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  TL_CHECK(empty_fd >= 0);
+  injected_case(map_fails, NULL, dir);
+  injected_case(map_empty, NULL, dir);
+  injected_case(NULL, fstat_fails, dir);
+  close(empty_fd);
+  unlink(e);
+}
+
+int main(int argc, char **argv) {
+  tl_init(&argc, &argv);
+  tl_run("small reads through the mapping see every rank's writes", test_reads_see_other_ranks);
+  tl_run("a mapped read stops at the end of the file, also after set_size cut it", test_end_and_set_size);
+  tl_run("another handle's set_size or a truncate is seen after sync", test_other_handle_cuts);
+  tl_run("writes through the mapping reach the file and never extend it", test_writes);
+  tl_run("mmap or fstat failing, or a mapping raising SIGBUS: the system call instead", test_injected);
+  return tl_finish();
+}
