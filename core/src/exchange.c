@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,7 +129,8 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   cpu_set_t cpus;
   memcpy(&cpus, any + 1, sizeof cpus);
   void *base = NULL;
-  MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size : 0;
+  /* (a line more: the window need not start on one, see below) */
+  MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size + LINE : 0;
   /* An MPI that cannot make the window (no osc/sm, say) says so on comm,
    * whose handler is the caller's, often MPI_ERRORS_ARE_FATAL: returned
    * here instead. */
@@ -146,6 +148,10 @@ static void attach_segment(MPI_Comm comm, shm *s) {
   MPI_Aint qsize;
   int disp;
   MPI_Win_shared_query(s->win, 0, &qsize, &disp, &base);
+  /* Open MPI's window starts 8 bytes past a line (seen): the records from
+   * the next line on.  Every process maps the segment at a page, so the
+   * same bytes in each. */
+  base = (char *)base + (LINE - (uintptr_t)base % LINE) % LINE;
   /* The processors the ranks may run on (a cpuset, taskset or container
    * may allow fewer than the machine has): fewer than the ranks, and a
    * waiting rank soon lets the one it waits for have its processor. */
@@ -160,6 +166,11 @@ static void attach_segment(MPI_Comm comm, shm *s) {
 int lmpio__exchange_shared(MPI_Comm comm) {
   const shm *s = shm_of(comm);
   return s && s->slots;
+}
+
+const void *lmpio__exchange_records(MPI_Comm comm) {
+  const shm *s = shm_of(comm);
+  return s ? s->slots : NULL;
 }
 
 int lmpio__exchange_yields(MPI_Comm comm) {

@@ -68,6 +68,9 @@ int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
 /* Whether comm's exchanges go through its shared segment now (tests). */
 int lmpio__exchange_shared(MPI_Comm comm);
+/* The first rank's records in comm's segment, NULL without one (tests:
+ * they start on a cache line). */
+const void *lmpio__exchange_records(MPI_Comm comm);
 /* Whether a rank waiting in comm's segment yields its processor soon
  * (the ranks have fewer processors than there are of them). */
 int lmpio__exchange_yields(MPI_Comm comm);
