@@ -35,6 +35,7 @@
 #define LINE 64
 #define MAX_LONGS 64 /* longest record: 512 bytes */
 #define MAX_RANKS 64 /* above, a rank reading every record costs more than MPI */
+#define HEAD 7      /* values in a record's first line, with its stamp */
 #define LEN_BITS 7   /* a stamp: sequence number << LEN_BITS | values sent (0..MAX_LONGS) */
 
 /* One record: its stamp and first 7 values share a line. */
@@ -203,7 +204,10 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
   int b = (int)(seq & 1), sent = n;
   while (sent > 0 && mine[sent - 1] == 0) sent--;
   record *me = &s->slots[s->rank].buf[b];
-  memcpy(me->rec, mine, sizeof(long long) * (size_t)sent);
+  /* (the first line last: written at once with its stamp, while a reader
+   * may be polling it) */
+  if (sent > HEAD) memcpy(me->rec + HEAD, mine + HEAD, sizeof(long long) * (size_t)(sent - HEAD));
+  memcpy(me->rec, mine, sizeof(long long) * (size_t)(sent < HEAD ? sent : HEAD));
   atomic_store_explicit(&me->stamp, seq << LEN_BITS | sent, memory_order_release);
   memcpy(all + (size_t)s->rank * (size_t)n, mine, sizeof(long long) * (size_t)n);
   unsigned long long pending = (s->size == 64 ? ~0ULL : (1ULL << s->size) - 1) & ~(1ULL << s->rank);
@@ -212,7 +216,16 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       if (!(pending >> r & 1)) continue;
       const record *rec = &s->slots[r].buf[b];
       long long stamp = atomic_load_explicit(&rec->stamp, memory_order_acquire);
-      if (stamp >> LEN_BITS != seq) continue;
+      if (stamp >> LEN_BITS != seq) {
+        /* A record of two lines (the agreement's first of some calls):
+         * its second on its way meanwhile, so that it comes with the
+         * first, not after it (0.23 -> 0.18 us at 2 ranks, 12 values).
+         * Not for longer ones: lines fetched again and again while their
+         * writer fills them cost more than they save (64 values, every
+         * line: 0.37 -> 0.5 us). */
+        if (n > HEAD && n <= HEAD + LINE / 8) __builtin_prefetch((const char *)rec + LINE);
+        continue;
+      }
       int got = (int)(stamp & ((1 << LEN_BITS) - 1));
       if (got > n) got = n; /* (a caller passing another n: a defect, read as far as both go) */
       long long *out = all + (size_t)r * (size_t)n;
