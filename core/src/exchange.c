@@ -3,7 +3,9 @@
  * one node, through a segment of shared memory: each rank publishes its
  * record with a stamp (the exchange's sequence number and the record's
  * length) in the record's first cache line, and reads the others' once their
- * stamps name its own exchange.  Otherwise MPI_Allgather.
+ * stamps name its own exchange (about 0.14 us an exchange at 2 ranks,
+ * against 0.4 us for MPI_Allgather through Open MPI).  Otherwise
+ * MPI_Allgather.
  *
  * A record's trailing zeros are not sent: the stamp says how many values
  * came, and the reader fills the rest with zeros (what MPI_Allgather would
@@ -13,7 +15,8 @@
  * from each rank (one transfer: about 0.13 us one way at 2 ranks, measured)
  * and not for a line of sequence numbers and then the record's lines behind
  * it.  A longer record's other lines are read once its first line has come
- * (the stamp is stored last, with release), all at once.
+ * (the stamp is stored last, with release), all at once; a two-line
+ * record's second line is fetched while its stamp is awaited.
  *
  * Each rank alternates between two record buffers: a rank can be at most one
  * exchange ahead of the slowest (it waits for everyone's record of the
@@ -35,7 +38,7 @@
 #define LINE 64
 #define MAX_LONGS 64 /* longest record: 512 bytes */
 #define MAX_RANKS 64 /* above, a rank reading every record costs more than MPI */
-#define HEAD 7      /* values in a record's first line, with its stamp */
+#define HEAD 7       /* values in a record's first line, with its stamp */
 #define LEN_BITS 7   /* a stamp: sequence number << LEN_BITS | values sent (0..MAX_LONGS) */
 
 /* One record: its stamp and first 7 values share a line. */
