@@ -137,6 +137,10 @@ static int mismatch(int ra, long long wa, int rb, long long wb, const char *call
 #endif
 #define SLOTS 10                 /* values of a rank's record (same, max, sum, mine) */
 #define REC (2 + SLOTS)          /* [identity, class, slots...] */
+/* (One count for every call: ranks in different calls meet in one
+ * MPI_Allgather.  Through a shared segment a record's trailing zeros are not
+ * sent, exchange.c: the slots a call leaves unused cost nothing, and a call
+ * with up to 5 values of its own is one cache line a rank.) */
 /* Above GATHER_MAX ranks: [failing, hi, lo, same[8], -same[8], max[8] | sum[2]] */
 #define NMAXPART (3 + 3 * MAX_VALUES)
 #define NSUM 2

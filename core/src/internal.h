@@ -61,13 +61,16 @@ int lmpio__agree_gathers(int size);
 /* exchange.c: every rank's n values to every rank (all: size * n), through
  * shared memory when comm has it attached, else MPI_Allgather. */
 int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all);
-/* Prepares comm's exchanges (not collective); from its 16th exchange on,
- * they go through shared memory when every rank is on one node.  Detach
- * (collective) before freeing comm. */
+/* Prepares comm's exchanges (not collective); from its 128th exchange on
+ * (LMPIO_SHM_AGREEMENT_AT), they go through shared memory when every rank
+ * is on one node.  Detach (collective) before freeing comm. */
 int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
 /* Whether comm's exchanges go through its shared segment now (tests). */
 int lmpio__exchange_shared(MPI_Comm comm);
+/* The first rank's records in comm's segment, NULL without one (tests:
+ * they start on a cache line). */
+const void *lmpio__exchange_records(MPI_Comm comm);
 /* Whether a rank waiting in comm's segment yields its processor soon
  * (the ranks have fewer processors than there are of them). */
 int lmpio__exchange_yields(MPI_Comm comm);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 
 /* LMPIO_SHM_AGREEMENT=0 on some rank (every rank's exchanges then go
  * through MPI: check.sh also runs the test with it on one rank only). */
@@ -362,8 +363,54 @@ static void test_exchange_under_skew(void) {
     }
   }
   TL_EQ(lmpio__exchange_shared(comm), tl_size > 1 && !shm_off && windows);
+  /* (a stamp and 7 values share a line only if the records start on one:
+   * Open MPI's shared windows start 8 bytes past one, seen) */
+  TL_EQ((unsigned long)(uintptr_t)lmpio__exchange_records(comm) % 64, 0);
   lmpio__exchange_detach(comm);
   TL_EQ(lmpio__exchange_shared(comm), 0);
+  free(all);
+  MPI_Comm_free(&comm);
+}
+
+/* A record's trailing zeros are not sent through the segment (its stamp
+ * says how many values came): records whose last values are zero, as many
+ * as a rank likes (a different cut on every rank, the whole record now and
+ * then), each after longer records in the same buffer, read back with
+ * zeros where the zeros were and not the values of an exchange before;
+ * gathers and maxima, with one rank late now and then. */
+static void test_exchange_trailing_zeros(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  TL_OK(lmpio__exchange_attach(comm));
+  int n = tl_size;
+  long long mine[70], *all = malloc(sizeof(long long) * 70 * (size_t)n), max[70];
+  unsigned seed = 777; /* the same sequence on every rank */
+  for (int it = 0; it < 3000 && !tl_case_failed; it++) {
+    seed = seed * 1103515245u + 12345u;
+    int len = 1 + (int)((seed >> 8) % 70), kind = (int)((seed >> 20) & 1);
+    if ((int)((seed >> 4) % (unsigned)(8 * n)) == tl_rank) usleep(2);
+    /* rank q sends its first cut(q) values, the rest zeros */
+#define CUT(q) ((int)(((seed >> 12) + 7u * (unsigned)(q)) % (unsigned)(len + 1)))
+#define VAL(q, i) ((i) < CUT(q) ? (long long)it * 1000000 + (q) * 1000 + (i) + 1 : 0)
+    for (int i = 0; i < len; i++) mine[i] = VAL(tl_rank, i);
+    if (kind) {
+      TL_OK(lmpio__exchange(comm, mine, len, all));
+      for (int q = 0; q < n; q++)
+        for (int i = 0; i < len; i++) TL_EQ(all[q * len + i], VAL(q, i));
+    } else {
+      TL_OK(lmpio__exchange_max(comm, mine, len, max));
+      for (int i = 0; i < len; i++) {
+        long long want = 0;
+        for (int q = 0; q < n; q++)
+          if (VAL(q, i) > want) want = VAL(q, i);
+        TL_EQ(max[i], want);
+      }
+    }
+#undef VAL
+#undef CUT
+  }
+  TL_EQ(lmpio__exchange_shared(comm), tl_size > 1 && !shm_off && windows);
+  lmpio__exchange_detach(comm);
   free(all);
   MPI_Comm_free(&comm);
 }
@@ -405,6 +452,8 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   probe_windows();
   tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
+  tl_run("exchange: records ending in zeros, a different number on every rank, read back as zeros",
+         test_exchange_trailing_zeros);
   tl_run("exchange: 300 mixed collective calls across the attach, results checked (independent)",
          test_mixed_independent);
   tl_run("exchange: 300 mixed collective calls across the attach, results checked (two-phase)", test_mixed_twophase);
