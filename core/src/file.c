@@ -300,6 +300,7 @@ int lmpio_file_close(lmpio_file *fhp) {
    * write_shared's, served by rank 0) is reported now, on every rank. */
   rc = lmpio__pipe_unreported(fh);
   if (rc == MPI_SUCCESS) rc = flushed;
+  lmpio__filemap_stamp(fh->map);
   if (fh->fd >= 0 && lmpio__os_close(fh->fd) < 0 && rc == MPI_SUCCESS)
     rc = lmpio__os_error(errno, call, "cannot close", fh->path);
   /* Agreement doubles as the barrier before a delete-on-close. */
@@ -503,6 +504,7 @@ int lmpio_file_sync(lmpio_file fh) {
   lmpio__async_wait(fh); /* what outstanding writes wrote is synced too */
   lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
+  lmpio__filemap_stamp(fh->map); /* (writes through the mapping left the modification time) */
   if (rc == MPI_SUCCESS && fh->drv->sync(fh->fd) < 0) rc = lmpio__os_error(errno, call, "sync of", fh->path);
   /* Another handle's changes become visible at a sync: its set_size may
    * have cut the file under this handle's mapping. */

@@ -16,16 +16,22 @@
  * sync forget the mapping, which is what MPI's consistency rules ask of a
  * program that accesses a file through more than one handle.
  *
- * Writes go through the mapping on file systems that keep files in memory
- * (tmpfs) or when the hint asks: elsewhere, the first write to a page after
- * the kernel wrote it back takes a fault that costs more than a pwrite (about
- * 5 us against 1.5 on ext4).  A write never extends the file this way. */
+ * Writes go through the mapping too, never extending the file.  Where the
+ * kernel writes pages back (ext4, xfs...), the first write to a page after
+ * its write-back faults, for about 5 us against a 1.5 us pwrite (ext4 here):
+ * cheap for pages written again and again, three times a pwrite for a file
+ * rewritten once.  So there one mapped write in 8 is timed, and when two of
+ * 8 timed ones took a fault the next 4096 writes make their pwrite before
+ * the mapping is tried again (tmpfs never faults that way: no timing).  A
+ * mapped write does not update the file's modification time; sync and close
+ * do, when the mapping was written. */
 #include "internal.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Accesses up to this size go through the mapping: above it the copy, not
  * the system call, is the cost. */
@@ -34,6 +40,15 @@
 #define MAP_AFTER 8
 /* The mapping reaches at least this far, and twice the file's size. */
 #define MAP_MIN ((MPI_Offset)1 << 24)
+/* Writes with write-back: one in SAMPLE is timed; a timed one over SLOW_NS
+ * (lmpio__filemap_slow_ns) took a fault; SLOW of WINDOW timed ones: PAUSE
+ * writes by pwrite. */
+#define SAMPLE 8
+#define WINDOW 8
+#define SLOW 2
+#define PAUSE 4096
+
+long long lmpio__filemap_slow_ns = 2000;
 
 struct lmpio__filemap {
   atomic_flag busy;   /* held while the mapping is used or changed */
@@ -44,6 +59,8 @@ struct lmpio__filemap {
   MPI_Offset known;   /* bytes [0, known) are in the file (when base is set) */
   unsigned uses;      /* small accesses before the mapping was made */
   int failed;         /* the file cannot be mapped: never again */
+  int wrote;          /* written through since the last modification-time stamp */
+  unsigned writes, timed, slow, pause; /* the write-back policy (above) */
 };
 
 lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
@@ -114,24 +131,54 @@ static void copy_run(void *arg) {
   else memcpy(c->mem, c->file, c->n);
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A mapped write under the write-back policy took dt ns (timed ones only). */
+static void timed_write(lmpio__filemap *m, long long dt) {
+  m->slow += dt > lmpio__filemap_slow_ns;
+  if (++m->timed < WINDOW && m->slow < SLOW) return;
+  if (m->slow >= SLOW) m->pause = PAUSE;
+  m->timed = m->slow = 0;
+}
+
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off) {
   if (!m || len <= 0 || len > SMALL_MAX || off < 0 || off > INT64_MAX - len || mode == LMPIO__HINT_DISABLE)
     return 0;
-  if (dir == LMPIO__WRITE && (!m->writable || (!m->in_memory && mode != LMPIO__HINT_ENABLE))) return 0;
+  int write = dir == LMPIO__WRITE;
+  if (write && !m->writable) return 0;
   take(m);
-  int done = 0;
-  if (m->base || (!m->failed && (mode == LMPIO__HINT_ENABLE || ++m->uses >= MAP_AFTER))) {
+  int done = 0, policy = write && !m->in_memory && mode != LMPIO__HINT_ENABLE;
+  if (policy && m->pause > 0) {
+    m->pause--;
+  } else if (m->base || (!m->failed && (mode == LMPIO__HINT_ENABLE || ++m->uses >= MAP_AFTER))) {
     if (off + len <= m->known || (!m->base && map(m, off + len))) {
       copy_args c = {mem, m->base + off, (size_t)len, dir};
+      long long t0 = policy && ++m->writes % SAMPLE == 0 ? now_ns() : 0;
       done = lmpio__os_guarded(copy_run, &c) == 0;
       if (!done) { /* cut short under the mapping, or an I/O error: the system calls tell which, from now on */
         unmap(m);
         m->failed = 1;
+      } else if (t0) {
+        timed_write(m, now_ns() - t0);
       }
+      m->wrote |= done && write;
     }
   }
   give(m);
   return done;
+}
+
+void lmpio__filemap_stamp(lmpio__filemap *m) {
+  if (!m) return;
+  take(m);
+  int wrote = m->wrote;
+  m->wrote = 0;
+  give(m);
+  if (wrote) lmpio__os_touch(m->fd);
 }
 
 void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end) {

@@ -5,6 +5,9 @@
 
 typedef struct lmpio__filemap lmpio__filemap;
 
+/* A timed mapped write longer than this (ns) took a fault (tests lower it). */
+extern long long lmpio__filemap_slow_ns;
+
 /* For the file open on fd (a local file system's, readable; writable: opened
  * for writing too; in_memory: tmpfs and the like).  NULL when out of memory:
  * the functions below then do nothing. */
@@ -18,6 +21,9 @@ void lmpio__filemap_forget(lmpio__filemap *m);
  * or lmpio_map_writes): 1 when done, 0 when the caller must make the system
  * call (too large, past the bytes known to be in the file, not mapped yet). */
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off);
+/* Sets the file's modification time to now if the mapping was written since
+ * the last stamp (sync and close). */
+void lmpio__filemap_stamp(lmpio__filemap *m);
 /* A system call of this rank found the file at least end bytes long. */
 void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end);
 

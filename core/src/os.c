@@ -29,12 +29,12 @@ static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int
 const lmpio__os_table lmpio__os_real = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction, futimens};
 
 lmpio__os_table lmpio__os = {
     real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
     unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction};
+    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction, futimens};
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;
@@ -91,6 +91,12 @@ void lmpio__os_writeback(int fd) {
   int r;
   do r = lmpio__os.sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
   while (r < 0 && errno == EINTR);
+}
+
+void lmpio__os_touch(int fd) {
+  const struct timespec t[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  while (lmpio__os.futimens(fd, t) < 0 && errno == EINTR) {
+  }
 }
 
 int lmpio__os_unlink(const char *path) {

@@ -47,6 +47,8 @@ typedef struct {
   int (*statx)(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf);
   /* the SIGBUS guard of mapped reads */
   int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
+  /* the modification time of files written through a mapping (filemap.c) */
+  int (*futimens)(int fd, const struct timespec times[2]);
 } lmpio__os_table;
 
 extern lmpio__os_table lmpio__os;
@@ -66,6 +68,9 @@ int lmpio__os_fsync(int fd);
  * that a later fsync has less to do; a hint: failures are ignored. */
 void lmpio__os_writeback(int fd);
 int lmpio__os_unlink(const char *path);
+/* Sets fd's modification (and change) time to now; failures are ignored
+ * (a courtesy to tools that compare times). */
+void lmpio__os_touch(int fd);
 void *lmpio__os_mmap(size_t length, int fd); /* shared read-write, offset 0; NULL on failure */
 void lmpio__os_munmap(void *addr, size_t length);
 /* A read-only shared mapping of the file bytes [off, off + len); *at is
