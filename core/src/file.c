@@ -88,6 +88,7 @@ static void free_handle(lmpio_file fh) {
     lmpio__exchange_detach(fh->comm);
     MPI_Comm_free(&fh->comm);
   }
+  lmpio__plan_drop(fh);
   lmpio__view_free(&fh->view);
   free(fh->stats);
   free(fh->path);
@@ -252,6 +253,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     return rc;
   }
   note_unknown(fh, info);
+  lmpio__plan_refresh(fh);
   *fhp = fh;
   return MPI_SUCCESS;
 }
@@ -411,6 +413,7 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
     note_unknown(fh, info);
+    lmpio__plan_refresh(fh);
   }
   return rc;
 }
@@ -478,7 +481,10 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   rc = lmpio__pending(MPI_SUCCESS, call);
   lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS && flag != 0}, .nsame = 1, .labels = "atomicity flags"};
   rc = lmpio__agree_first(fh->comm, rc, &f, call);
-  if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
+  if (rc == MPI_SUCCESS) {
+    fh->atomic = flag != 0;
+    lmpio__plan_refresh(fh);
+  }
   return rc;
 }
 
@@ -565,6 +571,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->hints = h;
   set_aggregators(fh, agg, n);
   note_unknown(fh, info);
+  lmpio__plan_refresh(fh);
   return lmpio__shared_reset(fh, call);
 }
 
