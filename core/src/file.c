@@ -90,7 +90,7 @@ static void free_handle(lmpio_file fh) {
   }
   lmpio__plan_drop(fh);
   lmpio__view_free(&fh->view);
-  free(fh->stats);
+  lmpio__stats_free(fh->stats);
   free(fh->path);
   free(fh);
 }
@@ -185,7 +185,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (fh) {
       fh->comm = MPI_COMM_NULL;
       fh->path = strdup(path);
-      fh->stats = calloc(1, sizeof *fh->stats); /* none: nothing is counted */
+      fh->stats = lmpio__stats_new(); /* none: nothing is counted */
     }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   }
