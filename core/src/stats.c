@@ -46,6 +46,7 @@ lmpio__stats *lmpio__stats_new(void) {
   if (!st) return NULL;
   pthread_mutex_init(&st->mu, NULL);
   st->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+  st->timed = lmpio__stats_wanted();
   return st;
 }
 
@@ -86,9 +87,8 @@ void lmpio__stats_sum(lmpio__stats *st, long long *v) {
 
 void lmpio__stats_call(lmpio__stats *st, int kind, int dir, long long t0) {
   if (!st) return;
-  long long dt = lmpio__stats_now() - t0;
   lmpio__stats_add(st, LMPIO__S_CALLS + kind * 2 + dir, 1);
-  lmpio__stats_add(st, LMPIO__S_CALL_TIME + dir, dt);
+  if (st->timed) lmpio__stats_add(st, LMPIO__S_CALL_TIME + dir, lmpio__stats_now() - t0);
 }
 
 int lmpio__stats_wanted(void) {
