@@ -85,12 +85,6 @@ void lmpio__stats_sum(lmpio__stats *st, long long *v) {
   pthread_mutex_unlock(&st->mu);
 }
 
-void lmpio__stats_call(lmpio__stats *st, int kind, int dir, long long t0) {
-  if (!st) return;
-  lmpio__stats_add(st, LMPIO__S_CALLS + kind * 2 + dir, 1);
-  if (st->timed) lmpio__stats_add(st, LMPIO__S_CALL_TIME + dir, lmpio__stats_now() - t0);
-}
-
 int lmpio__stats_wanted(void) {
   const char *e = getenv("LMPIO_STATS");
   return e && *e && strcmp(e, "0") != 0;

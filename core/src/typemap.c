@@ -602,7 +602,11 @@ int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const cha
 int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
                            const lmpio__tm_node **node, const char *call) {
   if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");
-  lmpio__tm_node *n;
+  lmpio__tm_node *n = rep ? NULL : named_find(type); /* (most calls: a predefined type seen before) */
+  if (n) {
+    *node = n;
+    return MPI_SUCCESS;
+  }
   int rc = decode(type, rep, &n);
   if (rc == MPI_ERR_CONVERSION || rc == MPI_ERR_UNSUPPORTED_DATAREP)
     return lmpio__datarep_error(rc, call, "the data representation gives no file extent for a type");
