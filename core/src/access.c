@@ -90,8 +90,10 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
     return rc;
   }
   lmpio__hold(fh);
-  rc = lmpio__transfer_node(&fh->plans[dir].plan, pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes,
-                            call);
+  lmpio__plan own;
+  const lmpio__plan *p = lmpio__plan_of(fh, dir, &own);
+  rc = lmpio__transfer_node(p, pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes, call);
+  if (p == &own) lmpio__plan_free(&own);
   lmpio__release(fh);
   lmpio__typemap_release(m);
   *etypes = fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;

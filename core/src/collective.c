@@ -695,7 +695,10 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   lmpio__hold_all(fh);
   MPI_Count bytes = 0;
   MPI_Offset fbytes = 0;
-  rc = lmpio__coll_transfer(&fh->plans[dir], rc, pos, n, buf, count, type, &bytes, &fbytes, call);
+  lmpio__coll_plan own;
+  const lmpio__coll_plan *cp = lmpio__coll_plan_of(fh, dir, &own);
+  rc = lmpio__coll_transfer(cp, rc, pos, n, buf, count, type, &bytes, &fbytes, call);
+  if (cp == &own) lmpio__coll_plan_free(&own);
   if (use_fp) fh->fp += fbytes / fh->view.esize;
   lmpio__release(fh);
   lmpio__set_status(status, bytes);

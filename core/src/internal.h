@@ -342,8 +342,8 @@ struct lmpio_file_s {
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
   lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
   /* The plans of the handle as it is, one per direction (LMPIO__READ,
-   * LMPIO__WRITE), over comm: the blocking calls run them instead of
-   * building one per call.  Whatever changes a field that lmpio__plan_init
+   * LMPIO__WRITE), over comm: the blocking calls run them (lmpio__plan_of)
+   * instead of building one per call.  Whatever changes a field that lmpio__plan_init
    * or lmpio__coll_plan_init reads calls lmpio__plan_refresh (open,
    * set_view, set_info, set_atomicity). */
   lmpio__coll_plan plans[2];
