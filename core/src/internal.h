@@ -349,6 +349,22 @@ struct lmpio_file_s {
   lmpio__coll_plan plans[2];
 };
 
+/* The plan a blocking call on fh runs in direction dir: the handle's own,
+ * or, on a view that converts (its functions may change the handle during
+ * the call, which still runs the view it started with), a copy made into
+ * *own, which the caller frees (lmpio__plan_free, or
+ * lmpio__coll_plan_free for _coll_). */
+static inline const lmpio__plan *lmpio__plan_of(lmpio_file fh, int dir, lmpio__plan *own) {
+  if (!fh->view.rep) return &fh->plans[dir].plan;
+  lmpio__plan_init(own, fh, dir);
+  return own;
+}
+static inline const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir, lmpio__coll_plan *own) {
+  if (!fh->view.rep) return &fh->plans[dir];
+  lmpio__coll_plan_init(own, fh, fh->comm, dir);
+  return own;
+}
+
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
 
 /* A transfer run in the background.  The layer above embeds it at the start

@@ -109,18 +109,6 @@ void lmpio__plan_refresh(lmpio_file fh) {
   for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_init(&fh->plans[dir], fh, fh->comm, dir);
 }
 
-const lmpio__plan *lmpio__plan_of(lmpio_file fh, int dir, lmpio__plan *own) {
-  if (!fh->view.rep) return &fh->plans[dir].plan;
-  lmpio__plan_init(own, fh, dir);
-  return own;
-}
-
-const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir, lmpio__coll_plan *own) {
-  if (!fh->view.rep) return &fh->plans[dir];
-  lmpio__coll_plan_init(own, fh, fh->comm, dir);
-  return own;
-}
-
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p) {
   MPI_Offset b = p->dir == LMPIO__READ ? p->hints.ind_rd_buffer_size : p->hints.ind_wr_buffer_size;
   if (b > WINDOW_MAX) b = WINDOW_MAX;

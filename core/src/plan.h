@@ -68,13 +68,6 @@ void lmpio__coll_plan_free(lmpio__coll_plan *cp);
  * call on fh: they are called by collective calls that change the handle. */
 void lmpio__plan_refresh(lmpio_file fh);
 void lmpio__plan_drop(lmpio_file fh);
-/* The plan a blocking call on fh runs in direction dir: the handle's own,
- * or, on a view that converts (its functions may change the handle during
- * the call, which still runs the view it started with), a copy made into
- * *own, which the caller frees (lmpio__plan_free, or
- * lmpio__coll_plan_free for _coll_). */
-const lmpio__plan *lmpio__plan_of(lmpio_file fh, int dir, lmpio__plan *own);
-const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir, lmpio__coll_plan *own);
 /* The sieve window size of the plan's direction. */
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p);
 
