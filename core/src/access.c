@@ -24,25 +24,34 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
   return MPI_SUCCESS;
 }
 
-int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
-                        const char *call) {
-  const lmpio__tm_node *m; /* sizes as in the file */
-  int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
-  if (rc != MPI_SUCCESS) return rc;
+/* Etypes that count items of a type whose file layout is m make in the view. */
+static int etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call) {
   MPI_Count total;
-  int over = __builtin_mul_overflow(count, m->size, &total);
-  lmpio__typemap_release(m);
-  if (over)
+  if (__builtin_mul_overflow(count, m->size, &total))
     return lmpio__err(MPI_ERR_COUNT, call, "count %lld of a %lld-byte datatype overflows a 64-bit size",
                       (long long)count, (long long)m->size);
   if (total > 0 && fh->view.empty)
     return lmpio__err(MPI_ERR_ARG, call, "the view of file \"%s\" has no data (its filetype has size 0): only a count of 0 can be accessed",
                       fh->path);
+  if (fh->view.esize == 1) { /* (no division: the default view's etype, MPI_BYTE) */
+    *n = total;
+    return MPI_SUCCESS;
+  }
   if (total % fh->view.esize != 0)
     return lmpio__err(MPI_ERR_TYPE, call, "%lld data bytes are not a whole number of etypes of %lld bytes",
                       (long long)total, (long long)fh->view.esize);
   *n = total / fh->view.esize;
   return MPI_SUCCESS;
+}
+
+int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
+                        const char *call) {
+  const lmpio__tm_node *m; /* sizes as in the file */
+  int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = etypes_of(fh, count, m, n, call);
+  lmpio__typemap_release(m);
+  return rc;
 }
 
 void lmpio__set_status(MPI_Status *status, MPI_Count bytes) {
@@ -69,18 +78,25 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
   *bytes = 0;
   *etypes = 0;
   if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
-  MPI_Offset n;
-  int rc = lmpio__count_etypes(fh, count, type, &n, call);
-  if (rc != MPI_SUCCESS || n == 0) return rc;
-  MPI_Offset pos, fbytes = 0;
-  if ((rc = lmpio__check_range(&fh->view, offset, n, &pos, call)) != MPI_SUCCESS) return rc;
-  lmpio__plan p;
+  /* A native view: the type's layout in memory is its layout in the file,
+   * looked up once for the count and the transfer. */
+  const lmpio__tm_node *m;
+  int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Offset n, pos, fbytes = 0;
+  if ((rc = etypes_of(fh, count, m, &n, call)) != MPI_SUCCESS || n == 0 ||
+      (rc = lmpio__check_range(&fh->view, offset, n, &pos, call)) != MPI_SUCCESS) {
+    lmpio__typemap_release(m);
+    return rc;
+  }
   lmpio__hold(fh);
-  lmpio__plan_init(&p, fh, dir);
-  rc = lmpio__transfer(&p, pos, buf, count, type, bytes, &fbytes, call);
-  lmpio__plan_free(&p);
+  lmpio__plan own;
+  const lmpio__plan *p = lmpio__plan_of(fh, dir, &own);
+  rc = lmpio__transfer_node(p, pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes, call);
+  if (p == &own) lmpio__plan_free(&own);
   lmpio__release(fh);
-  *etypes = fbytes / fh->view.esize;
+  lmpio__typemap_release(m);
+  *etypes = fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
   return rc;
 }
 

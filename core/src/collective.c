@@ -674,7 +674,7 @@ int lmpio__coll_position(lmpio_file fh, MPI_Offset etpos, MPI_Offset *pos, const
 }
 
 /* The entry: checks, the pointer and the status, on the caller's thread;
- * the transfer on a collective plan of the handle as it is now. */
+ * the transfer on the handle's collective plan (fh->plans). */
 int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
@@ -693,12 +693,12 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, use_fp ? fh->fp : offset, &pos, call);
   lmpio__hold_all(fh);
-  lmpio__coll_plan cp;
-  lmpio__coll_plan_init(&cp, fh, fh->comm, dir);
   MPI_Count bytes = 0;
   MPI_Offset fbytes = 0;
-  rc = lmpio__coll_transfer(&cp, rc, pos, n, buf, count, type, &bytes, &fbytes, call);
-  lmpio__coll_plan_free(&cp);
+  lmpio__coll_plan own;
+  const lmpio__coll_plan *cp = lmpio__coll_plan_of(fh, dir, &own);
+  rc = lmpio__coll_transfer(cp, rc, pos, n, buf, count, type, &bytes, &fbytes, call);
+  if (cp == &own) lmpio__coll_plan_free(&own);
   if (use_fp) fh->fp += fbytes / fh->view.esize;
   lmpio__release(fh);
   lmpio__set_status(status, bytes);

@@ -12,9 +12,11 @@
 /* ---- the memory stream -------------------------------------------------- */
 
 int lmpio__stream_init(lmpio__stream *s, void *buf, const lmpio__tm_node *m, MPI_Count count) {
-  memset(s, 0, sizeof *s);
+  /* Field by field: the cursor (half a KiB) is only used, and set, when
+   * memory is not contiguous. */
   s->buf = buf;
   s->m = m;
+  s->done = 0;
   s->total = count * m->size;
   s->contig = s->total == 0 || (m->contiguous && (count == 1 || m->size == m->extent));
   if (!s->contig && lmpio__cursor_init(&s->mc, m, m->extent) != MPI_SUCCESS) {

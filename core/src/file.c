@@ -88,9 +88,10 @@ static void free_handle(lmpio_file fh) {
     lmpio__exchange_detach(fh->comm);
     MPI_Comm_free(&fh->comm);
   }
+  lmpio__plan_drop(fh);
   lmpio__view_free(&fh->view);
   lmpio__filemap_free(fh->map);
-  free(fh->stats);
+  lmpio__stats_free(fh->stats);
   free(fh->path);
   free(fh);
 }
@@ -185,7 +186,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (fh) {
       fh->comm = MPI_COMM_NULL;
       fh->path = strdup(path);
-      fh->stats = calloc(1, sizeof *fh->stats); /* none: nothing is counted */
+      fh->stats = lmpio__stats_new(); /* none: nothing is counted */
     }
     if (!fh || !fh->path) rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   }
@@ -255,6 +256,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     return rc;
   }
   note_unknown(fh, info);
+  lmpio__plan_refresh(fh);
   *fhp = fh;
   return MPI_SUCCESS;
 }
@@ -417,6 +419,7 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
     note_unknown(fh, info);
+    lmpio__plan_refresh(fh);
   }
   return rc;
 }
@@ -484,7 +487,10 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   rc = lmpio__pending(MPI_SUCCESS, call);
   lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS && flag != 0}, .nsame = 1, .labels = "atomicity flags"};
   rc = lmpio__agree_first(fh->comm, rc, &f, call);
-  if (rc == MPI_SUCCESS) fh->atomic = flag != 0;
+  if (rc == MPI_SUCCESS) {
+    fh->atomic = flag != 0;
+    lmpio__plan_refresh(fh);
+  }
   return rc;
 }
 
@@ -575,6 +581,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->hints = h;
   set_aggregators(fh, agg, n);
   note_unknown(fh, info);
+  lmpio__plan_refresh(fh);
   return lmpio__shared_reset(fh, call);
 }
 

@@ -346,7 +346,29 @@ struct lmpio_file_s {
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
   lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
   lmpio__filemap *map;      /* small accesses through a mapping (filemap.c); shared by the plans; may be NULL */
+  /* The plans of the handle as it is, one per direction (LMPIO__READ,
+   * LMPIO__WRITE), over comm: the blocking calls run them (lmpio__plan_of)
+   * instead of building one per call.  Whatever changes a field that lmpio__plan_init
+   * or lmpio__coll_plan_init reads calls lmpio__plan_refresh (open,
+   * set_view, set_info, set_atomicity). */
+  lmpio__coll_plan plans[2];
 };
+
+/* The plan a blocking call on fh runs in direction dir: the handle's own,
+ * or, on a view that converts (its functions may change the handle during
+ * the call, which still runs the view it started with), a copy made into
+ * *own, which the caller frees (lmpio__plan_free, or
+ * lmpio__coll_plan_free for _coll_). */
+static inline const lmpio__plan *lmpio__plan_of(lmpio_file fh, int dir, lmpio__plan *own) {
+  if (!fh->view.rep) return &fh->plans[dir].plan;
+  lmpio__plan_init(own, fh, dir);
+  return own;
+}
+static inline const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir, lmpio__coll_plan *own) {
+  if (!fh->view.rep) return &fh->plans[dir];
+  lmpio__coll_plan_init(own, fh, fh->comm, dir);
+  return own;
+}
 
 /* ---- async: a handle's worker thread (async.c) ----------------------------- */
 
@@ -427,6 +449,9 @@ int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, 
  * *fbytes: the file data bytes they fill. */
 int lmpio__transfer(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,
                     MPI_Count *bytes, MPI_Offset *fbytes, const char *call);
+/* The same with type's native typemap m, which the caller holds (NULL: looked up). */
+int lmpio__transfer_node(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,
+                         const lmpio__tm_node *m, MPI_Count *bytes, MPI_Offset *fbytes, const char *call);
 /* The blocking independent calls (explicit offset, or the individual pointer
  * when use_fp, which advances it). */
 int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,

@@ -76,7 +76,8 @@ void lmpio__plan_free(lmpio__plan *p) {
 }
 
 void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v) {
-  memset(v, 0, sizeof *v);
+  v->datarep[0] = '\0'; /* (field by field: the blocking collectives' every call makes one) */
+  v->eextent = 0;
   v->disp = p->disp;
   v->etype = v->filetype = MPI_DATATYPE_NULL;
   v->rep = p->rep;
@@ -99,6 +100,15 @@ void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, i
 }
 
 void lmpio__coll_plan_free(lmpio__coll_plan *cp) { lmpio__plan_free(&cp->plan); }
+
+void lmpio__plan_drop(lmpio_file fh) {
+  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_free(&fh->plans[dir]);
+}
+
+void lmpio__plan_refresh(lmpio_file fh) {
+  lmpio__plan_drop(fh);
+  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_init(&fh->plans[dir], fh, fh->comm, dir);
+}
 
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p) {
   MPI_Offset b = p->dir == LMPIO__READ ? p->hints.ind_rd_buffer_size : p->hints.ind_wr_buffer_size;

@@ -64,6 +64,11 @@ typedef struct {
 
 void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir);
 void lmpio__coll_plan_free(lmpio__coll_plan *cp);
+/* Rebuilds fh->plans from the handle as it is now (releasing the old
+ * ones); _drop releases them (close).  Neither runs during a data access
+ * call on fh: they are called by collective calls that change the handle. */
+void lmpio__plan_refresh(lmpio_file fh);
+void lmpio__plan_drop(lmpio_file fh);
 /* The sieve window size of the plan's direction. */
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p);
 

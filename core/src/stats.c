@@ -29,11 +29,60 @@ long long lmpio__stats_io_now(void) {
   return io_timed ? lmpio__stats_now() : 0;
 }
 
-void lmpio__stats_call(lmpio__stats *st, int kind, int dir, long long t0) {
+/* ---- counters: a block per thread --------------------------------------- */
+
+typedef struct lmpio__stats_block {
+  long long v[LMPIO__S_N];
+  const void *owner; /* the thread: the address of its `me` */
+  struct lmpio__stats_block *next;
+} block;
+
+static unsigned long long serials;
+static _Thread_local char me;
+_Thread_local lmpio__stats_last lmpio__stats_tl; /* (serial 0: no handle's) */
+
+lmpio__stats *lmpio__stats_new(void) {
+  lmpio__stats *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  pthread_mutex_init(&st->mu, NULL);
+  st->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+  st->timed = lmpio__stats_wanted();
+  return st;
+}
+
+void lmpio__stats_free(lmpio__stats *st) {
   if (!st) return;
-  long long dt = lmpio__stats_now() - t0;
-  lmpio__stats_add(st, LMPIO__S_CALLS + kind * 2 + dir, 1);
-  lmpio__stats_add(st, LMPIO__S_CALL_TIME + dir, dt);
+  for (block *b = st->blocks, *next; b; b = next) {
+    next = b->next;
+    free(b);
+  }
+  pthread_mutex_destroy(&st->mu);
+  free(st);
+}
+
+long long *lmpio__stats_attach(lmpio__stats *st) {
+  pthread_mutex_lock(&st->mu);
+  block *b = st->blocks;
+  while (b && b->owner != &me) b = b->next;
+  if (!b && (b = calloc(1, sizeof *b)) != NULL) {
+    b->owner = &me; /* (a thread that ended left its block to the next one at its address) */
+    b->next = st->blocks;
+    st->blocks = b;
+  }
+  pthread_mutex_unlock(&st->mu);
+  if (!b) return NULL; /* out of memory: not counted */
+  lmpio__stats_tl.serial = st->serial;
+  lmpio__stats_tl.v = b->v;
+  return b->v;
+}
+
+void lmpio__stats_sum(lmpio__stats *st, long long *v) {
+  memset(v, 0, sizeof(long long) * LMPIO__S_N);
+  if (!st) return;
+  pthread_mutex_lock(&st->mu);
+  for (const block *b = st->blocks; b; b = b->next)
+    for (int i = 0; i < LMPIO__S_N; i++) v[i] += __atomic_load_n(&b->v[i], __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&st->mu);
 }
 
 int lmpio__stats_wanted(void) {
@@ -127,15 +176,15 @@ int lmpio_file_get_stats(lmpio_file fh, double *values, int max, int *n) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (max < 0 || (max > 0 && !values)) return lmpio__err(MPI_ERR_ARG, call, "values is NULL or max negative");
   long long v[LMPIO__S_N];
-  for (int i = 0; i < LMPIO__S_N; i++) v[i] = fh->stats ? __atomic_load_n(&fh->stats->v[i], __ATOMIC_RELAXED) : 0;
+  lmpio__stats_sum(fh->stats, v);
   for (int i = 0; i < NDEFS && i < max; i++) values[i] = value(v, &defs[i]);
   if (n) *n = NDEFS;
   return MPI_SUCCESS;
 }
 
-void lmpio__stats_summary(const lmpio__stats *st, MPI_Comm comm, const char *path) {
+void lmpio__stats_summary(lmpio__stats *st, MPI_Comm comm, const char *path) {
   long long mine[LMPIO__S_N], sum[LMPIO__S_N];
-  for (int i = 0; i < LMPIO__S_N; i++) mine[i] = st ? __atomic_load_n(&st->v[i], __ATOMIC_RELAXED) : 0;
+  lmpio__stats_sum(st, mine);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);

@@ -159,7 +159,15 @@ int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, con
     *byte = v->disp;
     return MPI_SUCCESS;
   }
-  MPI_Offset tile = pos / ft->size, rem = pos % ft->size, in, at;
+  MPI_Offset tile, rem, in, at;
+  /* Contiguous tiles (extent == size): tile * extent + rem is pos itself,
+   * with no division (every data access call checks its range here). */
+  if (v->contiguous && lmpio__add_ok(pos, ft->data_lb, &at) && lmpio__add_ok(at, v->disp, &at)) {
+    *byte = at;
+    return MPI_SUCCESS;
+  }
+  tile = pos / ft->size;
+  rem = pos % ft->size;
   if (v->contiguous) {
     in = ft->data_lb + rem;
   } else {

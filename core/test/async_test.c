@@ -1162,6 +1162,39 @@ static void test_plan_at_initiation(void) {
   tl_unlink(path);
 }
 
+/* Both lanes' workers and the caller count on one handle at once: every
+ * system call and byte is counted once (each thread has its own counters,
+ * which only it writes; shared ones written without a locked add lose
+ * counts). */
+static void test_stats_every_thread(void) {
+  char *path = tl_path("async-stats");
+  lmpio_file fh = open_new(path);
+  enum { K = 1000 };
+  static int v[2 * K];
+  fill(v, 2 * K, tl_rank + 7);
+  MPI_Offset base = (MPI_Offset)tl_rank * sizeof v;
+  TL_OK(lmpio_file_write_at_all(fh, base, v, 2 * K, MPI_INT, MPI_STATUS_IGNORE));
+  double reads0 = stat_of(fh, "POSIX_READS"), bytes0 = stat_of(fh, "LMPIO_DIRECT_BYTES_READ");
+  static int r[2 * K];
+  static MPI_Request req[2 * K];
+  for (int i = 0; i < K; i++) {
+    TL_OK(lmpio_file_iread_at(fh, base + 8 * i, &r[2 * i], 1, MPI_INT, &req[2 * i]));
+    TL_OK(lmpio_file_iread_at_all(fh, base + 8 * i + 4, &r[2 * i + 1], 1, MPI_INT, &req[2 * i + 1]));
+  }
+  int c = 0;
+  for (int i = 0; i < K; i++) /* the caller's own, while the workers run */
+    if (lmpio_file_read_at(fh, base + 4 * i, &c, 1, MPI_INT, MPI_STATUS_IGNORE) != MPI_SUCCESS || c != v[i])
+      TL_CHECK(!"read_at");
+  TL_OK(MPI_Waitall(2 * K, req, MPI_STATUSES_IGNORE));
+  TL_CHECK(same(r, v, 2 * K));
+  TL_EQ(stat_of(fh, "POSIX_READS") - reads0, 3 * K);
+  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ") - bytes0, 3 * K * sizeof(int));
+  TL_EQ(stat_of(fh, "MPIIO_NB_READS"), 2 * K);
+  TL_EQ(stat_of(fh, "MPIIO_INDEP_READS"), K);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   (void)tl_init; /* MPI_Init: this program needs threads */
@@ -1200,6 +1233,8 @@ int main(int argc, char **argv) {
          test_converter_closes_its_file);
   tl_run("a pending collective runs on its plan: set_info after initiation does not reach it",
          test_plan_at_initiation);
+  tl_run("statistics: the workers and the caller count on one handle at once, nothing lost",
+         test_stats_every_thread);
   lmpio__os = lmpio__os_real;
   return tl_finish();
 }

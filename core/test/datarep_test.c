@@ -732,10 +732,82 @@ static void test_external32_unaligned_chunks(void) {
   tl_unlink(path);
 }
 
+/* A converter that changes the view of its own file in the middle of the
+ * call (every rank's does, so the collective set_view completes): the call
+ * goes on with the view it started with. */
+static lmpio_file reviewer_fh = LMPIO_FILE_NULL;
+static int reviewer_rc;
+static void review(void) {
+  if (reviewer_fh == LMPIO_FILE_NULL) return;
+  lmpio_file fh = reviewer_fh;
+  reviewer_fh = LMPIO_FILE_NULL;
+  reviewer_rc = lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+}
+static int reviewing_write(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *state) {
+  (void)t;
+  (void)state;
+  review();
+  memcpy(filebuf, (int *)userbuf + position, sizeof(int) * (size_t)count);
+  return MPI_SUCCESS;
+}
+static int reviewing_read(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *state) {
+  (void)t;
+  (void)state;
+  review();
+  memcpy((int *)userbuf + position, filebuf, sizeof(int) * (size_t)count);
+  return MPI_SUCCESS;
+}
+static int four_bytes(MPI_Datatype t, MPI_Aint *ext, void *state) {
+  (void)t;
+  (void)state;
+  *ext = 4;
+  return MPI_SUCCESS;
+}
+
+static void test_converter_changes_view(void) {
+  TL_OK(lmpio_register_datarep("reviewing", reviewing_read, reviewing_write, four_bytes, NULL));
+  char *path = tl_path("reviewing");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_set_size(fh, 0));
+  enum { N = 64 };
+  int a[N], b[2 * N];
+  for (int i = 0; i < N; i++) a[i] = 1000 * (tl_rank + 1) + i;
+  MPI_Datatype ft; /* every other int */
+  MPI_Type_create_resized(MPI_INT, 0, 8, &ft);
+  MPI_Type_commit(&ft);
+  MPI_Offset region = 2 * N * 4, disp = tl_rank * region;
+  for (int k = 0; k < 4; k++) { /* write_at, write_at_all, read_at, read_at_all */
+    MPI_Offset at = k % 2 ? 2 * tl_size * region + disp : disp;
+    TL_OK(lmpio_file_set_view(fh, at, MPI_INT, ft, "reviewing", MPI_INFO_NULL));
+    reviewer_fh = fh;
+    reviewer_rc = -1;
+    memset(b, 0, sizeof b);
+    if (k == 0) TL_OK(lmpio_file_write_at(fh, 0, a, N, MPI_INT, MPI_STATUS_IGNORE));
+    if (k == 1) TL_OK(lmpio_file_write_at_all(fh, 0, a, N, MPI_INT, MPI_STATUS_IGNORE));
+    if (k == 2) TL_OK(lmpio_file_read_at(fh, 0, b, N, MPI_INT, MPI_STATUS_IGNORE));
+    if (k == 3) TL_OK(lmpio_file_read_at_all(fh, 0, b, N, MPI_INT, MPI_STATUS_IGNORE));
+    TL_EQ(reviewer_rc, MPI_SUCCESS);
+    if (k >= 2) {
+      for (int i = 0; i < N; i++) TL_EQ(b[i], a[i]);
+      continue;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* The converter's view (native bytes from 0): the ints every other one. */
+    TL_OK(lmpio_file_read_at(fh, at, b, 2 * N, MPI_INT, MPI_STATUS_IGNORE));
+    for (int i = 0; i < N; i++) TL_EQ(b[2 * i], a[i]);
+  }
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("register_datarep", register_all);
   tl_run("registry errors, get_type_extent, get_view datarep", test_registry);
+  tl_run("a converter that changes the view: the call goes on with the view it started with",
+         test_converter_changes_view);
   tl_run("user representation converts in chunks with increasing position", test_user_rep_chunked);
   tl_run("a failing converter gives MPI_ERR_CONVERSION on every rank", test_conversion_error);
   tl_run("MPI_CONVERSION_FN_NULL moves native data", test_fn_null_moves_native);
