@@ -130,7 +130,8 @@ body() {
         [ -x "$BUILD/test/$t" ] || continue
         over_budget && continue
         s=$(date +%s)
-        cl_run "$t $p #$r" "$p" 120 "" --mca io romio321 -x LMPIO_TEST_ONLY="$only" -x LMPIO_TEST_SKIP="$SKIP" "$BUILD/test/$t"
+        cl_run "$t $p #$r" "$p" 120 "" --mca io romio321 -x LMPIO_TEST_ONLY="$only" -x LMPIO_TEST_SKIP="$SKIP" \
+          -x LMPIO_TEST_SMALL=1 -x LMPIO_TEST_TIMES=1 "$BUILD/test/$t"
         echo "# $t $p: $(($(date +%s) - s)) s"
       done
       unset IFS
