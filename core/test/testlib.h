@@ -13,6 +13,14 @@
 
 static int tl_rank, tl_size, tl_case_failed, tl_cases_failed;
 
+/* LMPIO_TEST_SMALL=1 asks for the reduced size of a case that loops over
+ * many items (the cluster suite sets it: there every small piece is a round
+ * trip to a server); every case still runs, only shorter. */
+static inline int tl_small_or(int n, int small) {
+  const char *s = getenv("LMPIO_TEST_SMALL");
+  return s && strcmp(s, "1") == 0 ? small : n;
+}
+
 #define TL_CHECK(cond)                                                           \
   do {                                                                           \
     if (!(cond)) {                                                               \
@@ -70,12 +78,17 @@ static void tl_run(const char *name, void (*fn)(void)) {
   if (only && *only && !tl_matches(name, only)) return;
   if (skip && *skip && tl_matches(name, skip)) return;
   tl_case_failed = 0;
+  /* LMPIO_TEST_TIMES=1: each case's time as a "# " line (the cluster suite
+   * sets it, so that its log says where the time goes) */
+  const char *times = getenv("LMPIO_TEST_TIMES");
+  double t0 = MPI_Wtime();
   fn();
   int any = 0;
   MPI_Allreduce(&tl_case_failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any) tl_cases_failed++;
   if (tl_rank == 0) {
     printf("%s %s\n", any ? "not ok" : "ok", name);
+    if (times && strcmp(times, "1") == 0) printf("# %.1f s: %s\n", MPI_Wtime() - t0, name);
     fflush(stdout);
   }
 }

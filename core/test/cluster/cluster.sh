@@ -104,19 +104,21 @@ cl_pids_in() {
   cl_h=$(cat "$CL_DIR/$1.pid" 2>/dev/null)
   cl_ns=$(cat "$CL_DIR/$1.ns" 2>/dev/null) || return 0
   [ -n "$cl_ns" ] || return 0
-  for cl_p in /proc/[0-9]*; do
-    cl_p=${cl_p#/proc/}
-    [ "$cl_p" != "$cl_h" ] && [ "$(readlink "/proc/$cl_p/ns/net" 2>/dev/null)" = "$cl_ns" ] && echo "$cl_p"
-  done
+  # (one ls, not a readlink per process: under load those forks took seconds)
+  # shellcheck disable=SC2012 # (ls -l of symbolic links under /proc: names are numbers)
+  ls -l /proc/[0-9]*/ns/net 2>/dev/null |
+    awk -v ns="$cl_ns" -v h="$cl_h" '$NF == ns { split($(NF - 2), f, "/"); if (f[3] != h) print f[3] }'
 }
 
 # cl_wait_gone PID...: up to 5 s, then SIGKILL.
 cl_wait_gone() {
-  for cl_i in 1 2 3 4 5 6 7 8 9 10; do
+  cl_i=0
+  while [ $cl_i -lt 50 ]; do
     cl_alive=""
     for cl_p in "$@"; do kill -0 "$cl_p" 2>/dev/null && cl_alive="$cl_alive $cl_p"; done
     [ -z "$cl_alive" ] && return 0
-    sleep 0.5
+    cl_i=$((cl_i + 1))
+    sleep 0.1
   done
   # shellcheck disable=SC2086
   kill -9 $cl_alive 2>/dev/null
@@ -154,17 +156,20 @@ cl_up() {
   cl_in gserver glusterd -p /run/glusterd.pid || return 1
   cl_i=0
   until cl_in gserver gluster --mode=script pool list >/dev/null 2>&1; do
-    cl_i=$((cl_i + 1)); [ $cl_i -lt 60 ] || { echo "# cluster: glusterd does not answer" >&2; return 1; }
-    sleep 0.5
+    cl_i=$((cl_i + 1)); [ $cl_i -lt 300 ] || { echo "# cluster: glusterd does not answer" >&2; return 1; }
+    sleep 0.1
   done
+  # The client caches off, in one command per volume (a group of options).
+  mkdir -p "$CL_DIR/gserver/lib/groups"
+  for cl_o in write-behind read-ahead io-cache quick-read stat-prefetch open-behind readdir-ahead nl-cache; do
+    echo "performance.$cl_o=off"
+  done > "$CL_DIR/gserver/lib/groups/lmpio-nocache"
   for cl_p in $cl_profiles; do
     mkdir -p "$CL_DIR/brick/$cl_p" "$CL_DIR/mnt/$cl_p"
     cl_in gserver gluster --mode=script volume create "lmpio-$cl_p" "$CL_NET.1:$CL_DIR/brick/$cl_p" force >/dev/null || return 1
     case $cl_p in
     coherent | nocache)
-      for cl_o in write-behind read-ahead io-cache quick-read stat-prefetch open-behind readdir-ahead nl-cache; do
-        cl_in gserver gluster --mode=script volume set "lmpio-$cl_p" "performance.$cl_o" off >/dev/null || return 1
-      done ;;
+      cl_in gserver gluster --mode=script volume set "lmpio-$cl_p" group lmpio-nocache >/dev/null || return 1 ;;
     default) ;;
     *) echo "# cluster: no profile $cl_p" >&2; return 1 ;;
     esac
@@ -184,8 +189,8 @@ cl_up() {
         -p "$CL_DIR/$cl_m/$cl_p.pid" -l "$CL_DIR/$cl_m/$cl_p.log" $cl_o "$CL_DIR/mnt/$cl_p" || return 1
       cl_i=0
       until cl_in $cl_m mountpoint -q "$CL_DIR/mnt/$cl_p"; do
-        cl_i=$((cl_i + 1)); [ $cl_i -lt 60 ] || { echo "# cluster: $cl_m cannot mount lmpio-$cl_p" >&2; return 1; }
-        sleep 0.5
+        cl_i=$((cl_i + 1)); [ $cl_i -lt 300 ] || { echo "# cluster: $cl_m cannot mount lmpio-$cl_p" >&2; return 1; }
+        sleep 0.1
       done
     done
   done

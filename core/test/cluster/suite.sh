@@ -42,6 +42,9 @@ BUDGET=${BUDGET:-720}
 # name visible for its entry timeout); access_test's concurrent sieved writes
 # with 256-byte windows (on a caching client they go piece by piece, each
 # window flushed: minutes; the multinode sieve check covers the path).
+# The C tests run with LMPIO_TEST_SMALL=1 (cases that loop over many items
+# take fewer: access_test's atomic mode writes 1024 ints a call, not 50000,
+# each a round trip there) and LMPIO_TEST_TIMES=1 (each case's time).
 SUITES=${SUITES-shared_test:[locked helper];shfp_test;file_test;collective_test:[automatic];\
 access_test:atomic mode|failed writes;nodes_test}
 SKIP="a directory that takes no new file|one node: every rank aggregates|DELETE_ON_CLOSE"
@@ -130,7 +133,8 @@ body() {
         [ -x "$BUILD/test/$t" ] || continue
         over_budget && continue
         s=$(date +%s)
-        cl_run "$t $p #$r" "$p" 120 "" --mca io romio321 -x LMPIO_TEST_ONLY="$only" -x LMPIO_TEST_SKIP="$SKIP" "$BUILD/test/$t"
+        cl_run "$t $p #$r" "$p" 120 "" --mca io romio321 -x LMPIO_TEST_ONLY="$only" -x LMPIO_TEST_SKIP="$SKIP" \
+          -x LMPIO_TEST_SMALL=1 -x LMPIO_TEST_TIMES=1 "$BUILD/test/$t"
         echo "# $t $p: $(($(date +%s) - s)) s"
       done
       unset IFS
