@@ -4,9 +4,9 @@
  * same copy from a mapping whose pages are in place costs 0.02 us.  On a
  * local file system the page cache is the file, so a mapping sees every
  * rank's writes as pread would.  The handle keeps one shared mapping of the
- * whole file, made at the handle's eighth small access (a file read once
- * does not pay the 5-10 us it costs) and reaching past the end of the file,
- * so that it seldom has to be made again as the file grows.
+ * whole file, made for the first access that uses it (below) and reaching
+ * past the end of the file, so that it seldom has to be made again as the
+ * file grows.
  *
  * Only bytes known to be in the file are copied: the size at the mapping,
  * raised by what this rank's own system calls read or wrote since.  A page
@@ -16,60 +16,52 @@
  * sync forget the mapping, which is what MPI's consistency rules ask of a
  * program that accesses a file through more than one handle.
  *
- * Writes go through the mapping too, never extending the file.  Where the
- * kernel writes pages back (ext4, xfs...), the first write to a page after
- * its write-back faults, for about 5 us against a 1.5 us pwrite (ext4 here):
- * cheap for pages written again and again, three times a pwrite for a file
- * rewritten once.  So there one mapped write in 8 is timed, and when two of
- * 8 timed ones took a fault the next 4096 writes make their pwrite before
- * the mapping is tried again (tmpfs never faults that way: no timing).  A
- * mapped write does not update the file's modification time; sync and close
- * do, when the mapping was written. */
+ * The mapping is not always cheaper: the first touch of a page through it
+ * faults (1-2 us for a read, 16 pages at a time; ~5 us for the first write
+ * to a page after ext4 wrote it back), so a file read or rewritten once,
+ * 4 KiB by 4 KiB, goes faster by pread/pwrite (IOR's 4 KiB reads at 2 ranks:
+ * 4000 MiB/s mapped, 5600 by pread; timing both ways and choosing the
+ * cheaper flipped between them and made 5000).  So only data accessed again
+ * goes through the mapping: a table of the pages whose accesses began there
+ * lately, and the third access beginning on a page (read or write) is
+ * mapped.  Writes never extend the file this way, and do not update its
+ * modification time: sync and close do, when the mapping was written.  The
+ * hints' "enable" maps every small access.
+ */
 #include "internal.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Accesses up to this size go through the mapping: above it the copy, not
  * the system call, is the cost. */
 #define SMALL_MAX (256 * 1024)
-/* Small accesses seen before the mapping is made (hint "enable": at once). */
-#define MAP_AFTER 8
 /* The mapping reaches at least this far, and twice the file's size. */
 #define MAP_MIN ((MPI_Offset)1 << 24)
-/* Writes with write-back: one in SAMPLE is timed; a timed one over SLOW_NS
- * (lmpio__filemap_slow_ns) took a fault; SLOW of WINDOW timed ones: PAUSE
- * writes by pwrite. */
-#define SAMPLE 8
-#define WINDOW 8
-#define SLOW 2
-#define PAUSE 4096
-
-long long lmpio__filemap_slow_ns = 2000;
+/* Pages remembered (a power of two), and the access on a page that is mapped. */
+#define SEEN 512
+#define SEEN_MAPPED 3
 
 struct lmpio__filemap {
   atomic_flag busy;   /* held while the mapping is used or changed */
   int fd, writable;
-  int in_memory;      /* tmpfs and the like: writes through the mapping too */
   char *base;         /* the mapping, or NULL */
   size_t len;
   MPI_Offset known;   /* bytes [0, known) are in the file (when base is set) */
-  unsigned uses;      /* small accesses before the mapping was made */
   int failed;         /* the file cannot be mapped: never again */
   int wrote;          /* written through since the last modification-time stamp */
-  unsigned writes, timed, slow, pause; /* the write-back policy (above) */
+  struct { MPI_Offset page; unsigned count; } seen[SEEN]; /* pages accesses began on, lately */
 };
 
-lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
+lmpio__filemap *lmpio__filemap_new(int fd, int writable) {
   lmpio__filemap *m = calloc(1, sizeof *m);
   if (!m) return NULL; /* (then every access makes its system call) */
   atomic_flag_clear(&m->busy);
   m->fd = fd;
   m->writable = writable;
-  m->in_memory = in_memory;
+  for (int i = 0; i < SEEN; i++) m->seen[i].page = -1;
   return m;
 }
 
@@ -131,18 +123,17 @@ static void copy_run(void *arg) {
   else memcpy(c->mem, c->file, c->n);
 }
 
-static long long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* A mapped write under the write-back policy took dt ns (timed ones only). */
-static void timed_write(lmpio__filemap *m, long long dt) {
-  m->slow += dt > lmpio__filemap_slow_ns;
-  if (++m->timed < WINDOW && m->slow < SLOW) return;
-  if (m->slow >= SLOW) m->pause = PAUSE;
-  m->timed = m->slow = 0;
+/* Counts an access beginning at off: whether it is at least the
+ * SEEN_MAPPED-th on its page lately. */
+static int again(lmpio__filemap *m, MPI_Offset off) {
+  MPI_Offset page = off >> 12;
+  unsigned i = (unsigned)(((unsigned long long)page * 0x9E3779B97F4A7C15ULL) >> 55) & (SEEN - 1);
+  if (m->seen[i].page != page) {
+    m->seen[i].page = page;
+    m->seen[i].count = 0;
+  }
+  if (m->seen[i].count < SEEN_MAPPED) m->seen[i].count++;
+  return m->seen[i].count >= SEEN_MAPPED;
 }
 
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off) {
@@ -151,22 +142,16 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
   int write = dir == LMPIO__WRITE;
   if (write && !m->writable) return 0;
   take(m);
-  int done = 0, policy = write && !m->in_memory && mode != LMPIO__HINT_ENABLE;
-  if (policy && m->pause > 0) {
-    m->pause--;
-  } else if (m->base || (!m->failed && (mode == LMPIO__HINT_ENABLE || ++m->uses >= MAP_AFTER))) {
-    if (off + len <= m->known || (!m->base && map(m, off + len))) {
-      copy_args c = {mem, m->base + off, (size_t)len, dir};
-      long long t0 = policy && ++m->writes % SAMPLE == 0 ? now_ns() : 0;
-      done = lmpio__os_guarded(copy_run, &c) == 0;
-      if (!done) { /* cut short under the mapping, or an I/O error: the system calls tell which, from now on */
-        unmap(m);
-        m->failed = 1;
-      } else if (t0) {
-        timed_write(m, now_ns() - t0);
-      }
-      m->wrote |= done && write;
+  int done = 0;
+  if ((again(m, off) || mode == LMPIO__HINT_ENABLE) && (m->base || !m->failed) &&
+      (off + len <= m->known || (!m->base && map(m, off + len)))) {
+    copy_args c = {mem, m->base + off, (size_t)len, dir};
+    done = lmpio__os_guarded(copy_run, &c) == 0;
+    if (!done) { /* cut short under the mapping, or an I/O error: the system calls tell which, from now on */
+      unmap(m);
+      m->failed = 1;
     }
+    m->wrote |= done && write;
   }
   give(m);
   return done;

@@ -5,13 +5,11 @@
 
 typedef struct lmpio__filemap lmpio__filemap;
 
-/* A timed mapped write longer than this (ns) took a fault (tests lower it). */
-extern long long lmpio__filemap_slow_ns;
 
 /* For the file open on fd (a local file system's, readable; writable: opened
- * for writing too; in_memory: tmpfs and the like).  NULL when out of memory:
- * the functions below then do nothing. */
-lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory);
+ * for writing too).  NULL when out of memory: the functions below then do
+ * nothing. */
+lmpio__filemap *lmpio__filemap_new(int fd, int writable);
 void lmpio__filemap_free(lmpio__filemap *m);
 /* The file may have changed size under the mapping (set_size, preallocate,
  * sync): the next access maps it again. */
@@ -19,7 +17,8 @@ void lmpio__filemap_forget(lmpio__filemap *m);
 /* Moves len bytes between mem and the file at off through the mapping, in
  * direction dir (LMPIO__READ or LMPIO__WRITE; mode: the hint lmpio_map_reads
  * or lmpio_map_writes): 1 when done, 0 when the caller must make the system
- * call (too large, past the bytes known to be in the file, not mapped yet). */
+ * call (too large, past the bytes known to be in the file, or not accessed
+ * often enough lately for the mapping to pay). */
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off);
 /* Sets the file's modification time to now if the mapping was written since
  * the last stamp (sync and close). */
