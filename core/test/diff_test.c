@@ -626,13 +626,15 @@ static void pick_info(rng *r, MPI_Info *info, char **desc) {
       free(s);
       s = x;
     }
-  if (chance(r, 30)) { /* (lmpio's own: ROMIO ignores it) */
-    const char *v = modes[rint_(r, 0, 2)];
-    MPI_Info_set(*info, "lmpio_map_reads", v);
-    char *x = fmt("%s lmpio_map_reads=%s", s, v);
-    free(s);
-    s = x;
-  }
+  const char *lkeys[] = {"lmpio_map_reads", "lmpio_map_writes"}; /* (lmpio's own: ROMIO ignores them) */
+  for (int i = 0; i < 2; i++)
+    if (chance(r, 30)) {
+      const char *v = modes[rint_(r, 0, 2)];
+      MPI_Info_set(*info, lkeys[i], v);
+      char *x = fmt("%s %s=%s", s, lkeys[i], v);
+      free(s);
+      s = x;
+    }
   *desc = fmt("%s }", s);
   free(s);
 }
