@@ -213,9 +213,12 @@ static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
  * mapping of the window instead: the holes are neither read nor written
  * back, so the window needs only the lock a direct write takes (shared,
  * against other programs' sieves), not the exclusive one that makes ranks
- * writing interleaved blocks take turns.  Measured per process, 2 processes
- * writing interleaved blocks: 64-byte blocks 1.3x (tmpfs) to 1.7x (ext4)
- * the read-modify-write's bandwidth, 4 KiB blocks 2x (tmpfs) to 2.8x (ext4).
+ * writing interleaved blocks take turns.  Measured at 2 ranks writing
+ * interleaved blocks on tmpfs (CPU time per call): 8- and 64-byte blocks
+ * 1.4-1.7x the read-modify-write's bandwidth, 4 KiB blocks 2x.  Not by
+ * default on other file systems: on ext4 each page of a writable mapping
+ * costs a journaled fault (again after every writeback), and 4 KiB blocks
+ * wrote 3x slower than read-modify-write.
  *
  * Both for calls of at least MAP_MIN data bytes (a smaller one does not pay
  * for the mapping), in windows of up to MAP_WINDOW file bytes; a window
@@ -384,7 +387,8 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
   MPI_Offset size = 0;
   int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
   int map = !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
-            hint != LMPIO__HINT_DISABLE && (total >= MAP_MIN || hint == LMPIO__HINT_ENABLE) &&
+            (hint == LMPIO__HINT_ENABLE ||
+             (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN && (!wr || p->fd_in_memory))) &&
             p->drv->size(p->fd, &size) == 0;
   int eof = 0;
   if (rc == MPI_SUCCESS) rc = run_range(p, &e, s, pos, pos + total, map, size, &eof, call);

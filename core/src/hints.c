@@ -42,7 +42,7 @@ static const hint_def table[] = {
      "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more)"},
     {"lmpio_map_writes", F(map_writes), MODE, LMPIO__HINT_AUTOMATIC, 0,
      "sieved writes store their pieces into a mapping of the file instead of reading and writing back whole windows "
-     "(local file systems; automatic: strided writes of 1 MiB and more)"},
+     "(local file systems; automatic: strided writes of 1 MiB and more to tmpfs)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
     {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,
