@@ -69,6 +69,9 @@ struct lmpio__driver {
   /* Reads may copy their pieces out of a mapping of the file (the kernel's
    * page cache is the file: local file systems). */
   int map_reads;
+  /* Writes with holes may store their pieces into a writable mapping of
+   * the file, which leaves the holes alone (no read-modify-write). */
+  int map_writes;
   /* Handle-level operations; NULL where the generic path serves. */
   /* write_shared / read_shared, and the ordered collectives. */
   int (*shared)(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir, MPI_Count *bytes,

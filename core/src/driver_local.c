@@ -15,6 +15,7 @@ const lmpio__driver lmpio__driver_local = {
     .map_pointer = 1,
     .sieve_writes = 1,
     .map_reads = 1,
+    .map_writes = 1,
     .background = 1,
     .has_helper = 1,
 };

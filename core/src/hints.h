@@ -18,8 +18,7 @@ typedef struct {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
   MPI_Offset conv_buffer_size;                      /* staging buffer of conversions */
   int ds_read, ds_write;                            /* romio_ds_read / romio_ds_write */
-  int map_reads;                                    /* lmpio_map_reads */
-  int map_writes;                                   /* lmpio_map_writes */
+  int map_reads, map_writes;                        /* lmpio_map_reads / lmpio_map_writes */
   int cb_read, cb_write;                            /* romio_cb_read / romio_cb_write */
   MPI_Offset cb_buffer_size;                        /* two-phase window per aggregator */
   MPI_Offset cb_nodes;                              /* aggregators, at most the ranks; 0: not given */

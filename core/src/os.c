@@ -119,8 +119,7 @@ void lmpio__os_munmap(void *addr, size_t length) {
 
 static __thread sigjmp_buf *bus_jump; /* set while a guarded copy runs */
 static struct sigaction bus_before;
-static int bus_ok;
-static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t bus_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_bus(int sig, siginfo_t *si, void *ctx) {
   sigjmp_buf *j = bus_jump;
@@ -143,21 +142,33 @@ static void on_bus(int sig, siginfo_t *si, void *ctx) {
   }
 }
 
-static void bus_install(void) {
-  struct sigaction sa;
+/* Whether our handler is in place, installing it when it is not: at the
+ * first mapping, and again when the program set a handler of its own since
+ * (which then gets every SIGBUS that is not ours). */
+static int bus_install(void) {
+  struct sigaction sa, now;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_bus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER; /* (not blocked after the jump out) */
   sigemptyset(&sa.sa_mask);
-  bus_ok = lmpio__os.sigaction(SIGBUS, &sa, &bus_before) == 0;
+  pthread_mutex_lock(&bus_lock);
+  int ok = lmpio__os.sigaction(SIGBUS, NULL, &now) == 0;
+  if (ok && (!(now.sa_flags & SA_SIGINFO) || now.sa_sigaction != on_bus)) {
+    ok = lmpio__os.sigaction(SIGBUS, &sa, NULL) == 0;
+    if (ok) bus_before = now;
+  }
+  pthread_mutex_unlock(&bus_lock);
+  return ok;
 }
 
-void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size_t *maplen) {
-  pthread_once(&bus_once, bus_install);
+void *lmpio__os_map(int fd, MPI_Offset off, MPI_Offset len, int writable, char **at, size_t *maplen) {
   MPI_Offset page = (MPI_Offset)sysconf(_SC_PAGESIZE), start = off - off % page;
-  if (!bus_ok || len <= 0 || off < 0 || (MPI_Offset)(size_t)(len + off - start) != len + off - start) return NULL;
+  if (!bus_install() || len <= 0 || off < 0 || (MPI_Offset)(size_t)(len + off - start) != len + off - start) return NULL;
   size_t n = (size_t)(len + off - start);
-  void *m = lmpio__os.mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)start);
+  /* MAP_POPULATE: one pass over the page tables instead of a fault per
+   * page (writes) or per 16 pages (reads). */
+  void *m = lmpio__os.mmap(NULL, n, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+                           (off_t)start);
   if (m == MAP_FAILED) return NULL;
   *at = (char *)m + (off - start);
   *maplen = n;
@@ -165,8 +176,7 @@ void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size
 }
 
 void *lmpio__os_map_file(int fd, size_t len, int writable) {
-  pthread_once(&bus_once, bus_install);
-  if (!bus_ok || len == 0) return NULL;
+  if (len == 0 || !bus_install()) return NULL;
   void *m = lmpio__os.mmap(NULL, len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
   return m == MAP_FAILED ? NULL : m;
 }

@@ -73,11 +73,11 @@ int lmpio__os_unlink(const char *path);
 void lmpio__os_touch(int fd);
 void *lmpio__os_mmap(size_t length, int fd); /* shared read-write, offset 0; NULL on failure */
 void lmpio__os_munmap(void *addr, size_t length);
-/* A read-only shared mapping of the file bytes [off, off + len); *at is
- * where byte off lies in it.  NULL (nothing to undo) when the file cannot
- * be mapped or the guard below cannot be set up.  Undo with
- * lmpio__os_munmap(map, *maplen). */
-void *lmpio__os_map_read(int fd, MPI_Offset off, MPI_Offset len, char **at, size_t *maplen);
+/* A shared mapping of the file bytes [off, off + len), read-only or
+ * writable, its pages mapped in at once; *at is where byte off lies in it.
+ * NULL (nothing to undo) when the file cannot be mapped or the guard below
+ * cannot be set up.  Undo with lmpio__os_munmap(map, *maplen). */
+void *lmpio__os_map(int fd, MPI_Offset off, MPI_Offset len, int writable, char **at, size_t *maplen);
 /* Runs fn(arg), turning a SIGBUS it raises (a mapped page the file no longer
  * has, or an I/O error reading one in) into a return of -1 with errno EIO;
  * 0 otherwise.  The handler is installed at the first mapping and passes

@@ -578,7 +578,7 @@ static void test_strided_views(void) {
     MPI_Type_create_resized(c, 0, strides[i], &t[3 + i]);
     MPI_Type_free(&c);
   }
-  MPI_Info infos[7];
+  MPI_Info infos[9];
   infos[0] = MPI_INFO_NULL;
   infos[1] = hints("ind_rd_buffer_size", "20", "ind_wr_buffer_size", "20");
   infos[2] = hints("ind_rd_buffer_size", "64", "ind_wr_buffer_size", "100");
@@ -587,16 +587,19 @@ static void test_strided_views(void) {
   /* reads through a mapping of the file, whatever their size */
   infos[5] = hints("lmpio_map_reads", "enable", NULL, NULL);
   infos[6] = hints("lmpio_map_reads", "enable", "ind_rd_buffer_size", "20");
+  /* writes into a mapping of the file, whatever their size */
+  infos[7] = hints("lmpio_map_writes", "enable", NULL, NULL);
+  infos[8] = hints("lmpio_map_writes", "enable", "romio_ds_write", "enable");
   for (int i = 0; i < 7; i++) {
     MPI_Type_commit(&t[i]);
-    for (int h = 0; h < 7; h++) {
+    for (int h = 0; h < 9; h++) {
       char what[160];
       snprintf(what, sizeof what, "%s, hints %d", names[i], h);
       strided_case(what, t[i], infos[h]);
     }
     MPI_Type_free(&t[i]);
   }
-  for (int h = 1; h < 7; h++) MPI_Info_free(&infos[h]);
+  for (int h = 1; h < 9; h++) MPI_Info_free(&infos[h]);
 }
 
 int main(int argc, char **argv) {

@@ -400,6 +400,109 @@ static void test_mapped_read_cut_short(void) {
   free(p);
 }
 
+/* A SIGBUS handler the program sets after lmpio's first mapping (and so
+ * over lmpio's) must not take the guard away: the next mapped read whose
+ * file is cut short still fails with MPI_ERR_IO, and the program's handler
+ * still gets its own SIGBUS.  (Seen failing before: the process died of
+ * SIGBUS.) */
+static void test_guard_after_program_handler(void) {
+  char *p = tl_path("mapguard");
+  snprintf(p + strlen(p), 32, ".%d", tl_rank);
+  enum { BLOCK = 4096, BLOCKS = 64 };
+  lmpio_file fh;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_map_reads", "enable");
+  lmpio__os = lmpio__os_real;
+  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info_free(&info);
+  static unsigned char buf[BLOCK * BLOCKS * 2];
+  memset(buf, 7, sizeof buf);
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped: lmpio's handler is in */
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = count_bus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &old); /* the program's, over lmpio's */
+  user_bus = 0;
+  cut_fd = -1;
+  lmpio__os.mmap = map_then_cut;
+  int rc = lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
+  lmpio__os = lmpio__os_real;
+  TL_EQ(rc, MPI_ERR_IO);
+  TL_CHECK(cut_fd >= 0);
+  TL_EQ(user_bus, 0);
+  raise(SIGBUS); /* not from a mapped read: the program's handler */
+  TL_EQ(user_bus, 1);
+  TL_OK(lmpio_file_close(&fh));
+  sigaction(SIGBUS, &old, NULL);
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  unlink(p);
+  free(p);
+}
+
+/* The same for a sieved write stored into a mapping of the file
+ * (lmpio_map_writes): the file cut short once mapped writable makes the
+ * stores fault, which must be MPI_ERR_IO. */
+static void *map_write_then_cut(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void *m = lmpio__os_real.mmap(addr, len, prot, flags, fd, off);
+  if (m != MAP_FAILED && (prot & PROT_WRITE) && cut_fd < 0) {
+    cut_fd = fd;
+    lmpio__os_real.ftruncate(fd, 0);
+  }
+  return m;
+}
+
+static void test_mapped_write_cut_short(void) {
+  char *p = tl_path("mapwcut");
+  snprintf(p + strlen(p), 32, ".%d", tl_rank); /* a file of each rank's own */
+  enum { BLOCK = 4096, BLOCKS = 64 };
+  lmpio_file fh;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_map_writes", "enable");
+  MPI_Info_set(info, "romio_ds_write", "enable");
+  lmpio__os = lmpio__os_real;
+  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info_free(&info);
+  static unsigned char buf[BLOCK * BLOCKS * 2], back[BLOCK * BLOCKS * 2];
+  memset(buf, 7, sizeof buf);
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  memset(buf, 9, sizeof buf);
+  TL_OK(lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped, whole */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  TL_OK(lmpio_file_read_at(fh, 0, back, (int)sizeof back, MPI_BYTE, &st));
+  TL_CHECK(back[0] == 9 && back[BLOCK - 1] == 9 && back[BLOCK] == 7 && back[2 * BLOCK - 1] == 7 &&
+           back[sizeof back - BLOCK - 1] == 9 && back[sizeof back - 1] == 7); /* the holes kept theirs */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  cut_fd = -1;
+  lmpio__os.mmap = map_write_then_cut;
+  int rc = lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
+  lmpio__os = lmpio__os_real;
+  TL_EQ(rc, MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
+  TL_CHECK(cut_fd >= 0);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  unlink(p);
+  free(p);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   path = tl_path("fault");
@@ -414,6 +517,8 @@ int main(int argc, char **argv) {
   }
   lmpio__os = lmpio__os_real;
   tl_run("a mapped read whose file is cut short fails with MPI_ERR_IO", test_mapped_read_cut_short);
+  tl_run("a SIGBUS handler set after lmpio's keeps mapped reads guarded", test_guard_after_program_handler);
+  tl_run("a mapped write whose file is cut short fails with MPI_ERR_IO", test_mapped_write_cut_short);
   if (tl_rank == 0) printf("# fault_test: %ld injection points (scenario x call x failure x failing rank), %d ranks\n", points, tl_size);
   tl_unlink(path);
   return tl_finish();
