@@ -141,6 +141,9 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
     return 0;
   int write = dir == LMPIO__WRITE;
   if (write && !m->writable) return 0;
+  /* A program that replaced the system call (a test failing it on purpose)
+   * wants every access to make it. */
+  if (write ? lmpio__os.pwrite != lmpio__os_real.pwrite : lmpio__os.pread != lmpio__os_real.pread) return 0;
   take(m);
   int done = 0;
   if ((again(m, off) || mode == LMPIO__HINT_ENABLE) && (m->base || !m->failed) &&

@@ -1108,15 +1108,6 @@ static void test_converter_closes_its_file(void) {
 }
 
 /* Statistic `name` of fh (-1 when there is none of that name). */
-static double stat_of(lmpio_file fh, const char *name) {
-  double v[128];
-  int n = 0;
-  if (lmpio_file_get_stats(fh, v, 128, &n) != MPI_SUCCESS) return -1;
-  for (int i = 0; i < n && i < 128; i++)
-    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
-  return -1;
-}
-
 /* A pending collective runs on the plan made at its initiation, not on the
  * handle: hints that set_info changes while it waits in the lane (the
  * standard lets set_info run with operations pending, unlike set_view) do
@@ -1147,10 +1138,10 @@ static void test_plan_at_initiation(void) {
   TL_OK(MPI_Waitall(2, r, sts));
   TL_EQ(count_of(&sts[0], MPI_INT), N);
   TL_EQ(count_of(&sts[1], MPI_INT), N);
-  TL_EQ(stat_of(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), 0); /* both as initiated: disabled */
+  TL_EQ(tl_stat(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), 0); /* both as initiated: disabled */
   TL_OK(lmpio_file_iwrite_at_all(fh, 2 * region + off, d, N, MPI_INT, &r[0]));
   TL_EQ(wait_count(&r[0], MPI_INT), N);
-  TL_EQ(stat_of(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), sizeof d); /* the new hint */
+  TL_EQ(tl_stat(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), sizeof d); /* the new hint */
   TL_OK(lmpio_file_read_at(fh, off, b, N, MPI_INT, MPI_STATUS_IGNORE));
   TL_CHECK(same(b, a, N));
   TL_OK(lmpio_file_read_at(fh, region + off, b, N, MPI_INT, MPI_STATUS_IGNORE));
@@ -1180,7 +1171,7 @@ static void test_stats_every_thread(void) {
   fill(v, 2 * K, tl_rank + 7);
   MPI_Offset base = (MPI_Offset)tl_rank * sizeof v;
   TL_OK(lmpio_file_write_at_all(fh, base, v, 2 * K, MPI_INT, MPI_STATUS_IGNORE));
-  double reads0 = stat_of(fh, "POSIX_READS"), bytes0 = stat_of(fh, "LMPIO_DIRECT_BYTES_READ");
+  double reads0 = tl_stat(fh, "POSIX_READS"), bytes0 = tl_stat(fh, "LMPIO_DIRECT_BYTES_READ");
   static int r[2 * K];
   static MPI_Request req[2 * K];
   for (int i = 0; i < K; i++) {
@@ -1193,10 +1184,10 @@ static void test_stats_every_thread(void) {
       TL_CHECK(!"read_at");
   TL_OK(MPI_Waitall(2 * K, req, MPI_STATUSES_IGNORE));
   TL_CHECK(same(r, v, 2 * K));
-  TL_EQ(stat_of(fh, "POSIX_READS") - reads0, 3 * K);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ") - bytes0, 3 * K * sizeof(int));
-  TL_EQ(stat_of(fh, "MPIIO_NB_READS"), 2 * K);
-  TL_EQ(stat_of(fh, "MPIIO_INDEP_READS"), K);
+  TL_EQ(tl_stat(fh, "POSIX_READS") - reads0, 3 * K);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_READ") - bytes0, 3 * K * sizeof(int));
+  TL_EQ(tl_stat(fh, "MPIIO_NB_READS"), 2 * K);
+  TL_EQ(tl_stat(fh, "MPIIO_INDEP_READS"), K);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }

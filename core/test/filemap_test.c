@@ -13,15 +13,6 @@
 
 enum { BLOCK = 4096 };
 
-static double stat_of(lmpio_file fh, const char *name) {
-  double v[256];
-  int n = 0;
-  lmpio_file_get_stats(fh, v, 256, &n);
-  for (int i = 0; i < n; i++)
-    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
-  return -1;
-}
-
 static MPI_Info hints(const char *reads, const char *writes) {
   MPI_Info info;
   MPI_Info_create(&info);
@@ -73,7 +64,7 @@ static void test_reads_see_other_ranks(void) {
     MPI_Barrier(MPI_COMM_WORLD); /* everyone read before the next round writes */
   }
   /* 30 reads per rank and round; after the first few, the mapping serves them */
-  TL_CHECK(stat_of(fh, "POSIX_READS") < 3 * 10 * tl_size / 2);
+  TL_CHECK(tl_stat(fh, "POSIX_READS") < 3 * 10 * tl_size / 2);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(p);
 }
@@ -163,7 +154,7 @@ static void writes_case(const char *dir, const char *mode) {
   MPI_Offset size = 0;
   TL_OK(lmpio_file_get_size(fh, &size));
   TL_EQ(size, 4 * BLOCK + 100);
-  double writes = stat_of(fh, "POSIX_WRITES");
+  double writes = tl_stat(fh, "POSIX_WRITES");
   int fd = open(p, O_RDONLY);
   TL_CHECK(fd >= 0);
   for (int k = 0; k < 4; k++) {
@@ -194,21 +185,21 @@ static void test_policy(void) {
   MPI_Status st;
   fill(b, BLOCK, 13);
   for (int i = 0; i < N; i++) TL_OK(lmpio_file_write_at(fh, (MPI_Offset)i * BLOCK, b, BLOCK, MPI_BYTE, &st));
-  TL_EQ(stat_of(fh, "POSIX_WRITES"), N);
+  TL_EQ(tl_stat(fh, "POSIX_WRITES"), N);
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < N; i++) {
       memset(got, 0, BLOCK);
       TL_OK(lmpio_file_read_at(fh, (MPI_Offset)i * BLOCK, got, BLOCK, MPI_BYTE, &st));
       TL_CHECK(memcmp(got, b, BLOCK) == 0);
     }
-  TL_EQ(stat_of(fh, "POSIX_READS"), N); /* the second access of each block; the third mapped */
+  TL_EQ(tl_stat(fh, "POSIX_READS"), N); /* the second access of each block; the third mapped */
   struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}}; /* 2001 */
   int fd = open(p, O_RDWR);
   TL_CHECK(fd >= 0 && futimens(fd, old) == 0);
   close(fd);
   fill(b, BLOCK, 14);
   for (int i = 0; i < N; i++) TL_OK(lmpio_file_write_at(fh, (MPI_Offset)i * BLOCK, b, BLOCK, MPI_BYTE, &st));
-  TL_EQ(stat_of(fh, "POSIX_WRITES"), N); /* the fourth access: mapped */
+  TL_EQ(tl_stat(fh, "POSIX_WRITES"), N); /* the fourth access: mapped */
   TL_OK(lmpio_file_close(&fh));
   struct stat after;
   TL_CHECK(stat(p, &after) == 0);

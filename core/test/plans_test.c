@@ -5,15 +5,6 @@
 
 enum { MAXSTATS = 128, FILE_BYTES = 4096 };
 
-static double stat_of(lmpio_file fh, const char *name) {
-  double v[MAXSTATS];
-  int n = 0;
-  if (lmpio_file_get_stats(fh, v, MAXSTATS, &n) != MPI_SUCCESS) return -1;
-  for (int i = 0; i < n && i < MAXSTATS; i++)
-    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
-  return -1;
-}
-
 /* A file of FILE_BYTES bytes, byte i holding i % 251, open for reading and
  * writing; every rank wrote the same bytes. */
 static lmpio_file open_pattern(const char *path, MPI_Info info) {
@@ -81,13 +72,13 @@ static void test_atomicity(void) {
   lmpio_file fh = open_pattern(path, MPI_INFO_NULL);
   unsigned char c[8];
   TL_OK(lmpio_file_read_at(fh, 0, c, 8, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "LMPIO_LOCKS"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_LOCKS"), 0);
   TL_OK(lmpio_file_set_atomicity(fh, 1));
   TL_OK(lmpio_file_read_at(fh, 0, c, 8, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "LMPIO_LOCKS"), 1);
+  TL_EQ(tl_stat(fh, "LMPIO_LOCKS"), 1);
   TL_OK(lmpio_file_set_atomicity(fh, 0));
   TL_OK(lmpio_file_read_at(fh, 0, c, 8, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "LMPIO_LOCKS"), 1);
+  TL_EQ(tl_stat(fh, "LMPIO_LOCKS"), 1);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -105,18 +96,18 @@ static void test_hints(void) {
   unsigned char c[64];
   TL_OK(lmpio_file_read_at(fh, 0, c, 64, MPI_BYTE, MPI_STATUS_IGNORE));
   TL_EQ(c[63], 126);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_READ"), 64);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_READ"), 64);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_READ"), 0);
   MPI_Info_set(info, "romio_ds_read", "disable");
   TL_OK(lmpio_file_set_info(fh, info));
   TL_OK(lmpio_file_read_at(fh, 0, c, 64, MPI_BYTE, MPI_STATUS_IGNORE));
   TL_EQ(c[63], 126);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_READ"), 64);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ"), 64);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_READ"), 64);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_READ"), 64);
   MPI_Info_set(info, "romio_ds_read", "enable");
   TL_OK(lmpio_file_set_info(fh, info));
   TL_OK(lmpio_file_read_at(fh, 0, c, 64, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_READ"), 128);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_READ"), 128);
   MPI_Info_free(&info);
   MPI_Type_free(&ft);
   TL_OK(lmpio_file_close(&fh));

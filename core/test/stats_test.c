@@ -6,15 +6,6 @@
 enum { MAXSTATS = 128 };
 
 /* Statistic `name` of fh (-1 when there is none of that name). */
-static double stat_of(lmpio_file fh, const char *name) {
-  double v[MAXSTATS];
-  int n = 0;
-  if (lmpio_file_get_stats(fh, v, MAXSTATS, &n) != MPI_SUCCESS) return -1;
-  for (int i = 0; i < n && i < MAXSTATS; i++)
-    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
-  return -1;
-}
-
 static void test_names(void) {
   int n = 0;
   char *path = tl_path("names");
@@ -24,8 +15,8 @@ static void test_names(void) {
   TL_CHECK(n > 20 && n <= MAXSTATS);
   TL_CHECK(lmpio_stats_name(n) == NULL && lmpio_stats_name(-1) == NULL);
   for (int i = 0; i < n; i++) TL_CHECK(lmpio_stats_name(i) != NULL);
-  TL_EQ(stat_of(fh, "POSIX_READS"), 0);
-  TL_EQ(stat_of(fh, "MPIIO_INDEP_WRITES"), 0);
+  TL_EQ(tl_stat(fh, "POSIX_READS"), 0);
+  TL_EQ(tl_stat(fh, "MPIIO_INDEP_WRITES"), 0);
   TL_RC(lmpio_file_get_stats(LMPIO_FILE_NULL, NULL, 0, &n), MPI_ERR_FILE);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
@@ -40,21 +31,21 @@ static void test_direct(void) {
   memset(buf, tl_rank + 1, sizeof buf);
   TL_OK(lmpio_file_write_at(fh, tl_rank * 1000, buf, 1000, MPI_BYTE, MPI_STATUS_IGNORE));
   TL_OK(lmpio_file_read_at(fh, tl_rank * 1000, buf, 1000, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "MPIIO_INDEP_WRITES"), 1);
-  TL_EQ(stat_of(fh, "MPIIO_INDEP_READS"), 1);
-  TL_EQ(stat_of(fh, "MPIIO_COLL_WRITES"), 0);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_WRITTEN"), 1000);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ"), 1000);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_READ"), 0);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_WRITTEN"), 0);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVE_READ_AMPLIFICATION"), 0);
-  TL_EQ(stat_of(fh, "MPIIO_BYTES_WRITTEN"), 1000);
-  TL_EQ(stat_of(fh, "POSIX_BYTES_WRITTEN"), 1000);
-  TL_EQ(stat_of(fh, "POSIX_WRITES"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_INDEP_WRITES"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_INDEP_READS"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_COLL_WRITES"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_WRITTEN"), 1000);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_READ"), 1000);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_READ"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_WRITTEN"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVE_READ_AMPLIFICATION"), 0);
+  TL_EQ(tl_stat(fh, "MPIIO_BYTES_WRITTEN"), 1000);
+  TL_EQ(tl_stat(fh, "POSIX_BYTES_WRITTEN"), 1000);
+  TL_EQ(tl_stat(fh, "POSIX_WRITES"), 1);
   /* The calls are timed only on a file opened with LMPIO_STATS set. */
   const char *e = getenv("LMPIO_STATS");
   int timed = e && *e && strcmp(e, "0") != 0;
-  TL_CHECK(timed ? stat_of(fh, "MPIIO_F_WRITE_TIME") > 0 : stat_of(fh, "MPIIO_F_WRITE_TIME") == 0);
+  TL_CHECK(timed ? tl_stat(fh, "MPIIO_F_WRITE_TIME") > 0 : tl_stat(fh, "MPIIO_F_WRITE_TIME") == 0);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -78,14 +69,14 @@ static void test_sieved(void) {
   for (int i = 0; i < 256; i++) v[i] = i;
   TL_OK(lmpio_file_write_at(fh, 0, v, 256, MPI_INT, MPI_STATUS_IGNORE));
   TL_OK(lmpio_file_read_at(fh, 0, v, 256, MPI_INT, MPI_STATUS_IGNORE));
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_WRITTEN"), 1024);
-  TL_EQ(stat_of(fh, "LMPIO_SIEVED_BYTES_READ"), 1024);
-  TL_EQ(stat_of(fh, "LMPIO_DIRECT_BYTES_READ"), 0);
-  double amp = stat_of(fh, "LMPIO_SIEVE_READ_AMPLIFICATION");
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_WRITTEN"), 1024);
+  TL_EQ(tl_stat(fh, "LMPIO_SIEVED_BYTES_READ"), 1024);
+  TL_EQ(tl_stat(fh, "LMPIO_DIRECT_BYTES_READ"), 0);
+  double amp = tl_stat(fh, "LMPIO_SIEVE_READ_AMPLIFICATION");
   TL_CHECK(amp > 3.9 && amp < 4.0); /* the window ends at the last int */
-  TL_CHECK(stat_of(fh, "LMPIO_SIEVE_WRITE_AMPLIFICATION") > 1);
-  TL_CHECK(stat_of(fh, "LMPIO_LOCKS") >= 1);
-  TL_CHECK(stat_of(fh, "POSIX_BYTES_READ") >= stat_of(fh, "LMPIO_SIEVE_READ_SPAN"));
+  TL_CHECK(tl_stat(fh, "LMPIO_SIEVE_WRITE_AMPLIFICATION") > 1);
+  TL_CHECK(tl_stat(fh, "LMPIO_LOCKS") >= 1);
+  TL_CHECK(tl_stat(fh, "POSIX_BYTES_READ") >= tl_stat(fh, "LMPIO_SIEVE_READ_SPAN"));
   if (tl_case_failed) fprintf(stderr, "[rank %d] amplification %g\n", tl_rank, amp);
   TL_OK(lmpio_file_close(&fh));
   MPI_Type_free(&ft);
@@ -115,17 +106,17 @@ static void test_collective(void) {
   MPI_Request req;
   TL_OK(lmpio_file_iwrite_at(fh, 0, buf, 8, MPI_BYTE, &req));
   MPI_Wait(&req, MPI_STATUS_IGNORE);
-  TL_EQ(stat_of(fh, "MPIIO_COLL_WRITES"), 1);
-  TL_EQ(stat_of(fh, "MPIIO_COLL_READS"), 1);
-  TL_EQ(stat_of(fh, "MPIIO_NB_WRITES"), 1);
-  TL_EQ(stat_of(fh, "MPIIO_INDEP_WRITES"), 0);
-  TL_EQ(stat_of(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), 800);
-  TL_EQ(stat_of(fh, "LMPIO_TWOPHASE_BYTES_READ"), 800);
-  TL_EQ(stat_of(fh, "MPIIO_BYTES_WRITTEN"), 808);
+  TL_EQ(tl_stat(fh, "MPIIO_COLL_WRITES"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_COLL_READS"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_NB_WRITES"), 1);
+  TL_EQ(tl_stat(fh, "MPIIO_INDEP_WRITES"), 0);
+  TL_EQ(tl_stat(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN"), 800);
+  TL_EQ(tl_stat(fh, "LMPIO_TWOPHASE_BYTES_READ"), 800);
+  TL_EQ(tl_stat(fh, "MPIIO_BYTES_WRITTEN"), 808);
   double agg = 0, all = 0;
-  double mine = stat_of(fh, "LMPIO_AGGREGATOR_BYTES_WRITTEN");
+  double mine = tl_stat(fh, "LMPIO_AGGREGATOR_BYTES_WRITTEN");
   MPI_Allreduce(&mine, &agg, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  mine = stat_of(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN");
+  mine = tl_stat(fh, "LMPIO_TWOPHASE_BYTES_WRITTEN");
   MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   TL_CHECK(agg == all); /* the aggregators wrote every rank's data */
   TL_OK(lmpio_file_close(&fh));
@@ -151,7 +142,7 @@ static void test_summary(void) {
   TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
   char buf[100] = {0};
   TL_OK(lmpio_file_write_at(fh, tl_rank * 100, buf, 100, MPI_BYTE, MPI_STATUS_IGNORE));
-  TL_CHECK(stat_of(fh, "MPIIO_F_WRITE_TIME") > 0); /* timed: opened with LMPIO_STATS set */
+  TL_CHECK(tl_stat(fh, "MPIIO_F_WRITE_TIME") > 0); /* timed: opened with LMPIO_STATS set */
   TL_OK(lmpio_file_close(&fh));
   unsetenv("LMPIO_STATS");
   fflush(stderr);

@@ -118,4 +118,15 @@ static void tl_unlink(char *path) {
   free(path);
 }
 
+/* The value of the statistic named name on fh (lmpio_file_get_stats), or
+ * -1 when there is none. */
+static inline double tl_stat(lmpio_file fh, const char *name) {
+  double v[256];
+  int n = 0;
+  if (lmpio_file_get_stats(fh, v, 256, &n) != MPI_SUCCESS) return -1;
+  for (int i = 0; i < n && i < 256; i++)
+    if (strcmp(lmpio_stats_name(i), name) == 0) return v[i];
+  return -1;
+}
+
 #endif
