@@ -354,26 +354,47 @@ static void count_bus(int sig) {
   user_bus++;
 }
 
-static void test_mapped_read_cut_short(void) {
-  char *p = tl_path("mapcut");
-  snprintf(p + strlen(p), 32, ".%d", tl_rank); /* a file of each rank's own */
-  enum { BLOCK = 4096, BLOCKS = 64 };
-  lmpio_file fh;
+/* The mapped-access cases' start: a file of this rank's own holding 2 *
+ * BLOCKS blocks of 7s, opened with the hint key enabled (and
+ * romio_ds_write if ds_write), through the view of every other block (*t,
+ * of blocks *c). */
+enum { BLOCK = 4096, BLOCKS = 64 };
+static lmpio_file open_every_other(char **p, const char *tag, const char *key, int ds_write, MPI_Datatype *c,
+                                   MPI_Datatype *t) {
+  *p = tl_path(tag);
+  snprintf(*p + strlen(*p), 32, ".%d", tl_rank);
+  lmpio_file fh = LMPIO_FILE_NULL;
   MPI_Info info;
   MPI_Info_create(&info);
-  MPI_Info_set(info, "lmpio_map_reads", "enable");
+  MPI_Info_set(info, key, "enable");
+  if (ds_write) MPI_Info_set(info, "romio_ds_write", "enable");
   lmpio__os = lmpio__os_real;
-  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  TL_OK(lmpio_file_open(MPI_COMM_SELF, *p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
   MPI_Info_free(&info);
-  static unsigned char buf[BLOCK * BLOCKS * 2];
-  memset(buf, 7, sizeof buf);
-  MPI_Status st;
-  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  static unsigned char sevens[BLOCK * BLOCKS * 2];
+  memset(sevens, 7, sizeof sevens);
+  TL_OK(lmpio_file_write_at(fh, 0, sevens, (int)sizeof sevens, MPI_BYTE, MPI_STATUS_IGNORE));
+  MPI_Type_contiguous(BLOCK, MPI_BYTE, c);
+  MPI_Type_create_resized(*c, 0, 2 * BLOCK, t);
+  MPI_Type_commit(t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, *t, "native", MPI_INFO_NULL));
+  return fh;
+}
+
+static void close_every_other(lmpio_file *fh, char *p, MPI_Datatype *c, MPI_Datatype *t) {
+  TL_OK(lmpio_file_close(fh));
+  MPI_Type_free(t);
+  MPI_Type_free(c);
+  unlink(p);
+  free(p);
+}
+
+static void test_mapped_read_cut_short(void) {
+  char *p;
   MPI_Datatype c, t;
-  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
-  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
-  MPI_Type_commit(&t);
-  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  lmpio_file fh = open_every_other(&p, "mapcut", "lmpio_map_reads", 0, &c, &t);
+  static unsigned char buf[BLOCK * BLOCKS * 2];
+  MPI_Status st;
   /* a SIGBUS handler of the program's own, there before lmpio's */
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
@@ -392,12 +413,8 @@ static void test_mapped_read_cut_short(void) {
   TL_CHECK(cut_fd >= 0);
   raise(SIGBUS); /* not from a mapped read: the program's handler */
   TL_EQ(user_bus, 1);
-  TL_OK(lmpio_file_close(&fh));
   sigaction(SIGBUS, &old, NULL);
-  MPI_Type_free(&t);
-  MPI_Type_free(&c);
-  unlink(p);
-  free(p);
+  close_every_other(&fh, p, &c, &t);
 }
 
 /* A SIGBUS handler the program sets after lmpio's first mapping (and so
@@ -406,25 +423,11 @@ static void test_mapped_read_cut_short(void) {
  * still gets its own SIGBUS.  (Seen failing before: the process died of
  * SIGBUS.) */
 static void test_guard_after_program_handler(void) {
-  char *p = tl_path("mapguard");
-  snprintf(p + strlen(p), 32, ".%d", tl_rank);
-  enum { BLOCK = 4096, BLOCKS = 64 };
-  lmpio_file fh;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "lmpio_map_reads", "enable");
-  lmpio__os = lmpio__os_real;
-  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
-  MPI_Info_free(&info);
-  static unsigned char buf[BLOCK * BLOCKS * 2];
-  memset(buf, 7, sizeof buf);
-  MPI_Status st;
-  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  char *p;
   MPI_Datatype c, t;
-  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
-  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
-  MPI_Type_commit(&t);
-  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  lmpio_file fh = open_every_other(&p, "mapguard", "lmpio_map_reads", 0, &c, &t);
+  static unsigned char buf[BLOCK * BLOCKS * 2];
+  MPI_Status st;
   TL_OK(lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped: lmpio's handler is in */
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
@@ -441,12 +444,8 @@ static void test_guard_after_program_handler(void) {
   TL_EQ(user_bus, 0);
   raise(SIGBUS); /* not from a mapped read: the program's handler */
   TL_EQ(user_bus, 1);
-  TL_OK(lmpio_file_close(&fh));
   sigaction(SIGBUS, &old, NULL);
-  MPI_Type_free(&t);
-  MPI_Type_free(&c);
-  unlink(p);
-  free(p);
+  close_every_other(&fh, p, &c, &t);
 }
 
 /* The same for a sieved write stored into a mapping of the file
@@ -462,26 +461,11 @@ static void *map_write_then_cut(void *addr, size_t len, int prot, int flags, int
 }
 
 static void test_mapped_write_cut_short(void) {
-  char *p = tl_path("mapwcut");
-  snprintf(p + strlen(p), 32, ".%d", tl_rank); /* a file of each rank's own */
-  enum { BLOCK = 4096, BLOCKS = 64 };
-  lmpio_file fh;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "lmpio_map_writes", "enable");
-  MPI_Info_set(info, "romio_ds_write", "enable");
-  lmpio__os = lmpio__os_real;
-  TL_OK(lmpio_file_open(MPI_COMM_SELF, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
-  MPI_Info_free(&info);
-  static unsigned char buf[BLOCK * BLOCKS * 2], back[BLOCK * BLOCKS * 2];
-  memset(buf, 7, sizeof buf);
-  MPI_Status st;
-  TL_OK(lmpio_file_write_at(fh, 0, buf, (int)sizeof buf, MPI_BYTE, &st));
+  char *p;
   MPI_Datatype c, t;
-  MPI_Type_contiguous(BLOCK, MPI_BYTE, &c);
-  MPI_Type_create_resized(c, 0, 2 * BLOCK, &t);
-  MPI_Type_commit(&t);
-  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  lmpio_file fh = open_every_other(&p, "mapwcut", "lmpio_map_writes", 1, &c, &t);
+  static unsigned char buf[BLOCK * BLOCKS * 2], back[BLOCK * BLOCKS * 2];
+  MPI_Status st;
   memset(buf, 9, sizeof buf);
   TL_OK(lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped, whole */
   TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
@@ -496,11 +480,7 @@ static void test_mapped_write_cut_short(void) {
   TL_EQ(rc, MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
   TL_CHECK(cut_fd >= 0);
-  TL_OK(lmpio_file_close(&fh));
-  MPI_Type_free(&t);
-  MPI_Type_free(&c);
-  unlink(p);
-  free(p);
+  close_every_other(&fh, p, &c, &t);
 }
 
 int main(int argc, char **argv) {
