@@ -11,6 +11,11 @@
  * divided by the calls: microseconds per call as a rank sees it.  The MPI side
  * is whichever io component mpirun selected (--mca io ompio | romio321).
  *
+ * LMPIO_BENCH_PATTERN=stream: call i of a rank accesses block i * ranks + rank
+ * (IOR's -t 4k -b 4k pattern: every block read or written once, the file
+ * written in full beforehand); the default, same, accesses the rank's block
+ * again and again.
+ *
  * Usage: latency_bench [calls (20000)] [reps (5)] [directory ($LMPIO_BENCH_DIR or /tmp)] */
 #include <fcntl.h>
 #include <mpi.h>
@@ -28,7 +33,7 @@ static const char *const case_name[NCASE] = {"read_at_all 4k", "write_at_all 4k"
                                              "read_at 4k", "write_at 4k"};
 static const int case_len[NCASE] = {4096, 4096, 64, 4096, 4096};
 
-static int rank, nranks;
+static int rank, nranks, stream;
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "[rank %d] %s failed: %d %s\n", rank, what, rc, lmpio_last_error_message());
@@ -51,6 +56,7 @@ static double run(int api, int c, long calls, const char *path, char *buf) {
   double t0 = MPI_Wtime();
   for (long i = 0; i < calls; i++) {
     MPI_Status st;
+    if (stream && c != C_ORDERED) off = ((MPI_Offset)i * nranks + rank) * len;
     if (api == API_POSIX) {
       ssize_t n = c == C_READ_ALL || c == C_READ_AT ? pread(fd, buf, (size_t)len, off) : pwrite(fd, buf, (size_t)len, off);
       if (n != len) die("pread/pwrite", -1);
@@ -87,10 +93,13 @@ int main(int argc, char **argv) {
   MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   char *buf = malloc(4096);
   memset(buf, 'x', 4096);
+  const char *pattern = getenv("LMPIO_BENCH_PATTERN");
+  stream = pattern && strcmp(pattern, "stream") == 0;
   if (rank == 0) { /* every block read exists */
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
-    for (int r = 0; fd >= 0 && r < nranks; r++)
-      if (pwrite(fd, buf, 4096, (off_t)r * 4096) != 4096) die("prefill", -1);
+    long blocks = stream ? calls * nranks : nranks;
+    for (long b = 0; fd >= 0 && b < blocks; b++)
+      if (pwrite(fd, buf, 4096, (off_t)b * 4096) != 4096) die("prefill", -1);
     if (fd >= 0) close(fd);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -98,8 +107,8 @@ int main(int argc, char **argv) {
   const char *io = getenv("OMPI_MCA_io");
   if (io) snprintf(component, sizeof component, "%s", io);
   if (rank == 0)
-    printf("%-18s %6s %10s %10s %10s %8s   (us/call, best of %d x %ld calls)\n", "case", "ranks", "lmpio",
-           component, "posix", "lmpio/mpi", reps, calls);
+    printf("%-18s %6s %10s %10s %10s %8s   (us/call, best of %d x %ld calls, %s)\n", "case", "ranks", "lmpio",
+           component, "posix", "lmpio/mpi", reps, calls, stream ? "stream" : "same block");
   for (int c = 0; c < NCASE; c++) {
     double best[NAPI] = {1e30, 1e30, 1e30};
     for (int r = 0; r < reps; r++)

@@ -248,15 +248,17 @@ static void map_copy_run(void *arg) {
 }
 
 /* Whether window w went through a mapping (then *rc is its outcome: a
- * SIGBUS in the copy, the file cut short under it, is MPI_ERR_IO). */
+ * SIGBUS in the copy, the file cut short under it, is MPI_ERR_IO): the
+ * handle's mapping of the whole file (filemap.c) where it has one, else one
+ * of the window. */
 static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset size, lmpio__stream *s, int *rc,
                       const char *call) {
   int wr = p->dir == LMPIO__WRITE;
   if (w->hi > size || (w->n == 1 && w->v[0].count == 1) || (wr && !w->sieve)) return 0;
-  char *at;
-  size_t len;
-  void *m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len);
-  if (!m) return 0;
+  char *at = lmpio__filemap_hold(p->map, p->dir, w->lo, w->hi, size);
+  void *m = NULL;
+  size_t len = 0;
+  if (!at && !(m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len))) return 0;
   /* (the lock of a direct write: none in atomic mode, which locked the call) */
   int lk = w->lock == LMPIO__LOCK_NONE || !p->lock_direct ? LMPIO__LOCK_NONE : LMPIO__LOCK_SHARED;
   MPI_Count before = s->done;
@@ -266,14 +268,16 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
     lk = LMPIO__LOCK_NONE;
   }
   map_copy c = {s, at, w, p->dir};
-  if (*rc == MPI_SUCCESS && lmpio__os_guarded(map_copy_run, &c) < 0)
+  int bus = *rc == MPI_SUCCESS && lmpio__os_guarded(map_copy_run, &c) < 0;
+  if (bus)
     *rc = lmpio__err(MPI_ERR_IO, call, "%s \"%s\" through a mapping of bytes %lld to %lld failed (the file was cut "
                                        "short during the %s, or an I/O error)",
                      wr ? "writing" : "reading", p->path, (long long)w->lo, (long long)w->hi, wr ? "write" : "read");
+  if (m) lmpio__os_munmap(m, len);
+  else lmpio__filemap_release(p->map, p->dir, !bus);
   if (lk != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, 0, w->lo, w->hi - w->lo) < 0 &&
       *rc == MPI_SUCCESS)
     *rc = lmpio__os_error(errno, call, "unlock of", p->path);
-  lmpio__os_munmap(m, len);
   /* (no system call per piece, no hole bytes: counted as direct) */
   lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
   return 1;

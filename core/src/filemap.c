@@ -160,6 +160,35 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
   return done;
 }
 
+/* The windows of large strided accesses use the mapping too, from their
+ * first access: its pages stay mapped from call to call, so a region read
+ * or written again costs no page-table work (a mapping per window, made and
+ * unmade each call, paid for it every time: 64-byte blocks at 2 ranks on
+ * tmpfs, 3.0 GB/s a rank against 6.7 from the kept mapping, 5.1 for one
+ * pread of the rank's bytes).  Even first touches are no dearer than
+ * MAP_POPULATE of each window (3.2 against 3.0 GB/s). */
+char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset hi, MPI_Offset size) {
+  if (!m || lo < 0 || hi <= lo || hi > size || (dir == LMPIO__WRITE && !m->writable) || !lmpio__os_guard_ready())
+    return NULL;
+  take(m);
+  if (m->base && size > m->known) {
+    m->known = size;
+    if ((size_t)size > m->len) unmap(m); /* made again, larger, below */
+  }
+  if ((m->base || (!m->failed && map(m, hi))) && hi <= m->known) return m->base + lo;
+  give(m);
+  return NULL;
+}
+
+void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok) {
+  if (!ok) { /* cut short under the mapping, or an I/O error: no more mapped accesses */
+    unmap(m);
+    m->failed = 1;
+  }
+  m->wrote |= ok && dir == LMPIO__WRITE;
+  give(m);
+}
+
 void lmpio__filemap_stamp(lmpio__filemap *m) {
   if (!m) return;
   take(m);

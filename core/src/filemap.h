@@ -20,6 +20,14 @@ void lmpio__filemap_forget(lmpio__filemap *m);
  * call (too large, past the bytes known to be in the file, or not accessed
  * often enough lately for the mapping to pay). */
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off);
+/* For a window of a large strided access, through the same mapping: the
+ * address of file byte lo, bytes [lo, hi) being in the file (size: its size
+ * as the caller just saw it).  The mapping is then held, unchanged, until
+ * lmpio__filemap_release (ok: the copy raised no SIGBUS), which must follow
+ * on the same thread.  NULL, with nothing held, when the window must go
+ * another way. */
+char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset hi, MPI_Offset size);
+void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok);
 /* Sets the file's modification time to now if the mapping was written since
  * the last stamp (sync and close). */
 void lmpio__filemap_stamp(lmpio__filemap *m);

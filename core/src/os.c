@@ -181,6 +181,10 @@ void *lmpio__os_map_file(int fd, size_t len, int writable) {
   return m == MAP_FAILED ? NULL : m;
 }
 
+int lmpio__os_guard_ready(void) {
+  return bus_install();
+}
+
 int lmpio__os_guarded(void (*fn)(void *), void *arg) {
   sigjmp_buf j;
   if (sigsetjmp(j, 0)) {

@@ -87,6 +87,9 @@ int lmpio__os_guarded(void (*fn)(void *), void *arg);
  * end), read-only or read-write, with the SIGBUS guard installed; NULL when
  * it cannot be made.  Undone with lmpio__os_munmap. */
 void *lmpio__os_map_file(int fd, size_t len, int writable);
+/* Whether the SIGBUS guard is in place, put back if the program set a
+ * handler over it since: before a long copy through a mapping made earlier. */
+int lmpio__os_guard_ready(void);
 /* Full transfers: short transfers and EINTR are retried; pread stops at end
  * of file.  Return the bytes moved, or -1 with errno set.  A range that
  * would end past the largest offset a file can have fails with EFBIG. */

@@ -334,18 +334,30 @@ static const scenario *current;
 static void run_current(void) { run_scenario(current); }
 
 /* A strided read through a mapping of the file (lmpio_map_reads) whose
- * file is cut short once mapped, as another program's truncation would:
- * touching the pages past the new end raises SIGBUS, which must become
- * MPI_ERR_IO, not the end of the process; the handler that was there
- * before still gets every other SIGBUS. */
-static int cut_fd = -1;
-static void *map_then_cut(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  void *m = lmpio__os_real.mmap(addr, len, prot, flags, fd, off);
-  if (m != MAP_FAILED && prot == PROT_READ && cut_fd < 0) {
+ * file another program cuts short after the call saw its size (the call's
+ * fstat, here the moment of the cut): touching the pages past the new end
+ * raises SIGBUS, which must become MPI_ERR_IO, not the end of the process;
+ * the handler that was there before still gets every other SIGBUS.  The
+ * mapping is the handle's, made by an earlier call and kept. */
+static int cut_fd = -1, cut_armed;
+static int fstat_then_cut(int fd, struct stat *st) {
+  int r = lmpio__os_real.fstat(fd, st);
+  if (r == 0 && cut_armed && cut_fd < 0) {
     cut_fd = fd;
     lmpio__os_real.ftruncate(fd, 0);
   }
-  return m;
+  return r;
+}
+
+static void arm_cut(void) {
+  cut_fd = -1;
+  cut_armed = 1;
+  lmpio__os.fstat = fstat_then_cut;
+}
+
+static void disarm_cut(void) {
+  cut_armed = 0;
+  lmpio__os = lmpio__os_real;
 }
 
 static volatile sig_atomic_t user_bus;
@@ -404,10 +416,9 @@ static void test_mapped_read_cut_short(void) {
   memset(buf, 0, sizeof buf);
   TL_OK(lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st)); /* mapped, whole */
   TL_CHECK(buf[0] == 7 && buf[BLOCK * BLOCKS - 1] == 7);
-  cut_fd = -1;
-  lmpio__os.mmap = map_then_cut;
+  arm_cut();
   int rc = lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
-  lmpio__os = lmpio__os_real;
+  disarm_cut();
   TL_EQ(rc, MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
   TL_CHECK(cut_fd >= 0);
@@ -435,10 +446,9 @@ static void test_guard_after_program_handler(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, &old); /* the program's, over lmpio's */
   user_bus = 0;
-  cut_fd = -1;
-  lmpio__os.mmap = map_then_cut;
+  arm_cut();
   int rc = lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
-  lmpio__os = lmpio__os_real;
+  disarm_cut();
   TL_EQ(rc, MPI_ERR_IO);
   TL_CHECK(cut_fd >= 0);
   TL_EQ(user_bus, 0);
@@ -449,17 +459,8 @@ static void test_guard_after_program_handler(void) {
 }
 
 /* The same for a sieved write stored into a mapping of the file
- * (lmpio_map_writes): the file cut short once mapped writable makes the
- * stores fault, which must be MPI_ERR_IO. */
-static void *map_write_then_cut(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  void *m = lmpio__os_real.mmap(addr, len, prot, flags, fd, off);
-  if (m != MAP_FAILED && (prot & PROT_WRITE) && cut_fd < 0) {
-    cut_fd = fd;
-    lmpio__os_real.ftruncate(fd, 0);
-  }
-  return m;
-}
-
+ * (lmpio_map_writes): the file cut short under the writable mapping makes
+ * the stores fault, which must be MPI_ERR_IO. */
 static void test_mapped_write_cut_short(void) {
   char *p;
   MPI_Datatype c, t;
@@ -473,10 +474,9 @@ static void test_mapped_write_cut_short(void) {
   TL_CHECK(back[0] == 9 && back[BLOCK - 1] == 9 && back[BLOCK] == 7 && back[2 * BLOCK - 1] == 7 &&
            back[sizeof back - BLOCK - 1] == 9 && back[sizeof back - 1] == 7); /* the holes kept theirs */
   TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
-  cut_fd = -1;
-  lmpio__os.mmap = map_write_then_cut;
+  arm_cut();
   int rc = lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
-  lmpio__os = lmpio__os_real;
+  disarm_cut();
   TL_EQ(rc, MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
   TL_CHECK(cut_fd >= 0);

@@ -223,6 +223,87 @@ static void test_writes(void) {
   writes_case(dir && *dir ? dir : "/tmp", "enable");
 }
 
+/* Strided calls (64-byte blocks interleaved by rank) through the handle's
+ * mapping: after the first call made it, no call maps anything again, and
+ * every rank reads what the others wrote, also after the file grew.  Each
+ * round writes a new region past the end (by system calls: a mapping never
+ * extends the file) and rewrites the region before it (through the
+ * mapping); rank 0 checks the file's bytes by plain pread.  The sync of
+ * each round forgets the mapping: one mmap a round after the first.  (Seen
+ * failing with a mapping per window: 14 mmap calls in rounds 1 and 2.) */
+enum { SB = 64, SBLOCKS = 24576 }; /* 1.5 MiB a rank and region */
+static int maps;
+static void *map_counted(void *a, size_t n, int prot, int fl, int fd, off_t o) {
+  maps++;
+  return lmpio__os_real.mmap(a, n, prot, fl, fd, o);
+}
+
+static unsigned char strided_byte(int round, int rank, long i) {
+  return (unsigned char)(round * 77 + rank * 31 + i * 7 + 1);
+}
+
+static void test_strided_kept(void) {
+  char *p = tl_path("strided");
+  lmpio_file fh = open_with(MPI_COMM_WORLD, p, "enable", "enable");
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(SB, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, (MPI_Aint)SB * tl_size, &t);
+  MPI_Type_commit(&t);
+  long n = (long)SB * SBLOCKS;
+  MPI_Offset region = n * tl_size; /* file bytes of one region */
+  unsigned char *mine = malloc((size_t)n), *got = malloc((size_t)n), *file = malloc((size_t)region);
+  MPI_Status st;
+  int other = (tl_rank + 1) % tl_size, maps_later = 0;
+  for (int round = 0; round < 3; round++) {
+    maps = 0;
+    lmpio__os.mmap = map_counted;
+    for (int k = round ? round - 1 : 0; k <= round; k++) { /* the region before, then the new one */
+      int seed = 10 * round + k;
+      for (long i = 0; i < n; i++) mine[i] = strided_byte(seed, tl_rank, i);
+      TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * SB, MPI_BYTE, t, "native", MPI_INFO_NULL));
+      TL_OK(lmpio_file_write_at_all(fh, (MPI_Offset)k * n, mine, (int)n, MPI_BYTE, &st));
+    }
+    TL_OK(lmpio_file_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TL_OK(lmpio_file_sync(fh));
+    TL_OK(lmpio_file_set_view(fh, (MPI_Offset)other * SB, MPI_BYTE, t, "native", MPI_INFO_NULL));
+    for (int k = round ? round - 1 : 0; k <= round; k++)
+      for (int rep = 0; rep < 2; rep++) {
+        memset(got, 0, (size_t)n);
+        TL_OK(lmpio_file_read_at(fh, (MPI_Offset)k * n, got, (int)n, MPI_BYTE, &st));
+        TL_EQ(count_of(&st), (int)n);
+        long bad = 0;
+        for (long i = 0; i < n; i++) bad += got[i] != strided_byte(10 * round + k, other, i);
+        TL_EQ(bad, 0);
+      }
+    lmpio__os = lmpio__os_real;
+    if (round > 0) maps_later += maps;
+    if (tl_rank == 0) { /* the file itself */
+      int fd = open(p, O_RDONLY);
+      TL_CHECK(fd >= 0);
+      for (int k = round ? round - 1 : 0; k <= round; k++) {
+        TL_EQ(pread(fd, file, (size_t)region, (off_t)(k * region)), (ssize_t)region);
+        long bad = 0;
+        for (MPI_Offset b = 0; b < region; b++) {
+          long blk = (long)(b / SB);
+          bad += file[b] != strided_byte(10 * round + k, (int)(blk % tl_size), (blk / tl_size) * SB + (long)(b % SB));
+        }
+        TL_EQ(bad, 0);
+      }
+      close(fd);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* checked before the next round writes */
+  }
+  if (tl_size > 1) TL_EQ(maps_later, 2); /* (at 1 rank the view is contiguous: no window, no mapping) */
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  free(mine);
+  free(got);
+  free(file);
+  tl_unlink(p);
+}
+
 /* Injected: mmap fails, or the mapping raises SIGBUS (here: a mapping of an
  * empty file instead of the file): every access still does what it must,
  * through its system call. */
@@ -294,6 +375,7 @@ int main(int argc, char **argv) {
   tl_run("another handle's set_size or a truncate is seen after sync", test_other_handle_cuts);
   tl_run("writes through the mapping reach the file and never extend it", test_writes);
   tl_run("a block's third access goes through the mapping, not its first two; close sets the mtime", test_policy);
+  tl_run("strided calls keep the handle's mapping and see every rank's writes", test_strided_kept);
   tl_run("mmap or fstat failing, or a mapping raising SIGBUS: the system call instead", test_injected);
   return tl_finish();
 }
