@@ -13,8 +13,11 @@
  *
  * LMPIO_BENCH_PATTERN=stream: call i of a rank accesses block i * ranks + rank
  * (IOR's -t 4k -b 4k pattern: every block read or written once, the file
- * written in full beforehand); the default, same, accesses the rank's block
- * again and again.
+ * written in full beforehand); append: the same, but every repetition of a
+ * write case starts from an empty file (IOR's writes: each one extends the
+ * file); the default, same, accesses the rank's block again and again.
+ *
+ * LMPIO_BENCH_INFO=key=value,...: hints for every open (both libraries).
  *
  * Usage: latency_bench [calls (20000)] [reps (5)] [directory ($LMPIO_BENCH_DIR or /tmp)] */
 #include <fcntl.h>
@@ -33,7 +36,8 @@ static const char *const case_name[NCASE] = {"read_at_all 4k", "write_at_all 4k"
                                              "read_at 4k", "write_at 4k"};
 static const int case_len[NCASE] = {4096, 4096, 64, 4096, 4096};
 
-static int rank, nranks, stream;
+static int rank, nranks, stream, append;
+static MPI_Info info = MPI_INFO_NULL;
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "[rank %d] %s failed: %d %s\n", rank, what, rc, lmpio_last_error_message());
@@ -46,12 +50,13 @@ static double run(int api, int c, long calls, const char *path, char *buf) {
   MPI_File mf = MPI_FILE_NULL;
   int fd = -1, rc = MPI_SUCCESS;
   int amode = MPI_MODE_CREATE | MPI_MODE_RDWR;
-  if (api == API_LMPIO) rc = lmpio_file_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &lf);
-  else if (api == API_MPI) rc = MPI_File_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &mf);
+  if (api == API_LMPIO) rc = lmpio_file_open(MPI_COMM_WORLD, path, amode, info, &lf);
+  else if (api == API_MPI) rc = MPI_File_open(MPI_COMM_WORLD, path, amode, info, &mf);
   else fd = open(path, O_RDWR);
   if (rc != MPI_SUCCESS || (api == API_POSIX && fd < 0)) die("open", rc);
   int len = case_len[c];
   MPI_Offset off = (MPI_Offset)rank * len;
+  if (append && (c == C_WRITE_ALL || c == C_WRITE_AT) && rank == 0 && truncate(path, 0) != 0) die("truncate", -1);
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (long i = 0; i < calls; i++) {
@@ -93,8 +98,19 @@ int main(int argc, char **argv) {
   MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   char *buf = malloc(4096);
   memset(buf, 'x', 4096);
+  const char *hints = getenv("LMPIO_BENCH_INFO");
+  if (hints && *hints) {
+    char kv[1024];
+    snprintf(kv, sizeof kv, "%s", hints);
+    MPI_Info_create(&info);
+    for (char *save = NULL, *t = strtok_r(kv, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      char *eq = strchr(t, '=');
+      if (eq) *eq = '\0', MPI_Info_set(info, t, eq + 1);
+    }
+  }
   const char *pattern = getenv("LMPIO_BENCH_PATTERN");
-  stream = pattern && strcmp(pattern, "stream") == 0;
+  append = pattern && strcmp(pattern, "append") == 0;
+  stream = append || (pattern && strcmp(pattern, "stream") == 0);
   if (rank == 0) { /* every block read exists */
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
     long blocks = stream ? calls * nranks : nranks;
@@ -108,7 +124,7 @@ int main(int argc, char **argv) {
   if (io) snprintf(component, sizeof component, "%s", io);
   if (rank == 0)
     printf("%-18s %6s %10s %10s %10s %8s   (us/call, best of %d x %ld calls, %s)\n", "case", "ranks", "lmpio",
-           component, "posix", "lmpio/mpi", reps, calls, stream ? "stream" : "same block");
+           component, "posix", "lmpio/mpi", reps, calls, append ? "append" : stream ? "stream" : "same block");
   for (int c = 0; c < NCASE; c++) {
     double best[NAPI] = {1e30, 1e30, 1e30};
     for (int r = 0; r < reps; r++)
@@ -126,6 +142,7 @@ int main(int argc, char **argv) {
     }
   }
   if (rank == 0) unlink(path);
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
   free(buf);
   MPI_Finalize();
   return 0;

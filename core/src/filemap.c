@@ -166,9 +166,14 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
  * unmade each call, paid for it every time: 64-byte blocks at 2 ranks on
  * tmpfs, 3.0 GB/s a rank against 6.7 from the kept mapping, 5.1 for one
  * pread of the rank's bytes).  Even first touches are no dearer than
- * MAP_POPULATE of each window (3.2 against 3.0 GB/s). */
+ * MAP_POPULATE of each window (3.2 against 3.0 GB/s).  The page tables of
+ * what was touched stay until the mapping goes (8 bytes a page): files
+ * larger than HOLD_MAX keep to a mapping per window. */
+#define HOLD_MAX ((MPI_Offset)1 << 32)
+
 char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset hi, MPI_Offset size) {
-  if (!m || lo < 0 || hi <= lo || hi > size || (dir == LMPIO__WRITE && !m->writable) || !lmpio__os_guard_ready())
+  if (!m || lo < 0 || hi <= lo || hi > size || size > HOLD_MAX || (dir == LMPIO__WRITE && !m->writable) ||
+      !lmpio__os_guard_ready())
     return NULL;
   take(m);
   if (m->base && size > m->known) {

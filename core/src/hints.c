@@ -41,7 +41,8 @@ static const hint_def table[] = {
     {"lmpio_map_reads", F(map_reads), MODE, LMPIO__HINT_AUTOMATIC, 0,
      "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more, and contiguous ones of 256 KiB and less of data accessed twice before)"},
     {"lmpio_map_writes", F(map_writes), MODE, LMPIO__HINT_AUTOMATIC, 0,
-     "writes store their pieces into a mapping of the file (local file systems; automatic: strided writes of 1 MiB and more to tmpfs, "
+     "writes store their pieces into a mapping of the file (local file systems; automatic: strided writes of 1 MiB and more "
+     "through the mapping the handle keeps of a file of up to 4 GiB open for reading too, or on tmpfs a mapping of each window, "
      "and contiguous ones of 256 KiB and less inside the file of data accessed twice before)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
