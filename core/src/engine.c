@@ -249,40 +249,52 @@ static void map_copy_run(void *arg) {
   for (size_t i = 0; i < m->w->n; i++) copy_vec(m->s, m->at, m->w->lo, &m->w->v[i], m->w->v[i].count, LMPIO__WRITE);
 }
 
-/* Whether window w went through a mapping (then *rc is its outcome: a
- * SIGBUS in the copy, the file cut short under it, is MPI_ERR_IO): the
+/* Whether window w went through a mapping (then *rc is its outcome): the
  * handle's mapping of the whole file (filemap.c) where it has one, else one
- * of the window. */
+ * of the window.  The window's lock comes before the mapping is held and
+ * goes after it is let go: a sieved window takes its lock and then tells
+ * the mapping what its pread saw, and the other order deadlocks with it (a
+ * collective job of the handle beside the caller's independent call).  A
+ * SIGBUS in the copy (the file cut short under the mapping, an I/O error,
+ * or a disk file system out of space or quota in a write fault) fails a
+ * read with MPI_ERR_IO; a write is done again by system calls (0: the usual
+ * windows), whose error, if any, is the one that says what happened. */
 static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset size, lmpio__stream *s, int *rc,
                       const char *call) {
   int wr = p->dir == LMPIO__WRITE;
   if (w->hi > size || (w->n == 1 && w->v[0].count == 1) || (wr && !w->sieve)) return 0;
+  /* (the lock of a direct write: none in atomic mode, which locked the call) */
+  int lk = w->lock == LMPIO__LOCK_NONE || !p->lock_direct ? LMPIO__LOCK_NONE : LMPIO__LOCK_SHARED;
+  if (lk != LMPIO__LOCK_NONE && lock(p, 0, w->lo, w->hi - w->lo) < 0) {
+    *rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
+    return 1;
+  }
   char *at = lmpio__filemap_hold(p->map, p->dir, w->lo, w->hi, size);
   void *m = NULL;
   size_t len = 0;
   /* (a writable mapping made for one window pays a page fault per page each
    * time, journaled on a disk file system: there only when asked for) */
-  if (!at && wr && !p->fd_in_memory && p->hints.map_writes != LMPIO__HINT_ENABLE) return 0;
-  if (!at && !(m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len))) return 0;
-  /* (the lock of a direct write: none in atomic mode, which locked the call) */
-  int lk = w->lock == LMPIO__LOCK_NONE || !p->lock_direct ? LMPIO__LOCK_NONE : LMPIO__LOCK_SHARED;
+  if (!at && (!wr || p->fd_in_memory || p->hints.map_writes == LMPIO__HINT_ENABLE))
+    m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len);
+  int bus = 0;
   MPI_Count before = s->done;
-  *rc = MPI_SUCCESS;
-  if (lk != LMPIO__LOCK_NONE && lock(p, 0, w->lo, w->hi - w->lo) < 0) {
-    *rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
-    lk = LMPIO__LOCK_NONE;
+  if (at) {
+    map_copy c = {s, at, w, p->dir};
+    bus = lmpio__os_guarded(map_copy_run, &c) < 0;
+    if (m) lmpio__os_munmap(m, len);
+    else lmpio__filemap_release(p->map, p->dir, !bus);
   }
-  map_copy c = {s, at, w, p->dir};
-  int bus = *rc == MPI_SUCCESS && lmpio__os_guarded(map_copy_run, &c) < 0;
-  if (bus)
-    *rc = lmpio__err(MPI_ERR_IO, call, "%s \"%s\" through a mapping of bytes %lld to %lld failed (the file was cut "
-                                       "short during the %s, or an I/O error)",
-                     wr ? "writing" : "reading", p->path, (long long)w->lo, (long long)w->hi, wr ? "write" : "read");
-  if (m) lmpio__os_munmap(m, len);
-  else lmpio__filemap_release(p->map, p->dir, !bus);
-  if (lk != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, 0, w->lo, w->hi - w->lo) < 0 &&
-      *rc == MPI_SUCCESS)
+  *rc = MPI_SUCCESS;
+  if (bus && !wr)
+    *rc = lmpio__err(MPI_ERR_IO, call, "reading \"%s\" through a mapping of bytes %lld to %lld failed (the file was cut "
+                                       "short during the read, or an I/O error)",
+                     p->path, (long long)w->lo, (long long)w->hi);
+  if (lk != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, 0, w->lo, w->hi - w->lo) < 0 && *rc == MPI_SUCCESS)
     *rc = lmpio__os_error(errno, call, "unlock of", p->path);
+  if (*rc == MPI_SUCCESS && (!at || (bus && wr))) { /* the usual windows instead */
+    lmpio__stream_seek(s, before);
+    return 0;
+  }
   /* (no system call per piece, no hole bytes: counted as direct) */
   lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
   return 1;
@@ -409,6 +421,8 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
             (hint == LMPIO__HINT_ENABLE ||
              (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN && (!wr || p->fd_in_memory || p->map))) &&
             p->drv->size(p->fd, &size) == 0;
+  /* (automatic writes on a disk file system: only through the kept mapping) */
+  if (map && wr && hint == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory && !lmpio__filemap_serves(p->map, size)) map = 0;
   int eof = 0;
   if (rc == MPI_SUCCESS) rc = run_range(p, &e, s, pos, pos + total, map, size, &eof, call);
   if (p->atomic && hi > lo && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0 && rc == MPI_SUCCESS)

@@ -185,6 +185,14 @@ char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset 
   return NULL;
 }
 
+int lmpio__filemap_serves(lmpio__filemap *m, MPI_Offset size) {
+  if (!m || size > HOLD_MAX) return 0;
+  take(m);
+  int failed = m->failed;
+  give(m);
+  return !failed;
+}
+
 void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok) {
   if (!ok) { /* cut short under the mapping, or an I/O error: no more mapped accesses */
     unmap(m);

@@ -458,9 +458,19 @@ static void test_guard_after_program_handler(void) {
   close_every_other(&fh, p, &c, &t);
 }
 
-/* The same for a sieved write stored into a mapping of the file
+/* The same for a sieved write stored into the handle's mapping of the file
  * (lmpio_map_writes): the file cut short under the writable mapping makes
- * the stores fault, which must be MPI_ERR_IO. */
+ * the stores fault; the write is then done again by system calls, and
+ * their outcome is the call's: the data reach the file (the holes are
+ * zeros now: the cut took their 7s), or, the disk being full, the call
+ * fails with MPI_ERR_NO_SPACE (as a write fault on a full disk raises
+ * SIGBUS; seen failing before as MPI_ERR_IO). */
+static ssize_t pwrite_full(int fd, const void *b, size_t n, off_t o) {
+  (void)fd, (void)b, (void)n, (void)o;
+  errno = ENOSPC;
+  return -1;
+}
+
 static void test_mapped_write_cut_short(void) {
   char *p;
   MPI_Datatype c, t;
@@ -474,8 +484,57 @@ static void test_mapped_write_cut_short(void) {
   TL_CHECK(back[0] == 9 && back[BLOCK - 1] == 9 && back[BLOCK] == 7 && back[2 * BLOCK - 1] == 7 &&
            back[sizeof back - BLOCK - 1] == 9 && back[sizeof back - 1] == 7); /* the holes kept theirs */
   TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  memset(buf, 5, sizeof buf);
   arm_cut();
   int rc = lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
+  disarm_cut();
+  TL_EQ(rc, MPI_SUCCESS);
+  TL_CHECK(cut_fd >= 0);
+  int fd = open(p, O_RDONLY);
+  TL_EQ(pread(fd, back, sizeof back, 0), (ssize_t)(sizeof back - BLOCK)); /* up to the last block written */
+  close(fd);
+  long bad = 0;
+  for (size_t i = 0; i < sizeof back - BLOCK; i++) bad += back[i] != (i / BLOCK % 2 ? 0 : 5);
+  TL_EQ(bad, 0);
+  /* again, with the disk full */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  memset(back, 7, sizeof back);
+  TL_OK(lmpio_file_write_at(fh, 0, back, (int)sizeof back, MPI_BYTE, &st));
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  arm_cut();
+  lmpio__os.pwrite = pwrite_full;
+  rc = lmpio_file_write_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
+  disarm_cut();
+  TL_EQ(rc, MPI_ERR_NO_SPACE);
+  close_every_other(&fh, p, &c, &t);
+}
+
+/* A strided read through a mapping of its window (the handle's mapping of
+ * the whole file cannot be made here, as for a file over 4 GiB): the same
+ * SIGBUS, the same MPI_ERR_IO. */
+static void *map_windows_only(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (len >= ((size_t)16 << 20)) { /* (the handle's mapping reaches at least 16 MiB) */
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  return lmpio__os_real.mmap(addr, len, prot, flags, fd, off);
+}
+
+static void test_window_mapping_cut_short(void) {
+  char *p;
+  MPI_Datatype c, t;
+  lmpio__os_table saved = lmpio__os_real;
+  saved.mmap = map_windows_only;
+  lmpio_file fh = open_every_other(&p, "mapwin", "lmpio_map_reads", 0, &c, &t);
+  static unsigned char buf[BLOCK * BLOCKS * 2];
+  MPI_Status st;
+  lmpio__os = saved;
+  TL_OK(lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st));
+  TL_CHECK(buf[0] == 7 && buf[BLOCK * BLOCKS - 1] == 7);
+  TL_EQ(tl_stat(fh, "POSIX_READS"), 0); /* a mapping of the window */
+  arm_cut();
+  lmpio__os.mmap = map_windows_only;
+  int rc = lmpio_file_read_at(fh, 0, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
   disarm_cut();
   TL_EQ(rc, MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "mapping") != NULL);
@@ -498,7 +557,10 @@ int main(int argc, char **argv) {
   lmpio__os = lmpio__os_real;
   tl_run("a mapped read whose file is cut short fails with MPI_ERR_IO", test_mapped_read_cut_short);
   tl_run("a SIGBUS handler set after lmpio's keeps mapped reads guarded", test_guard_after_program_handler);
-  tl_run("a mapped write whose file is cut short fails with MPI_ERR_IO", test_mapped_write_cut_short);
+  tl_run("a mapped write whose file is cut short is done again by system calls (MPI_ERR_NO_SPACE on a full disk)",
+         test_mapped_write_cut_short);
+  tl_run("a read through a mapping of its window whose file is cut short fails with MPI_ERR_IO",
+         test_window_mapping_cut_short);
   if (tl_rank == 0) printf("# fault_test: %ld injection points (scenario x call x failure x failing rank), %d ranks\n", points, tl_size);
   tl_unlink(path);
   return tl_finish();

@@ -304,6 +304,108 @@ static void test_strided_kept(void) {
   tl_unlink(p);
 }
 
+/* The file grows under the handle's mapping (another program's writes):
+ * a strided read of the new bytes uses the mapping it has while they lie
+ * inside it, and maps the file again, once, when they lie past it. */
+static void grow_and_read(int fd, lmpio_file fh, MPI_Offset at, long n, unsigned char seed, unsigned char *b) {
+  for (long i = 0; i < 2 * n; i++) b[i] = (unsigned char)(seed + i / SB % 2 * 100);
+  TL_EQ(pwrite(fd, b, (size_t)(2 * n), (off_t)at), (ssize_t)(2 * n));
+  memset(b, 0, (size_t)n);
+  MPI_Status st;
+  TL_OK(lmpio_file_read_at(fh, at / 2, b, (int)n, MPI_BYTE, &st));
+  TL_EQ(count_of(&st), (int)n);
+  long bad = 0;
+  for (long i = 0; i < n; i++) bad += b[i] != seed;
+  TL_EQ(bad, 0);
+}
+
+static void test_strided_growth(void) {
+  char *p = own_path("grow");
+  lmpio_file fh = open_with(MPI_COMM_SELF, p, "enable", NULL);
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(SB, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * SB, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  long n = 1 << 20; /* data bytes a read; 2 MiB of file */
+  unsigned char *b = malloc((size_t)(2 * n));
+  int fd = open(p, O_RDWR);
+  TL_CHECK(fd >= 0);
+  grow_and_read(fd, fh, 0, n, 3, b); /* the mapping made: 16 MiB */
+  maps = 0;
+  lmpio__os.mmap = map_counted;
+  grow_and_read(fd, fh, 2 * n, n, 4, b); /* inside it */
+  TL_EQ(maps, 0);
+  grow_and_read(fd, fh, (MPI_Offset)18 << 20, n, 5, b); /* past it */
+  TL_EQ(maps, 1);
+  grow_and_read(fd, fh, (MPI_Offset)22 << 20, n, 6, b); /* inside the new one */
+  TL_EQ(maps, 1);
+  lmpio__os = lmpio__os_real;
+  close(fd);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  free(b);
+  unlink(p);
+  free(p);
+}
+
+/* A large strided collective write in the background (the collective
+ * lane, which a blocking independent call does not wait for; through the
+ * handle's mapping, under the shared lock of its window) while the caller
+ * makes a small independent one over the same bytes (sieved: the exclusive
+ * lock, then a pread, which tells the mapping what it saw).  Neither may wait for the lock while
+ * holding the mapping the other needs: each pair must finish, and the file
+ * hold one of the two writes' bytes in every block.  (Seen hanging when the
+ * window's lock was taken with the mapping held.) */
+enum { AB = 64, ABLOCKS = 24576, ASMALL = 256, APAIRS = 300 };
+static int threads;
+static void test_async_beside_sieve(void) {
+  if (!threads) {
+    if (tl_rank == 0) printf("# skip: MPI_THREAD_MULTIPLE not provided, no background jobs\n");
+    return;
+  }
+  char *p = own_path("asyncsieve");
+  lmpio_file fh = open_with(MPI_COMM_SELF, p, NULL, NULL); /* automatic: the large one mapped, the small sieved */
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(AB, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * AB, &t);
+  MPI_Type_commit(&t);
+  long n = (long)AB * ABLOCKS;
+  unsigned char *big = malloc((size_t)n), *small = malloc((size_t)AB * ASMALL), *file = malloc((size_t)(2 * n));
+  memset(file, 1, (size_t)(2 * n));
+  MPI_Status st;
+  TL_OK(lmpio_file_write_at(fh, 0, file, (int)(2 * n), MPI_BYTE, &st));
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  for (int i = 0; i < APAIRS; i++) {
+    memset(big, 2 + i % 50, (size_t)n);
+    memset(small, 100 + i % 50, (size_t)AB * ASMALL);
+    MPI_Request rq;
+    TL_OK(lmpio_file_iwrite_at_all(fh, 0, big, (int)n, MPI_BYTE, &rq));
+    TL_OK(lmpio_file_write_at(fh, 0, small, AB * ASMALL, MPI_BYTE, &st));
+    TL_EQ(MPI_Wait(&rq, &st), MPI_SUCCESS);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  int fd = open(p, O_RDONLY);
+  TL_EQ(pread(fd, file, (size_t)(2 * n), 0), (ssize_t)(2 * n));
+  close(fd);
+  unsigned char last_big = (unsigned char)(2 + (APAIRS - 1) % 50), last_small = (unsigned char)(100 + (APAIRS - 1) % 50);
+  long bad = 0;
+  for (long b = 0; b < 2 * n; b++) {
+    long blk = b / AB;
+    unsigned char want = blk % 2 ? 1 : blk / 2 < ASMALL ? 0 : last_big;
+    bad += want ? file[b] != want : file[b] != last_big && file[b] != last_small;
+  }
+  TL_EQ(bad, 0);
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  free(big);
+  free(small);
+  free(file);
+  unlink(p);
+  free(p);
+}
+
 /* Injected: mmap fails, or the mapping raises SIGBUS (here: a mapping of an
  * empty file instead of the file): every access still does what it must,
  * through its system call. */
@@ -369,13 +471,20 @@ static void test_injected(void) {
 }
 
 int main(int argc, char **argv) {
-  tl_init(&argc, &argv);
+  int provided = 0; /* threads: background jobs run on the handle's workers */
+  (void)tl_init;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &tl_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &tl_size);
+  threads = provided == MPI_THREAD_MULTIPLE;
   tl_run("small reads through the mapping see every rank's writes", test_reads_see_other_ranks);
   tl_run("a mapped read stops at the end of the file, also after set_size cut it", test_end_and_set_size);
   tl_run("another handle's set_size or a truncate is seen after sync", test_other_handle_cuts);
   tl_run("writes through the mapping reach the file and never extend it", test_writes);
   tl_run("a block's third access goes through the mapping, not its first two; close sets the mtime", test_policy);
   tl_run("strided calls keep the handle's mapping and see every rank's writes", test_strided_kept);
+  tl_run("the file grows under the mapping: strided reads of the new bytes", test_strided_growth);
+  tl_run("a background strided write beside a sieved one over the same bytes: no deadlock", test_async_beside_sieve);
   tl_run("mmap or fstat failing, or a mapping raising SIGBUS: the system call instead", test_injected);
   return tl_finish();
 }
