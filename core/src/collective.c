@@ -634,6 +634,16 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
   if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.d0 || (!g && lmpio__agree_gathers(size))))
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type);
+  /* A read across nodes, when the handle's last one went the independent
+   * way (or none yet), goes so again at once: its one exchange then carries
+   * the outcome with the ranges, which decide the next read's way.  Reading
+   * has no effect that another rank's bad arguments must prevent (writes
+   * wait for the agreement), and two-phase is never needed for the right
+   * data, only for speed: a guess that should have been two-phase costs one
+   * slower call.  (On one node reads always go so: independent_here.) */
+  int guess = dir == LMPIO__READ && !*cp->way && cp->plan.hints.cb_read == LMPIO__HINT_AUTOMATIC &&
+              lmpio__agree_gathers(size);
+  if (guess && rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
 
   /* 1. Everyone's range and argument check: the call's first agreement. */
   int nonempty = rc == MPI_SUCCESS && c.end > c.start;
@@ -646,7 +656,9 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
   /* 2. Two-phase or independent: the same answer on every rank. */
   int twophase = rc == MPI_SUCCESS && !red[R_INELIGIBLE] && choose(&c, red, len_sum, f.gathered ? g : NULL, size, &rc);
   free(g);
-  if (rc != MPI_SUCCESS) { /* the failing ranks' class and message, on every rank */
+  if (rc == MPI_SUCCESS) *cp->way = twophase; /* (every rank: the same exchange decided it) */
+  if (rc != MPI_SUCCESS || guess) { /* the failing ranks' class and message, on every rank; or done */
+    if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
     coll_free(&c);
     return rc;
   }

@@ -326,6 +326,8 @@ struct lmpio_file_s {
   int fd_readable;          /* opened O_RDWR or O_RDONLY (sieving writes need it) */
   int fd_in_memory;         /* the file is on tmpfs/ramfs (os.c) */
   int one_node;             /* every rank on one node: one page cache for all */
+  int coll_way[2];          /* per direction, 1 when the last multi-node collective call went two-phase
+                             * (the next read's guess, collective.c); the same on every rank */
   lmpio__nodes nodes;       /* where the ranks run (found at open) */
   int naggr;                /* two-phase aggregators in effect (hints and nodes) */
   int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied into collective plans) */

@@ -94,6 +94,7 @@ void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, i
   cp->rank = fh->rank;
   cp->size = fh->size;
   cp->one_node = fh->one_node;
+  cp->way = &fh->coll_way[dir];
   cp->naggr = fh->naggr;
   memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
   cp->align = lmpio__fd_alignment(fh);
@@ -107,6 +108,7 @@ void lmpio__plan_drop(lmpio_file fh) {
 
 void lmpio__plan_refresh(lmpio_file fh) {
   lmpio__plan_drop(fh);
+  fh->coll_way[0] = fh->coll_way[1] = 0; /* (a new view: no guess from the old one's calls) */
   for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_init(&fh->plans[dir], fh, fh->comm, dir);
 }
 

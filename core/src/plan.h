@@ -57,6 +57,7 @@ typedef struct {
   MPI_Comm comm;        /* the call's communicator (a job's: the worker's duplicate) */
   int rank, size;
   int one_node;         /* every rank on one node */
+  int *way;             /* the handle's coll_way of the direction (internal.h) */
   int naggr;            /* two-phase aggregators, and their ranks */
   int aggr[LMPIO__MAX_AGGREGATORS];
   MPI_Offset align;     /* of the file domains (lmpio__fd_alignment) */

@@ -542,6 +542,78 @@ static void test_write_only(void) {
   tl_unlink(path);
 }
 
+/* The MPI collectives lmpio makes (the agreement's exchanges go through
+ * them until a file's shared segment is made). */
+static long colls;
+int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+  colls++;
+  return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm);
+}
+int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  colls++;
+  return PMPI_Allreduce(sb, rb, n, t, op, comm);
+}
+
+/* Contiguous reads that do not interleave make one exchange each, on one
+ * node and across nodes (where a read guesses the independent way from the
+ * last one and agrees on its outcome and ranges at once; above the ranks
+ * the first agreement gathers, two: the ranges are reduced, then the
+ * outcome).  Seen failing across nodes before the guess: 2 a call. */
+enum { XCALLS = 20, XB = 4096 };
+static void test_read_exchanges(void) {
+  char *path = tl_path("exch");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL)); /* (the plans see one_node) */
+  prefill(fh, path, (long)XB * tl_size * XCALLS);
+  unsigned char b[XB];
+  long before = colls, bad = 0;
+  for (int i = 0; i < XCALLS; i++) {
+    MPI_Offset off = ((MPI_Offset)i * tl_size + tl_rank) * XB;
+    MPI_Status st;
+    TL_OK(lmpio_file_read_at_all(fh, off, b, XB, MPI_BYTE, &st));
+    for (int k = 0; k < XB; k++) bad += b[k] != pre(off + k);
+  }
+  TL_EQ(bad, 0);
+  long made = colls - before;
+  int multi = tl_size > 1 && !fh->plans[LMPIO__READ].one_node;
+  if (!cur->kv[0] && !lmpio__exchange_shared(fh->comm)) /* automatic, every exchange through MPI */
+    TL_EQ(made, tl_size == 1 ? 0 : (long)XCALLS * (multi && !lmpio__agree_gathers(tl_size) ? 2 : 1));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* Interleaved strided reads across nodes: the first guesses the
+ * independent way, its ranges choose two-phase for the next; the data are
+ * right either way. */
+static void test_read_guess(void) {
+  char *path = tl_path("guess");
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  enum { GB = 64, GN = 512 };
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(GB, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, (MPI_Aint)GB * tl_size, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, (MPI_Offset)tl_rank * GB, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  prefill(fh, path, (long)GB * GN * tl_size);
+  static unsigned char b[GB * GN];
+  int multi = tl_size > 1 && !fh->plans[LMPIO__READ].one_node;
+  for (int call = 0; call < 3; call++) {
+    double twophase_before = tl_stat(fh, "LMPIO_TWOPHASE_BYTES_READ");
+    memset(b, 0, sizeof b);
+    MPI_Status st;
+    TL_OK(lmpio_file_read_at_all(fh, 0, b, GB * GN, MPI_BYTE, &st));
+    long bad = 0;
+    for (long k = 0; k < GB * GN; k++) bad += b[k] != pre((k / GB * tl_size + tl_rank) * GB + k % GB);
+    TL_EQ(bad, 0);
+    int went_twophase = tl_stat(fh, "LMPIO_TWOPHASE_BYTES_READ") > twophase_before;
+    if (!cur->kv[0] && multi && lmpio__agree_gathers(tl_size)) TL_EQ(went_twophase, call > 0);
+  }
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 static void each(const char *name, void (*fn)(void)) {
   for (size_t h = 0; h < NHINTS; h++) {
     cur = &HINTS[h];
@@ -563,5 +635,7 @@ int main(int argc, char **argv) {
   each("individual pointers advance", test_pointers);
   each("one rank's bad argument fails every rank, the failing rank writes nothing", test_errors);
   each("write-only file keeps its holes", test_write_only);
+  each("contiguous reads that do not interleave: one exchange a call", test_read_exchanges);
+  each("interleaved reads across nodes: the first guesses independent, the next go two-phase", test_read_guess);
   return tl_finish();
 }
