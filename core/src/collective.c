@@ -12,7 +12,9 @@
  *                    only when the ranges of the ranks interleave and some
  *                    rank's access is not one contiguous run of the file).
  *                    Non-native representations and atomic mode always take
- *                    the independent path.
+ *                    the independent path.  An automatic read across nodes
+ *                    whose handle's last one went independent goes so at
+ *                    once; its agreement's ranges choose for the next one.
  *  3. file_domains:  the union of the ranges split into one domain per
  *                    aggregator (chosen at open by node: hints cb_config_list
  *                    and cb_nodes, nodes.c), in rank order, aligned to the
