@@ -530,8 +530,9 @@ static int choose(coll *c, const long long *red, long long len_sum, const long l
   return il;
 }
 
-/* Prepares my side: memory stream, data range, file range.  Fills c. */
-static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
+/* Prepares my side: memory stream, data range, file range (and for a
+ * two-phase read, the data before end of file).  Fills c. */
+static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type, int twophase_read) {
   int rc = lmpio__typemap_get(type, &c->m, c->call);
   if (rc != MPI_SUCCESS) {
     c->m = NULL;
@@ -546,7 +547,7 @@ static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type) {
   /* Reads: the data past end of file, as the file is now, is not touched,
    * so data that may reach it is received into a staging buffer. */
   c->valid = c->total;
-  if (c->dir == LMPIO__READ && c->total > 0) {
+  if (c->dir == LMPIO__READ && c->total > 0 && twophase_read) {
     MPI_Offset size;
     if (c->plan.drv->size(c->plan.fd, &size) < 0) return lmpio__os_error(errno, c->call, "cannot stat", c->plan.path);
     if (c->end > size) {
@@ -635,7 +636,6 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
   long long *g = lmpio__agree_gathers(size) ? malloc(sizeof(long long) * G_N * (size_t)size) : NULL;
   if (rc == MPI_SUCCESS && (!c.scnt || !c.sdsp || !c.d0 || (!g && lmpio__agree_gathers(size))))
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type);
   /* A read across nodes, when the handle's last one went the independent
    * way (or none yet), goes so again at once: its one exchange then carries
    * the outcome with the ranges, which decide the next read's way.  Reading
@@ -645,6 +645,7 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
    * slower call.  (On one node reads always go so: independent_here.) */
   int guess = dir == LMPIO__READ && !*cp->way && cp->plan.hints.cb_read == LMPIO__HINT_AUTOMATIC &&
               lmpio__agree_gathers(size);
+  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type, dir == LMPIO__READ && !guess);
   if (guess && rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
 
   /* 1. Everyone's range and argument check: the call's first agreement. */
