@@ -419,7 +419,7 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
   int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
   int map = !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
             (hint == LMPIO__HINT_ENABLE ||
-             (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN && (!wr || p->fd_in_memory || p->map))) &&
+             (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN)) &&
             p->drv->size(p->fd, &size) == 0;
   /* (automatic writes on a disk file system: only through the kept mapping) */
   if (map && wr && hint == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory && !lmpio__filemap_serves(p->map, size)) map = 0;
