@@ -16,6 +16,10 @@
  * sync forget the mapping, which is what MPI's consistency rules ask of a
  * program that accesses a file through more than one handle.
  *
+ * Writes come here only on tmpfs and ramfs unless the hint enables them
+ * (engine.c, map_writes_mode: a disk file system's extending write can wipe
+ * a store another rank just made through a mapping).
+ *
  * The mapping is not always cheaper: the first touch of a page through it
  * faults (1-2 us for a read, 16 pages at a time; ~5 us for the first write
  * to a page after ext4 wrote it back), so a file read or rewritten once,
@@ -137,16 +141,18 @@ static int again(lmpio__filemap *m, MPI_Offset off) {
 }
 
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off) {
-  if (!m || len <= 0 || len > SMALL_MAX || off < 0 || off > INT64_MAX - len || mode == LMPIO__HINT_DISABLE)
-    return 0;
+  if (!m || len <= 0 || len > SMALL_MAX || off < 0 || off > INT64_MAX - len) return 0;
   int write = dir == LMPIO__WRITE;
-  if (write && !m->writable) return 0;
   /* A program that replaced the system call (a test failing it on purpose)
    * wants every access to make it. */
-  if (write ? lmpio__os.pwrite != lmpio__os_real.pwrite : lmpio__os.pread != lmpio__os_real.pread) return 0;
+  int use = mode != LMPIO__HINT_DISABLE && (!write || m->writable) &&
+            (write ? lmpio__os.pwrite == lmpio__os_real.pwrite : lmpio__os.pread == lmpio__os_real.pread);
   take(m);
+  /* (an access that makes its system call still counts: a block written by
+   * pwrite and read twice is read through the mapping the second time) */
+  int hot = again(m, off);
   int done = 0;
-  if ((again(m, off) || mode == LMPIO__HINT_ENABLE) && (m->base || !m->failed) &&
+  if (use && (hot || mode == LMPIO__HINT_ENABLE) && (m->base || !m->failed) &&
       (off + len <= m->known || (!m->base && map(m, off + len)))) {
     copy_args c = {mem, m->base + off, (size_t)len, dir};
     done = lmpio__os_guarded(copy_run, &c) == 0;
@@ -183,14 +189,6 @@ char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset 
   if ((m->base || (!m->failed && map(m, hi))) && hi <= m->known) return m->base + lo;
   give(m);
   return NULL;
-}
-
-int lmpio__filemap_serves(lmpio__filemap *m, MPI_Offset size) {
-  if (!m || size > HOLD_MAX) return 0;
-  take(m);
-  int failed = m->failed;
-  give(m);
-  return !failed;
 }
 
 void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok) {

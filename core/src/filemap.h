@@ -28,9 +28,6 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
  * another way. */
 char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset hi, MPI_Offset size);
 void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok);
-/* Whether lmpio__filemap_hold may serve windows of a file of size bytes
- * (the mapping can be made, and the file is not too large for it). */
-int lmpio__filemap_serves(lmpio__filemap *m, MPI_Offset size);
 /* Sets the file's modification time to now if the mapping was written since
  * the last stamp (sync and close). */
 void lmpio__filemap_stamp(lmpio__filemap *m);

@@ -173,13 +173,14 @@ static void writes_case(const char *dir, const char *mode) {
 
 /* A block accessed once or twice goes by system call (the mapping's first
  * touch of a page faults, dearer than a pread), the third access through
- * the mapping, reads and writes alike; the modification time of a file
- * written through the mapping is the close's. */
-static void test_policy(void) {
-  const char *dir = getenv("LMPIO_TEST_DIR");
+ * the mapping: reads anywhere, writes on tmpfs only (on a disk file system
+ * every write makes its system call: engine.c, map_writes_mode).  The
+ * modification time of a file written through the mapping is the close's. */
+static void policy_case(const char *dir) {
   char *p = malloc(4096);
-  snprintf(p, 4096, "%s/lmpio-filemap-policy-%d-%d", dir && *dir ? dir : "/tmp", (int)getpid(), tl_rank);
+  snprintf(p, 4096, "%s/lmpio-filemap-policy-%d-%d", dir, (int)getpid(), tl_rank);
   lmpio_file fh = open_with(MPI_COMM_SELF, p, NULL, NULL);
+  int in_memory = lmpio__os_in_memory(fh->fd);
   enum { N = 16 };
   unsigned char b[BLOCK], got[BLOCK];
   MPI_Status st;
@@ -199,7 +200,7 @@ static void test_policy(void) {
   close(fd);
   fill(b, BLOCK, 14);
   for (int i = 0; i < N; i++) TL_OK(lmpio_file_write_at(fh, (MPI_Offset)i * BLOCK, b, BLOCK, MPI_BYTE, &st));
-  TL_EQ(tl_stat(fh, "POSIX_WRITES"), N); /* the fourth access: mapped */
+  TL_EQ(tl_stat(fh, "POSIX_WRITES"), in_memory ? N : 2 * N); /* the fourth access: mapped on tmpfs */
   TL_OK(lmpio_file_close(&fh));
   struct stat after;
   TL_CHECK(stat(p, &after) == 0);
@@ -214,13 +215,22 @@ static void test_policy(void) {
   free(p);
 }
 
+static const char *test_dir(void) {
+  const char *dir = getenv("LMPIO_TEST_DIR");
+  return dir && *dir ? dir : "/tmp";
+}
+
+static void test_policy(void) {
+  if (access("/dev/shm", W_OK) == 0) policy_case("/dev/shm");
+  policy_case(test_dir());
+}
+
 static void test_writes(void) {
   if (access("/dev/shm", W_OK) == 0) {
     writes_case("/dev/shm", "automatic");
     writes_case("/dev/shm", "disable");
   }
-  const char *dir = getenv("LMPIO_TEST_DIR");
-  writes_case(dir && *dir ? dir : "/tmp", "enable");
+  writes_case(test_dir(), "enable");
 }
 
 /* Strided calls (64-byte blocks interleaved by rank) through the handle's
@@ -301,6 +311,77 @@ static void test_strided_kept(void) {
   free(mine);
   free(got);
   free(file);
+  tl_unlink(p);
+}
+
+/* Automatic strided writes (1.5 MiB of 64-byte blocks, the rank's own file)
+ * store through a mapping on tmpfs, and never on a disk file system, where
+ * another rank's write extending the file could wipe the stores (engine.c,
+ * map_writes_mode). */
+static void auto_strided_case(const char *dir) {
+  char *p = malloc(4096);
+  snprintf(p, 4096, "%s/lmpio-filemap-auto-%d-%d", dir, (int)getpid(), tl_rank);
+  lmpio_file fh = open_with(MPI_COMM_SELF, p, NULL, NULL);
+  int in_memory = lmpio__os_in_memory(fh->fd);
+  MPI_Datatype c, t;
+  MPI_Type_contiguous(SB, MPI_BYTE, &c);
+  MPI_Type_create_resized(c, 0, 2 * SB, &t);
+  MPI_Type_commit(&t);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  long n = (long)SB * SBLOCKS;
+  unsigned char *mine = malloc((size_t)n), *file = malloc((size_t)(2 * n));
+  MPI_Status st;
+  for (int round = 0; round < 2; round++) { /* the second inside the file */
+    for (long i = 0; i < n; i++) mine[i] = strided_byte(round, tl_rank, i);
+    maps = 0;
+    lmpio__os.mmap = map_counted;
+    TL_OK(lmpio_file_write_at(fh, 0, mine, (int)n, MPI_BYTE, &st));
+    lmpio__os = lmpio__os_real;
+    TL_EQ(count_of(&st), (int)n);
+    if (round == 1) TL_EQ(maps > 0, in_memory);
+  }
+  int fd = open(p, O_RDONLY);
+  TL_EQ(pread(fd, file, (size_t)(2 * n), 0), (ssize_t)(2 * n - SB));
+  close(fd);
+  long bad = 0;
+  for (long i = 0; i < n; i++) bad += file[i / SB * 2 * SB + i % SB] != strided_byte(1, tl_rank, i);
+  TL_EQ(bad, 0);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&t);
+  MPI_Type_free(&c);
+  unlink(p);
+  free(p);
+  free(mine);
+  free(file);
+}
+
+static void test_auto_strided_writes(void) {
+  if (access("/dev/shm", W_OK) == 0) auto_strided_case("/dev/shm");
+  auto_strided_case(test_dir());
+}
+
+/* Every rank writes its 16 bytes of a file truncated to nothing, each write
+ * extending it, over and over: none is lost.  On ext4 a store through the
+ * mapping (the page's third access) could land in the stretch that another
+ * rank's extending write was about to zero (engine.c, map_writes_mode). */
+static void test_extending_writes(void) {
+  char *p = tl_path("extend");
+  lmpio_file fh = open_with(MPI_COMM_WORLD, p, NULL, NULL);
+  int *all = malloc(16 * (size_t)tl_size);
+  for (int it = 0; it < 400 && !tl_case_failed; it++) {
+    TL_OK(lmpio_file_set_size(fh, 0));
+    int v[4];
+    for (int j = 0; j < 4; j++) v[j] = it * 100000 + tl_rank * 16 + j;
+    TL_OK(lmpio_file_write_at(fh, 16 * (MPI_Offset)tl_rank, v, 4, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    TL_OK(lmpio_file_sync(fh));
+    TL_OK(lmpio_file_read_at(fh, 0, all, 4 * tl_size, MPI_INT, MPI_STATUS_IGNORE));
+    for (int q = 0; q < tl_size; q++)
+      for (int j = 0; j < 4; j++) TL_EQ(all[4 * q + j], it * 100000 + q * 16 + j);
+  }
+  free(all);
+  TL_OK(lmpio_file_close(&fh));
   tl_unlink(p);
 }
 
@@ -457,8 +538,7 @@ static void injected_case(void *(*mm)(void *, size_t, int, int, int, off_t), int
 }
 
 static void test_injected(void) {
-  const char *dir = getenv("LMPIO_TEST_DIR");
-  if (!dir || !*dir) dir = "/tmp";
+  const char *dir = test_dir();
   char e[4096];
   snprintf(e, sizeof e, "%s/lmpio-filemap-empty-%d-%d", dir, (int)getpid(), tl_rank);
   empty_fd = open(e, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -483,6 +563,8 @@ int main(int argc, char **argv) {
   tl_run("writes through the mapping reach the file and never extend it", test_writes);
   tl_run("a block's third access goes through the mapping, not its first two; close sets the mtime", test_policy);
   tl_run("strided calls keep the handle's mapping and see every rank's writes", test_strided_kept);
+  tl_run("automatic strided writes store through a mapping on tmpfs only", test_auto_strided_writes);
+  tl_run("ranks' small writes to a file they extend together: none lost", test_extending_writes);
   tl_run("the file grows under the mapping: strided reads of the new bytes", test_strided_growth);
   tl_run("a background strided write beside a sieved one over the same bytes: no deadlock", test_async_beside_sieve);
   tl_run("mmap or fstat failing, or a mapping raising SIGBUS: the system call instead", test_injected);
