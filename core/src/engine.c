@@ -103,6 +103,8 @@ static void copy_vec(lmpio__stream *s, char *stage, MPI_Offset lo, const lmpio__
 
 static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offset off, MPI_Offset *got,
               const char *call) {
+  unsigned gen = 0;
+  MPI_Offset seen = dir == LMPIO__WRITE ? lmpio__filemap_seen(p->map, &gen) : 0;
   long long t0 = lmpio__stats_io_now();
   long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
   if (t0)
@@ -119,6 +121,7 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
                       p->path, (long long)off, p->drv->name);
   if (n < 0) return lmpio__os_error(errno, call, dir == LMPIO__READ ? "pread of" : "pwrite to", p->path);
   if (n > 0 && p->map) lmpio__filemap_saw(p->map, off + n);
+  if (n > 0 && dir == LMPIO__WRITE) lmpio__filemap_settle(p->map, gen, seen > off + n ? seen : off + n);
   *got = n;
   return MPI_SUCCESS;
 }
@@ -218,8 +221,15 @@ static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
  * against other programs' sieves), not the exclusive one that makes ranks
  * writing interleaved blocks take turns.  Measured at 2 ranks writing
  * interleaved blocks on tmpfs (CPU time per call): 8- and 64-byte blocks
- * 1.4-1.7x the read-modify-write's bandwidth, 4 KiB blocks 2x.  Only on
- * tmpfs and ramfs unless asked for: see map_writes_mode.
+ * 1.4-1.7x the read-modify-write's bandwidth, 4 KiB blocks 2x.  On ext4
+ * each page's first write through a mapping is a journaled fault (again
+ * after every writeback): a mapping per window paid it every call and wrote
+ * 4 KiB blocks 3x slower than read-modify-write, so on disk file systems
+ * writes use only the handle's kept mapping (a first write there: 4 KiB
+ * blocks 8-10.7 GB/s against 1.8-5.4 sieved; again: 19.5 against 5.1),
+ * and only into bytes a pwrite of the handle settled (filemap.c: another
+ * rank's extending write could wipe the stores), so a call's first window
+ * of a file not yet written through the handle is sieved.
  *
  * Both for calls of at least MAP_MIN data bytes (a smaller one does not pay
  * for the mapping), in windows of up to MAP_WINDOW file bytes; a window
@@ -227,21 +237,6 @@ static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
  * cannot be mapped, goes the usual way. */
 #define MAP_MIN 1048576
 #define MAP_WINDOW 4194304
-
-/* The hint lmpio_map_writes in effect: automatic stores through a mapping
- * on tmpfs and ramfs only.  A disk file system's write that extends the
- * file zeroes the stretch between the old end and its own first byte in
- * the page cache after the new size is visible (ext4, Linux 6.18), so a
- * store another rank made there through a mapping meanwhile is lost: the
- * size it checked already covered its bytes.  System calls are serialized
- * with that write by the inode's lock; stores through a mapping are not.
- * (exchange_test at 8 ranks on ext4 lost one rank's 16 bytes in 13 runs of
- * 100; a stand-alone program of plain mmap and pwrite does the same.)
- * tmpfs zeroes nothing after the size moves.  "enable" maps anyway. */
-static int map_writes_mode(const lmpio__plan *p) {
-  int h = p->hints.map_writes;
-  return h == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory ? LMPIO__HINT_DISABLE : h;
-}
 
 typedef struct {
   lmpio__stream *s;
@@ -283,7 +278,12 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
   char *at = lmpio__filemap_hold(p->map, p->dir, w->lo, w->hi, size);
   void *m = NULL;
   size_t len = 0;
-  if (!at) m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len);
+  /* (a writable mapping made for one window pays a page fault per page each
+   * time, journaled on a disk file system: there only when asked for, and
+   * into settled bytes only: filemap.c) */
+  if (!at && (!wr || p->fd_in_memory ||
+              (p->hints.map_writes == LMPIO__HINT_ENABLE && lmpio__filemap_may_store(p->map, w->hi))))
+    m = lmpio__os_map(p->fd, w->lo, w->hi - w->lo, wr, &at, &len);
   int bus = 0;
   MPI_Count before = s->done;
   if (at) {
@@ -381,7 +381,7 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     MPI_Count before = s->done;
     MPI_Offset off = p->disp + p->ft->data_lb + pos;
     int rc = MPI_SUCCESS;
-    if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : map_writes_mode(p),
+    if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,
                             s->buf + s->done, total, off)) {
       s->done += total;
     } else {
@@ -424,11 +424,13 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     }
   }
   MPI_Offset size = 0;
-  int wr = p->dir == LMPIO__WRITE, hint = wr ? map_writes_mode(p) : p->hints.map_reads;
+  int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
   int map = !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
             (hint == LMPIO__HINT_ENABLE ||
              (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN)) &&
             p->drv->size(p->fd, &size) == 0;
+  /* (automatic writes on a disk file system: only through the kept mapping) */
+  if (map && wr && hint == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory && !lmpio__filemap_serves(p->map, size)) map = 0;
   int eof = 0;
   if (rc == MPI_SUCCESS) rc = run_range(p, &e, s, pos, pos + total, map, size, &eof, call);
   if (p->atomic && hi > lo && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0 && rc == MPI_SUCCESS)

@@ -208,7 +208,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->hints = hints;
     rc = lmpio__view_build(&fh->view, 0, MPI_BYTE, MPI_BYTE, "native", 1, call);
     if (fh->drv->map_reads && readable && fd >= 0)
-      fh->map = lmpio__filemap_new(fd, !(amode & MPI_MODE_RDONLY));
+      fh->map = lmpio__filemap_new(fd, !(amode & MPI_MODE_RDONLY), fh->fd_in_memory);
   }
   if (rc == MPI_SUCCESS && stream) rc = lmpio__pipe_init(fh, call);
   if (rc == MPI_SUCCESS && (amode & MPI_MODE_APPEND) && !stream) {

@@ -7,9 +7,9 @@ typedef struct lmpio__filemap lmpio__filemap;
 
 
 /* For the file open on fd (a local file system's, readable; writable: opened
- * for writing too).  NULL when out of memory: the functions below then do
- * nothing. */
-lmpio__filemap *lmpio__filemap_new(int fd, int writable);
+ * for writing too; in_memory: on tmpfs or ramfs).  NULL when out of memory:
+ * the functions below then do nothing. */
+lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory);
 void lmpio__filemap_free(lmpio__filemap *m);
 /* The file may have changed size under the mapping (set_size, preallocate,
  * sync): the next access maps it again. */
@@ -28,10 +28,22 @@ int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Off
  * another way. */
 char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset hi, MPI_Offset size);
 void lmpio__filemap_release(lmpio__filemap *m, int dir, int ok);
+/* Whether lmpio__filemap_hold may serve windows of a file of size bytes
+ * (the mapping can be made, and the file is not too large for it). */
+int lmpio__filemap_serves(lmpio__filemap *m, MPI_Offset size);
 /* Sets the file's modification time to now if the mapping was written since
  * the last stamp (sync and close). */
 void lmpio__filemap_stamp(lmpio__filemap *m);
 /* A system call of this rank found the file at least end bytes long. */
 void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end);
+/* Before a pwrite of the file: the size the mapping has seen (*gen: a
+ * token for lmpio__filemap_settle).  After the pwrite returned: its end, or
+ * that size if larger, is settled, and a disk file system's stores through
+ * the mapping may go below it (filemap.c says why). */
+MPI_Offset lmpio__filemap_seen(lmpio__filemap *m, unsigned *gen);
+void lmpio__filemap_settle(lmpio__filemap *m, unsigned gen, MPI_Offset end);
+/* Whether stores into bytes below end are safe from extending writes in
+ * flight: always on tmpfs, else below what is settled. */
+int lmpio__filemap_may_store(lmpio__filemap *m, MPI_Offset end);
 
 #endif

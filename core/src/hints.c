@@ -41,9 +41,10 @@ static const hint_def table[] = {
     {"lmpio_map_reads", F(map_reads), MODE, LMPIO__HINT_AUTOMATIC, 0,
      "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more, and contiguous ones of 256 KiB and less of data accessed twice before)"},
     {"lmpio_map_writes", F(map_writes), MODE, LMPIO__HINT_AUTOMATIC, 0,
-     "writes store their pieces into a mapping of the file (automatic: on tmpfs and ramfs only, strided writes of 1 MiB and more "
-     "and contiguous ones of 256 KiB and less inside the file of data accessed twice before; enable: on every local file system, "
-     "where another rank's write extending the file at the same moment can wipe bytes stored that way)"},
+     "writes store their pieces into a mapping of the file (local file systems; automatic: strided writes of 1 MiB and more "
+     "through the mapping the handle keeps of a file of up to 4 GiB open for reading too, or on tmpfs a mapping of each window, "
+     "and contiguous ones of 256 KiB and less inside the file of data accessed twice before; on a disk file system, even when "
+     "enabled, only below the size seen before a pwrite of the handle that has returned)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
     {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,
