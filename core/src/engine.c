@@ -120,8 +120,8 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
                       "with the hint lmpio_fs_driver naming a driver that fits",
                       p->path, (long long)off, p->drv->name);
   if (n < 0) return lmpio__os_error(errno, call, dir == LMPIO__READ ? "pread of" : "pwrite to", p->path);
-  if (n > 0 && p->map) lmpio__filemap_saw(p->map, off + n);
-  if (n > 0 && dir == LMPIO__WRITE) lmpio__filemap_settle(p->map, gen, seen > off + n ? seen : off + n);
+  if (n > 0 && dir == LMPIO__READ) lmpio__filemap_saw(p->map, off + n);
+  else if (n > 0) lmpio__filemap_wrote(p->map, gen, seen, off + n);
   *got = n;
   return MPI_SUCCESS;
 }

@@ -248,12 +248,6 @@ MPI_Offset lmpio__filemap_seen(lmpio__filemap *m, unsigned *gen) {
   return seen;
 }
 
-void lmpio__filemap_settle(lmpio__filemap *m, unsigned gen, MPI_Offset end) {
-  if (!m) return;
-  take(m);
-  if (gen == m->gen && end > m->settled) m->settled = end;
-  give(m);
-}
 
 int lmpio__filemap_may_store(lmpio__filemap *m, MPI_Offset end) {
   if (!m) return 0;
@@ -263,12 +257,25 @@ int lmpio__filemap_may_store(lmpio__filemap *m, MPI_Offset end) {
   return ok;
 }
 
-void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end) {
-  if (!m) return;
-  take(m);
+static void saw(lmpio__filemap *m, MPI_Offset end) {
   if (m->base && end > m->known) {
     m->known = end;
     if ((size_t)end > m->len) unmap(m); /* made again, larger, at the next access */
   }
+}
+
+void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end) {
+  if (!m) return;
+  take(m);
+  saw(m, end);
+  give(m);
+}
+
+void lmpio__filemap_wrote(lmpio__filemap *m, unsigned gen, MPI_Offset seen, MPI_Offset end) {
+  if (!m) return;
+  take(m);
+  saw(m, end);
+  MPI_Offset now = seen > end ? seen : end;
+  if (gen == m->gen && now > m->settled) m->settled = now;
   give(m);
 }

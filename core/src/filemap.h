@@ -37,11 +37,12 @@ void lmpio__filemap_stamp(lmpio__filemap *m);
 /* A system call of this rank found the file at least end bytes long. */
 void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end);
 /* Before a pwrite of the file: the size the mapping has seen (*gen: a
- * token for lmpio__filemap_settle).  After the pwrite returned: its end, or
- * that size if larger, is settled, and a disk file system's stores through
- * the mapping may go below it (filemap.c says why). */
+ * token for lmpio__filemap_wrote).  After the pwrite returned, ending at
+ * end: lmpio__filemap_saw's, and the larger of seen and end is settled: a
+ * disk file system's stores through the mapping may go below it (filemap.c
+ * says why). */
 MPI_Offset lmpio__filemap_seen(lmpio__filemap *m, unsigned *gen);
-void lmpio__filemap_settle(lmpio__filemap *m, unsigned gen, MPI_Offset end);
+void lmpio__filemap_wrote(lmpio__filemap *m, unsigned gen, MPI_Offset seen, MPI_Offset end);
 /* Whether stores into bytes below end are safe from extending writes in
  * flight: always on tmpfs, else below what is settled. */
 int lmpio__filemap_may_store(lmpio__filemap *m, MPI_Offset end);
