@@ -68,6 +68,8 @@ void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
   p->stats = fh->stats;
   p->map = fh->map;
   p->aggregator = 0;
+  p->rank = fh->rank;
+  p->size = fh->size;
 }
 
 void lmpio__plan_free(lmpio__plan *p) {

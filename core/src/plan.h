@@ -40,6 +40,7 @@ typedef struct {
   lmpio__stats *stats;  /* the handle's counters (stats.h), or NULL */
   lmpio__filemap *map;  /* the handle's mapping of the file (filemap.c), or NULL */
   int aggregator;       /* two-phase's windows: counted as the aggregator's, not as this rank's data */
+  int rank, size;       /* the handle's: where in a window this rank's stores begin (engine.c) */
 } lmpio__plan;
 
 /* Snapshot of fh for a transfer in direction dir. */

@@ -412,6 +412,81 @@ static void test_auto_strided_writes(void) {
   auto_strided_case(test_dir());
 }
 
+/* Every rank's stores into one window begin at its own place in the window
+ * and wrap around (engine.c store_window): a filetype of blocks of several
+ * lengths, each tile one block of each length from every rank in turn, so
+ * a window holds many vectors and a rank's place falls inside one of them;
+ * 1.5 MiB a rank, two rounds (the file is new: the first is sieved, and
+ * settles the file on a disk file system; the second is stored).  Every
+ * byte of the file is checked. */
+static const int mixed_len[] = {1, 3, 8, 13, 64, 100, 5, 7, 40, 2};
+enum { NMIXED = sizeof mixed_len / sizeof mixed_len[0] };
+
+static unsigned char mixed_byte(int round, int rank, long i) {
+  return (unsigned char)(round * 53 + rank * 101 + i % 251 + 1);
+}
+
+static void rotated_case(const char *dir) {
+  char *p = malloc(4096);
+  int pid = (int)getpid();
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  snprintf(p, 4096, "%s/lmpio-filemap-rotated-%d", dir, pid);
+  lmpio_file fh = open_with(MPI_COMM_WORLD, p, NULL, "enable");
+  int lens[NMIXED];
+  MPI_Aint disp[NMIXED], tile = 0;
+  long per_tile = 0;
+  for (int i = 0; i < NMIXED; i++) {
+    lens[i] = mixed_len[i];
+    disp[i] = tile + (MPI_Aint)tl_rank * mixed_len[i];
+    tile += (MPI_Aint)mixed_len[i] * tl_size;
+    per_tile += mixed_len[i];
+  }
+  MPI_Datatype h, t;
+  MPI_Type_create_hindexed(NMIXED, lens, disp, MPI_BYTE, &h);
+  MPI_Type_create_resized(h, 0, tile, &t);
+  MPI_Type_commit(&t);
+  long tiles = (3L << 19) / per_tile, n = tiles * per_tile;
+  MPI_Offset span = (MPI_Offset)tiles * tile;
+  unsigned char *mine = malloc((size_t)n), *file = malloc((size_t)span);
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, t, "native", MPI_INFO_NULL));
+  MPI_Status st;
+  double before = 0;
+  for (int round = 0; round < 2; round++) {
+    for (long i = 0; i < n; i++) mine[i] = mixed_byte(round, tl_rank, i);
+    before = tl_stat(fh, "POSIX_WRITES");
+    TL_OK(lmpio_file_write_at_all(fh, 0, mine, (int)n, MPI_BYTE, &st));
+    TL_EQ(count_of(&st), (int)n);
+  }
+  if (tl_size > 1) TL_EQ(tl_stat(fh, "POSIX_WRITES"), before); /* the second round went through the mapping */
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (tl_rank == 0) {
+    int fd = open(p, O_RDONLY);
+    TL_EQ(pread(fd, file, (size_t)span, 0), (ssize_t)span);
+    close(fd);
+    long bad = 0, at = 0;
+    for (long k = 0; k < tiles; k++)
+      for (int i = 0, before_i = 0; i < NMIXED; before_i += mixed_len[i++])
+        for (int r = 0; r < tl_size; r++)
+          for (int b = 0; b < mixed_len[i]; b++)
+            bad += file[at++] != mixed_byte(1, r, k * per_tile + before_i + b);
+    TL_EQ(bad, 0);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Type_free(&t);
+  MPI_Type_free(&h);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (tl_rank == 0) unlink(p);
+  free(p);
+  free(mine);
+  free(file);
+}
+
+static void test_rotated_stores(void) {
+  if (access("/dev/shm", W_OK) == 0) rotated_case("/dev/shm");
+  rotated_case(test_dir());
+}
+
 /* Every rank writes its 16 bytes of a file truncated to nothing, three
  * times, over and over: none is lost.  Each first write extends the file;
  * the later ones are stored through the mapping (settled by the first).
@@ -623,6 +698,7 @@ int main(int argc, char **argv) {
   tl_run("strided calls keep the handle's mapping and see every rank's writes", test_strided_kept);
   tl_run("stores through the mapping into settled bytes only (disk file systems)", test_settled);
   tl_run("automatic strided writes store through the mapping once the file is settled", test_auto_strided_writes);
+  tl_run("ranks' stores into one window begin at different places: every byte lands right", test_rotated_stores);
   tl_run("ranks' small writes to a file they extend together: none lost", test_extending_writes);
   tl_run("the file grows under the mapping: strided reads of the new bytes", test_strided_growth);
   tl_run("a background strided write beside a sieved one over the same bytes: no deadlock", test_async_beside_sieve);
