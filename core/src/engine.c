@@ -277,6 +277,14 @@ static void store_window(lmpio__stream *s, char *at, const lmpio__window *w, int
     pieces += w->v[i].count;
     bytes += w->v[i].count * w->v[i].len;
   }
+  /* (pieces of a line or more share a line with another rank's only at
+   * their ends: there, storing together keeps each line moving once from
+   * core to core, and starting apart was slower: 64-byte blocks 8.5-10.9
+   * against 10.9-11.4 GB/s) */
+  if (bytes >= 64 * pieces) {
+    for (size_t i = 0; i < w->n; i++) copy_vec(s, at, w->lo, &w->v[i], w->v[i].count, LMPIO__WRITE);
+    return;
+  }
   /* (a window's pieces are at most its span's bytes: no overflow) */
   MPI_Offset k0 = pieces / size * rank + pieces % size * rank / size;
   store_pieces(at, w, s->buf + s->done, k0, pieces);

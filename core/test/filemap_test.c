@@ -415,18 +415,19 @@ static void test_auto_strided_writes(void) {
 /* Every rank's stores into one window begin at its own place in the window
  * and wrap around (engine.c store_window): a filetype of blocks of several
  * lengths, each tile one block of each length from every rank in turn, so
- * a window holds many vectors and a rank's place falls inside one of them;
+ * a window holds many vectors; and one of 8-byte blocks (one vector: a
+ * rank's place falls inside it);
  * 1.5 MiB a rank, two rounds (the file is new: the first is sieved, and
  * settles the file on a disk file system; the second is stored).  Every
  * byte of the file is checked. */
-static const int mixed_len[] = {1, 3, 8, 13, 64, 100, 5, 7, 40, 2};
+static const int mixed_len[] = {1, 3, 8, 13, 64, 100, 5, 7, 40, 2}, eight[] = {8};
 enum { NMIXED = sizeof mixed_len / sizeof mixed_len[0] };
 
 static unsigned char mixed_byte(int round, int rank, long i) {
   return (unsigned char)(round * 53 + rank * 101 + i % 251 + 1);
 }
 
-static void rotated_case(const char *dir) {
+static void rotated_case(const char *dir, const int *len, int nlen) {
   char *p = malloc(4096);
   int pid = (int)getpid();
   MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -435,14 +436,14 @@ static void rotated_case(const char *dir) {
   int lens[NMIXED];
   MPI_Aint disp[NMIXED], tile = 0;
   long per_tile = 0;
-  for (int i = 0; i < NMIXED; i++) {
-    lens[i] = mixed_len[i];
-    disp[i] = tile + (MPI_Aint)tl_rank * mixed_len[i];
-    tile += (MPI_Aint)mixed_len[i] * tl_size;
-    per_tile += mixed_len[i];
+  for (int i = 0; i < nlen; i++) {
+    lens[i] = len[i];
+    disp[i] = tile + (MPI_Aint)tl_rank * len[i];
+    tile += (MPI_Aint)len[i] * tl_size;
+    per_tile += len[i];
   }
   MPI_Datatype h, t;
-  MPI_Type_create_hindexed(NMIXED, lens, disp, MPI_BYTE, &h);
+  MPI_Type_create_hindexed(nlen, lens, disp, MPI_BYTE, &h);
   MPI_Type_create_resized(h, 0, tile, &t);
   MPI_Type_commit(&t);
   long tiles = (3L << 19) / per_tile, n = tiles * per_tile;
@@ -466,9 +467,9 @@ static void rotated_case(const char *dir) {
     close(fd);
     long bad = 0, at = 0;
     for (long k = 0; k < tiles; k++)
-      for (int i = 0, before_i = 0; i < NMIXED; before_i += mixed_len[i++])
+      for (int i = 0, before_i = 0; i < nlen; before_i += len[i++])
         for (int r = 0; r < tl_size; r++)
-          for (int b = 0; b < mixed_len[i]; b++)
+          for (int b = 0; b < len[i]; b++)
             bad += file[at++] != mixed_byte(1, r, k * per_tile + before_i + b);
     TL_EQ(bad, 0);
   }
@@ -483,8 +484,12 @@ static void rotated_case(const char *dir) {
 }
 
 static void test_rotated_stores(void) {
-  if (access("/dev/shm", W_OK) == 0) rotated_case("/dev/shm");
-  rotated_case(test_dir());
+  if (access("/dev/shm", W_OK) == 0) {
+    rotated_case("/dev/shm", mixed_len, NMIXED);
+    rotated_case("/dev/shm", eight, 1);
+  }
+  rotated_case(test_dir(), mixed_len, NMIXED);
+  rotated_case(test_dir(), eight, 1);
 }
 
 /* Every rank writes its 16 bytes of a file truncated to nothing, three
