@@ -264,24 +264,19 @@ static void store_pieces(char *at, const lmpio__window *w, const char *m, MPI_Of
  * of a tmpfs file: 7.5-8.7 GB/s a process when both store from the start,
  * 14.7 when the second starts halfway, as fast as one alone).  So rank r of
  * size starts r/size of the way through the window's pieces and wraps
- * around: ranks running alongside stay apart.  (The pieces of a write do
- * not overlap, so their order is free; reads keep theirs: ranks reading
- * the same lines together share them through the cache.) */
+ * around: ranks running alongside stay apart.  The pieces of a write do
+ * not overlap, so their order is free.  Not for pieces of a cache line or
+ * more, which share a line with another rank's only at their ends: there,
+ * storing together moves each line once from core to core, and starting
+ * apart measured slower (64-byte blocks: 8.5-10.9 against 10.9-11.4 GB/s).
+ * Reads keep their order: ranks reading the same lines together share them. */
 static void store_window(lmpio__stream *s, char *at, const lmpio__window *w, int rank, int size) {
-  if (!s->contig || size < 2) {
-    for (size_t i = 0; i < w->n; i++) copy_vec(s, at, w->lo, &w->v[i], w->v[i].count, LMPIO__WRITE);
-    return;
-  }
   MPI_Offset pieces = 0, bytes = 0;
   for (size_t i = 0; i < w->n; i++) {
     pieces += w->v[i].count;
     bytes += w->v[i].count * w->v[i].len;
   }
-  /* (pieces of a line or more share a line with another rank's only at
-   * their ends: there, storing together keeps each line moving once from
-   * core to core, and starting apart was slower: 64-byte blocks 8.5-10.9
-   * against 10.9-11.4 GB/s) */
-  if (bytes >= 64 * pieces) {
+  if (!s->contig || size < 2 || bytes >= 64 * pieces) {
     for (size_t i = 0; i < w->n; i++) copy_vec(s, at, w->lo, &w->v[i], w->v[i].count, LMPIO__WRITE);
     return;
   }
