@@ -427,6 +427,45 @@ describe("data representations", function()
     H.remove(path)
   end)
 
+  it("a collective call from a converter fails on its rank alone; no rank waits for it", function()
+    -- (the standard makes it erroneous; rank 0's converter alone calling
+    -- read_at_all during read_ordered hung the job before)
+    local fh, nested
+    lmpio.register_datarep("spec_dr_nested", {
+      extent = native_extent,
+      read = function(ub, dt, count, fb, pos)
+        if fh then
+          local f = fh
+          fh = nil
+          local ok, e = pcall(f.read_at_all, f, 0, 1, lmpio.DOUBLE)
+          nested = ok and "no error" or e
+        end
+        swap_read(ub, dt, count, fb, pos)
+      end,
+      write = swap_write,
+    })
+    local path = H.tmpname("dr")
+    local f <close> = lmpio.open(world, path, "w+")
+    f:set_view(0, lmpio.DOUBLE, lmpio.DOUBLE, "spec_dr_nested")
+    f:write_at_all(0, lmpio.array(lmpio.DOUBLE, rank == 0 and { 1, 2, 3 } or {}))
+    for _, call in ipairs({ "read_at_all", "read_ordered" }) do
+      if call == "read_ordered" then f:seek_shared(0) end
+      fh, nested = rank == 0 and f or nil, nil
+      local n = rank == 0 and 3 or 0
+      local got = call == "read_at_all" and f:read_at_all(0, n, lmpio.DOUBLE) or f:read_ordered(n, lmpio.DOUBLE)
+      if rank == 0 then
+        assert.equal(3, got[3])
+        assert.is_true(lmpio.iserror(nested), tostring(nested))
+        assert.equal("MPI_ERR_OTHER", nested.name)
+        assert.matches("conversion function", nested.message)
+      else
+        assert.is_nil(nested)
+      end
+    end
+    f:close()
+    H.remove(path)
+  end)
+
   it("a wrong return value of a converter is MPI_ERR_CONVERSION", function()
     lmpio.register_datarep("spec_dr_ret", {
       extent = native_extent,

@@ -113,7 +113,10 @@ int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MP
   }
   MPI_Aint e = 0;
   conversion_detail[0] = '\0'; /* only what this call says counts */
-  if (rep->extent_fn(basic, &e, rep->extra) != MPI_SUCCESS) return MPI_ERR_CONVERSION;
+  lmpio__agree_converting(1); /* (no collective call from in there: agree.c) */
+  int code = rep->extent_fn(basic, &e, rep->extra);
+  lmpio__agree_converting(-1);
+  if (code != MPI_SUCCESS) return MPI_ERR_CONVERSION;
   /* An extent no item can have (at most 2^40 bytes) would make every size
    * computed from it wrap: the extent function is wrong. */
   if (e <= 0 || e > EXTENT_MAX) {

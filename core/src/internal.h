@@ -56,6 +56,15 @@ typedef struct {
   int gathered;
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+
+/* Conversion and extent functions of user data representations running on
+ * this thread (convert.c, datarep.c count them in and out): the standard
+ * makes a collective call from one erroneous, and such a call meets no
+ * other rank (each converts its own data, as often as its data needs), so
+ * every agreement refuses it at once on this rank with MPI_ERR_OTHER
+ * (lmpio__agree_refuses: 0, or that error). */
+void lmpio__agree_converting(int delta);
+int lmpio__agree_refuses(const char *call);
 /* Whether the first exchange among size ranks gathers every rank's values. */
 int lmpio__agree_gathers(int size);
 /* exchange.c: every rank's n values to every rank (all: size * n), through

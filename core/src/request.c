@@ -535,6 +535,8 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
 static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                             MPI_Datatype type, int dir, MPI_Request *request, lmpio__job **job, int pre_rc,
                             const char *call) {
+  int refused = lmpio__agree_refuses(call); /* (its job's agreement would run on a worker, and meet no one) */
+  if (refused != MPI_SUCCESS) return refused;
   if (fh->split.kind != LMPIO__SPLIT_NONE)
     return lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   MPI_Offset etpos = 0, n = 0;

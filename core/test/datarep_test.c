@@ -732,16 +732,27 @@ static void test_external32_unaligned_chunks(void) {
   tl_unlink(path);
 }
 
-/* A converter that changes the view of its own file in the middle of the
- * call (every rank's does, so the collective set_view completes): the call
- * goes on with the view it started with. */
+/* A conversion function that makes a collective call on its own file: the
+ * standard makes that erroneous, and the call would meet no other rank
+ * (each converts its own data, as often as its data needs), so it fails at
+ * once on its rank with MPI_ERR_OTHER, and the call that converts goes on
+ * with the view it started with.  Every rank's converter calling set_view;
+ * only rank 0's calling read_at_all or starting iread_at_all, within
+ * read_at_all and read_ordered (before: set_view from every rank's
+ * converter completed, and a collective from rank 0's alone hung the job,
+ * both ranks' calls at once or rank 0 in MPI_Bcast). */
 static lmpio_file reviewer_fh = LMPIO_FILE_NULL;
-static int reviewer_rc;
+static int reviewer_rc, reviewer_kind;
 static void review(void) {
   if (reviewer_fh == LMPIO_FILE_NULL) return;
   lmpio_file fh = reviewer_fh;
   reviewer_fh = LMPIO_FILE_NULL;
-  reviewer_rc = lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  char tmp[16];
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (reviewer_kind == 0) reviewer_rc = lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  if (reviewer_kind == 1) reviewer_rc = lmpio_file_read_at_all(fh, 0, tmp, 1, MPI_INT, MPI_STATUS_IGNORE);
+  if (reviewer_kind == 2) reviewer_rc = lmpio_file_iread_at_all(fh, 0, tmp, 1, MPI_INT, &req);
+  if (reviewer_rc == MPI_ERR_OTHER && !strstr(lmpio_last_error_message(), "conversion function")) reviewer_rc = -2;
 }
 static int reviewing_write(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *state) {
   (void)t;
@@ -764,7 +775,7 @@ static int four_bytes(MPI_Datatype t, MPI_Aint *ext, void *state) {
   return MPI_SUCCESS;
 }
 
-static void test_converter_changes_view(void) {
+static void test_converter_collective(void) {
   TL_OK(lmpio_register_datarep("reviewing", reviewing_read, reviewing_write, four_bytes, NULL));
   char *path = tl_path("reviewing");
   lmpio_file fh;
@@ -777,25 +788,42 @@ static void test_converter_changes_view(void) {
   MPI_Type_create_resized(MPI_INT, 0, 8, &ft);
   MPI_Type_commit(&ft);
   MPI_Offset region = 2 * N * 4, disp = tl_rank * region;
-  for (int k = 0; k < 4; k++) { /* write_at, write_at_all, read_at, read_at_all */
+  for (int k = 0; k < 4; k++) { /* write_at, write_at_all, read_at, read_at_all: every rank's set_view */
     MPI_Offset at = k % 2 ? 2 * tl_size * region + disp : disp;
     TL_OK(lmpio_file_set_view(fh, at, MPI_INT, ft, "reviewing", MPI_INFO_NULL));
     reviewer_fh = fh;
+    reviewer_kind = 0;
     reviewer_rc = -1;
     memset(b, 0, sizeof b);
     if (k == 0) TL_OK(lmpio_file_write_at(fh, 0, a, N, MPI_INT, MPI_STATUS_IGNORE));
     if (k == 1) TL_OK(lmpio_file_write_at_all(fh, 0, a, N, MPI_INT, MPI_STATUS_IGNORE));
     if (k == 2) TL_OK(lmpio_file_read_at(fh, 0, b, N, MPI_INT, MPI_STATUS_IGNORE));
     if (k == 3) TL_OK(lmpio_file_read_at_all(fh, 0, b, N, MPI_INT, MPI_STATUS_IGNORE));
-    TL_EQ(reviewer_rc, MPI_SUCCESS);
+    TL_EQ(reviewer_rc, MPI_ERR_OTHER);
     if (k >= 2) {
       for (int i = 0; i < N; i++) TL_EQ(b[i], a[i]);
       continue;
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    /* The converter's view (native bytes from 0): the ints every other one. */
-    TL_OK(lmpio_file_read_at(fh, at, b, 2 * N, MPI_INT, MPI_STATUS_IGNORE));
+    /* The view is still the call's: the ints every other one, read natively. */
+    TL_OK(lmpio_file_set_view(fh, at, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    TL_OK(lmpio_file_read_at(fh, 0, b, 2 * N, MPI_INT, MPI_STATUS_IGNORE));
     for (int i = 0; i < N; i++) TL_EQ(b[2 * i], a[i]);
+  }
+  /* Rank 0's converter alone: rank 1 reads nothing (no conversion). */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "reviewing", MPI_INFO_NULL));
+  TL_OK(lmpio_file_write_at_all(fh, 0, a, tl_rank == 0 ? N : 0, MPI_INT, MPI_STATUS_IGNORE));
+  for (int k = 0; k < 4; k++) {
+    TL_OK(lmpio_file_seek_shared(fh, 0, MPI_SEEK_SET));
+    reviewer_fh = tl_rank == 0 ? fh : LMPIO_FILE_NULL;
+    reviewer_kind = 1 + k % 2;
+    reviewer_rc = -1;
+    memset(b, 0, sizeof b);
+    int n = tl_rank == 0 ? N : 0;
+    if (k < 2) TL_OK(lmpio_file_read_at_all(fh, 0, b, n, MPI_INT, MPI_STATUS_IGNORE));
+    else TL_OK(lmpio_file_read_ordered(fh, b, n, MPI_INT, MPI_STATUS_IGNORE));
+    TL_EQ(reviewer_rc, tl_rank == 0 ? MPI_ERR_OTHER : -1);
+    for (int i = 0; i < n; i++) TL_EQ(b[i], a[i]);
   }
   MPI_Type_free(&ft);
   TL_OK(lmpio_file_close(&fh));
@@ -806,8 +834,8 @@ int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("register_datarep", register_all);
   tl_run("registry errors, get_type_extent, get_view datarep", test_registry);
-  tl_run("a converter that changes the view: the call goes on with the view it started with",
-         test_converter_changes_view);
+  tl_run("a converter's collective call fails on its rank (erroneous), the call goes on: no hang",
+         test_converter_collective);
   tl_run("user representation converts in chunks with increasing position", test_user_rep_chunked);
   tl_run("a failing converter gives MPI_ERR_CONVERSION on every rank", test_conversion_error);
   tl_run("MPI_CONVERSION_FN_NULL moves native data", test_fn_null_moves_native);
