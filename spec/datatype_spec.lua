@@ -24,6 +24,34 @@ describe("datatypes", function()
     assert.equal("lmpio.DOUBLE", tostring(lmpio.DOUBLE))
   end)
 
+  it("a type whose bytes lie below the bounds MPI reports: no access writes before the buffer", function()
+    -- hvector(100, 3, -1, BYTE) has its bytes at -99..2; Open MPI answers true
+    -- lb 0, true extent 300, and a read into a buffer sized by that answer
+    -- wrote the 99 bytes before it (found by spec/fuzz_module.lua)
+    local t = T.hvector(100, 3, -1, lmpio.BYTE)
+    local path = H.tmpname("below") .. "." .. H.rank
+    local f <close> = lmpio.open(lmpio.self, path, "w+")
+    f:write_at(0, ("abc"):rep(200))
+    for _, n in ipairs({ 1, 8 }) do
+      local ok, e = pcall(f.read_at, f, 0, n, t)
+      assert.is_false(ok)
+      assert.matches("before the start of the buffer", tostring(e))
+    end
+    local b = lmpio.buffer(400)
+    local ok, e = pcall(f.read_at, f, 0, b, 1, t)
+    assert.is_false(ok)
+    assert.matches("before the start of the buffer", tostring(e))
+    ok, e = pcall(f.write_at, f, 0, b, 1, t)
+    assert.is_false(ok)
+    assert.matches("before the start of the buffer", tostring(e))
+    -- the same blocks with a forward stride: fine
+    local fwd = T.hvector(100, 3, 3, lmpio.BYTE)
+    local got = f:read_at(0, 1, fwd)
+    assert.equal(("abc"):rep(100), got:tostring())
+    f:close()
+    os.remove(path)
+  end)
+
   it("contiguous", function()
     local t = T.contiguous(3, lmpio.DOUBLE)
     assert.equal(24, t:size())
