@@ -104,36 +104,6 @@ static MPI_Count type_size(lua_State *L, MPI_Datatype t) {
  * must start at or after 0); SPAN_BELOW when they reach below 0,
  * SPAN_HUGE when the span does not fit a 64-bit size. */
 enum { SPAN_BELOW = -1, SPAN_HUGE = -2 };
-/* Walks the items [skip, skip + max) of count instances of t as the core
- * lays them out: their lowest and highest byte (*lo, *hi: none when *lo >
- * *hi); the number walked, or -1 when the walker cannot be made. */
-static long long walk_bounds(MPI_Datatype t, MPI_Count count, MPI_Count skip, long long max, long long *lo,
-                             long long *hi) {
-  lmpio_items it;
-  *lo = LLONG_MAX;
-  *hi = LLONG_MIN;
-  if (lmpio_items_open(t, count, &it) != MPI_SUCCESS) return -1;
-  if (skip > 0 && lmpio_items_skip(it, skip) < skip) max = 0;
-  long long walked = 0;
-  MPI_Aint off;
-  MPI_Count size, n;
-  while (walked < max && (n = lmpio_items_next(it, (MPI_Count)LLONG_MAX, &off, NULL, &size)) > 0) {
-    long long end;
-    if (!lmpio_lua_mul_ok((long long)n, (long long)size, &end) || !lmpio_lua_add_ok(end, (long long)off, &end)) {
-      *lo = LLONG_MIN; /* (beyond any buffer: SPAN_HUGE below) */
-      end = LLONG_MAX;
-    }
-    if ((long long)off < *lo) *lo = (long long)off;
-    if (end > *hi) *hi = end;
-    walked += n;
-  }
-  lmpio_items_close(it);
-  return walked;
-}
-
-/* Runs of one instance walked to check MPI's bounds against the core's. */
-#define WALK_MAX 65536
-
 static long long span(lua_State *L, int count, MPI_Datatype t) {
   MPI_Count lb, ext, tlb, text;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(t, &lb, &ext), "MPI_Type_get_extent_x");
@@ -150,20 +120,17 @@ static long long span(lua_State *L, int count, MPI_Datatype t) {
    * MPI_BYTE) has its bytes at -99..2 and reports true lb 0, true extent
    * 300 (a read into a buffer sized by that answer wrote the 99 bytes
    * before the buffer, over its header: spec/fuzz_module.lua seed 32).  So
-   * the first and the last instance are walked as the core lays them out
-   * (types of more than WALK_MAX items an instance keep MPI's answer). */
-  if (!lmpio_lua_isnamed(t)) {
-    long long l1, h1, ln, hn;
-    long long per = walk_bounds(t, 1, 0, WALK_MAX + 1, &l1, &h1);
-    if (per > 0 && per <= WALK_MAX) {
-      if (count > 1 && walk_bounds(t, count, (MPI_Count)(count - 1) * per, per, &ln, &hn) > 0) {
-        if (ln < l1) l1 = ln;
-        if (hn > h1) h1 = hn;
-      }
-      if (l1 == LLONG_MIN || h1 == LLONG_MAX) return SPAN_HUGE;
-      if (l1 < lo) lo = l1;
-      if (h1 > hi) hi = h1;
-    }
+   * the core's bounds count too (cached with its typemap: no walk). */
+  MPI_Aint dlb, dub, dext;
+  if (!lmpio_lua_isnamed(t) && lmpio_type_data_bounds(t, &dlb, &dub, &dext) == MPI_SUCCESS && dub > dlb) {
+    long long l2 = (long long)dlb, h2 = (long long)dub, step;
+    if (!lmpio_lua_mul_ok((long long)count - 1, (long long)dext, &step) || !lmpio_lua_add_ok(l2, step, &l2) ||
+        !lmpio_lua_add_ok(h2, step, &h2))
+      return SPAN_HUGE;
+    if (dlb < l2) l2 = dlb;
+    if (dub > h2) h2 = dub;
+    if (l2 < lo) lo = l2;
+    if (h2 > hi) hi = h2;
   }
   return lo < 0 ? SPAN_BELOW : hi;
 }

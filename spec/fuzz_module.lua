@@ -20,7 +20,8 @@
 -- Found with it (2026-11-28), both fixed: seed 1 hung (a converter's
 -- collective call on one rank: core/src/agree.c now refuses it), seed 32
 -- crashed (a read into a buffer sized by Open MPI's bounds of
--- hvector(100, 3, -1, BYTE) wrote before the buffer: lua/buffer.c span).
+-- hvector(100, 3, -1, BYTE) wrote before the buffer: lua/buffer.c span, with
+-- the core's bounds from lmpio_type_data_bounds).
 package.cpath = (os.getenv("LMPIO_CPATH") or "build/lua/?.so;") .. package.cpath
 local lmpio = require "lmpio"
 local seed = tonumber(arg[1]) or 1

@@ -290,6 +290,14 @@ LMPIO_API MPI_Count lmpio_items_next(lmpio_items items, MPI_Count max, MPI_Aint 
  * many, fewer than n at the end. */
 LMPIO_API MPI_Count lmpio_items_skip(lmpio_items items, MPI_Count n);
 LMPIO_API void lmpio_items_close(lmpio_items items);
+/* Where one instance of a datatype has its data bytes, as lmpio lays them
+ * out (an lmpio extension): [*data_lb, *data_ub) from the instance's start
+ * (0, 0 when it has none), and the extent that places instance i at
+ * i * extent.  MPI_Type_get_true_extent does not always agree: Open MPI
+ * answers true lb 0 for MPI_Type_create_hvector(100, 3, -1, MPI_BYTE), whose
+ * bytes lie at -99..2. */
+LMPIO_API int lmpio_type_data_bounds(MPI_Datatype datatype, MPI_Aint *data_lb, MPI_Aint *data_ub,
+                                     MPI_Aint *extent);
 
 /* Records in rank order (an lmpio extension, for text and other records
  * ending with a one-byte separator; collective).  Each rank reads about max

@@ -99,3 +99,16 @@ void lmpio_items_close(lmpio_items it) {
   if (it->node) lmpio__typemap_release(it->node);
   free(it);
 }
+
+int lmpio_type_data_bounds(MPI_Datatype datatype, MPI_Aint *data_lb, MPI_Aint *data_ub, MPI_Aint *extent) {
+  const char *call = "lmpio_type_data_bounds";
+  if (!data_lb || !data_ub || !extent) return lmpio__err(MPI_ERR_ARG, call, "an output argument is NULL");
+  const lmpio__tm_node *n;
+  int rc = lmpio__typemap_get(datatype, &n, call);
+  if (rc != MPI_SUCCESS) return rc;
+  *data_lb = n->data_lb;
+  *data_ub = n->data_ub;
+  *extent = n->extent;
+  lmpio__typemap_release(n);
+  return MPI_SUCCESS;
+}

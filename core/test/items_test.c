@@ -130,6 +130,39 @@ static void test_empty_and_errors(void) {
   TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_items_open") != NULL);
 }
 
+/* The data bounds of one instance as lmpio lays it out: hvector(100, 3, -1,
+ * BYTE) has its bytes at -99..2 (Open MPI's true lb says 0: the Lua module
+ * sized a buffer by that and a read wrote before it); a struct's hole and a
+ * resized type's markers are not data. */
+static void test_data_bounds(void) {
+  MPI_Datatype hv, st, rs;
+  MPI_Type_create_hvector(100, 3, -1, MPI_BYTE, &hv);
+  int bl[2] = {1, 1};
+  MPI_Aint disp[2] = {8, 24};
+  MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+  MPI_Type_create_struct(2, bl, disp, types, &st);
+  MPI_Type_create_resized(st, -16, 64, &rs);
+  MPI_Aint lo = 1, hi = 1, ext = 1;
+  TL_OK(lmpio_type_data_bounds(hv, &lo, &hi, &ext));
+  TL_EQ(lo, -99);
+  TL_EQ(hi, 3);
+  TL_OK(lmpio_type_data_bounds(st, &lo, &hi, &ext));
+  TL_EQ(lo, 8);
+  TL_EQ(hi, 32);
+  TL_OK(lmpio_type_data_bounds(rs, &lo, &hi, &ext));
+  TL_EQ(lo, 8);
+  TL_EQ(hi, 32);
+  TL_EQ(ext, 64);
+  TL_OK(lmpio_type_data_bounds(MPI_DOUBLE, &lo, &hi, &ext));
+  TL_EQ(lo, 0);
+  TL_EQ(hi, 8);
+  TL_EQ(ext, 8);
+  TL_RC(lmpio_type_data_bounds(hv, NULL, &hi, &ext), MPI_ERR_ARG);
+  MPI_Type_free(&hv);
+  MPI_Type_free(&st);
+  MPI_Type_free(&rs);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   (void)tl_path; /* no files here */
@@ -138,5 +171,6 @@ int main(int argc, char **argv) {
   tl_run("items: a pair type is two items", test_pair);
   tl_run("items: a derived type, skips within and over instances", test_derived_and_skip);
   tl_run("items: empty walks and argument errors", test_empty_and_errors);
+  tl_run("lmpio_type_data_bounds: where an instance's data bytes lie, negative strides too", test_data_bounds);
   return tl_finish();
 }
