@@ -26,6 +26,9 @@
  *              extent of P*B (ranks interleaved in blocks of B bytes)
  *   subarray   2-D block distribution of an N*dims[0] x N*dims[1] double
  *              matrix (MPI_Type_create_subarray, etype MPI_DOUBLE)
+ *              strided and subarray: backend=mapped (access=indep) is the
+ *              pattern's memory ceiling: every rank memcpys its pieces
+ *              to or from a shared mapping of the file at once
  * each with access=indep (write_at/read_at) and access=coll
  * (write_at_all/read_at_all).
  *
@@ -47,7 +50,7 @@
  *                           that took longer than this many seconds, or 1 that
  *                           took 4 times as long (3)
  *   LMPIO_BENCH_WORKLOADS   comma list of workloads to run (all)
- *   LMPIO_BENCH_BACKENDS    comma list of backends among lmpio,mpiio (both)
+ *   LMPIO_BENCH_BACKENDS    comma list of backends among lmpio,mpiio,mapped (all)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,12 +59,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "lmpio.h"
 
-enum { B_LMPIO, B_MPIIO, B_POSIX, NBACKENDS };
-static const char *const backend_name[NBACKENDS] = {"lmpio", "mpiio", "posix"};
+enum { B_LMPIO, B_MPIIO, B_POSIX, B_MAPPED, NBACKENDS };
+static const char *const backend_name[NBACKENDS] = {"lmpio", "mpiio", "posix", "mapped"};
 
 enum { W_CONTIG, W_STRIDED, W_SUB };
 
@@ -82,6 +86,8 @@ typedef struct {
   lmpio_file l;
   MPI_File m;
   int fd;
+  char *map; /* mapped: the whole file */
+  size_t len;
 } bfile;
 
 static int rank, nprocs;
@@ -253,7 +259,7 @@ static int b_open(int b, const workload *w, bfile *f) {
     rc = MPI_File_open(MPI_COMM_WORLD, path, amode, bench_info, &f->m);
     if (rc == MPI_SUCCESS && w->ftype != MPI_DATATYPE_NULL)
       rc = MPI_File_set_view(f->m, w->disp, w->etype, w->ftype, "native", MPI_INFO_NULL);
-  } else {
+  } else { /* posix and mapped (mapped maps the file once it is written: map_file) */
     f->fd = open(path, O_RDWR | O_CREAT, 0666);
     if (f->fd < 0) {
       perror(path);
@@ -267,6 +273,35 @@ static void b_close(int b, bfile *f) {
   if (b == B_LMPIO) report_rc(b, lmpio_file_close(&f->l), "close");
   else if (b == B_MPIIO) report_rc(b, MPI_File_close(&f->m), "close");
   else close(f->fd);
+  if (f->map) munmap(f->map, f->len);
+}
+
+/* mapped: a shared mapping of the whole (written) file. */
+static int map_file(const workload *w, bfile *f) {
+  f->len = (size_t)(w->bytes * nprocs);
+  f->map = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+  if (f->map != MAP_FAILED) return 1;
+  perror("io_bench: mmap");
+  f->map = NULL;
+  return 0;
+}
+
+/* mapped: the rank's pieces of the pattern copied between buf and the
+ * mapping, block by block, with no library and no system call: what the
+ * memory system allows for this pattern while the other ranks do the same
+ * (a strided pattern's ceiling: ranks copying interleaved blocks of the same
+ * pages do not reach their contiguous copy's speed). */
+static void mapped_copy(const workload *w, bfile *f, int wr, char *buf) {
+  MPI_Offset piece = w->kind == W_STRIDED ? w->block : (MPI_Offset)w->n * 8;
+  MPI_Offset pieces = w->bytes / piece;
+  for (MPI_Offset k = 0; k < pieces; k++) {
+    char *file = f->map + file_off(w, k * piece / 8), *mem = buf + k * piece;
+    char *to = wr ? file : mem;
+    const char *from = wr ? mem : file;
+    if (piece == 8) memcpy(to, from, 8); /* (constant sizes: inlined moves) */
+    else if (piece == 64) memcpy(to, from, 64);
+    else memcpy(to, from, (size_t)piece);
+  }
 }
 
 static int b_io(int b, bfile *f, const workload *w, int coll, int wr, void *buf) {
@@ -274,6 +309,10 @@ static int b_io(int b, bfile *f, const workload *w, int coll, int wr, void *buf)
   int rc;
   if (b == B_POSIX)
     return posix_all(wr, f->fd, buf, (size_t)w->bytes, (off_t)((MPI_Offset)rank * w->bytes));
+  if (b == B_MAPPED) {
+    mapped_copy(w, f, wr, buf);
+    return 1;
+  }
   if (b == B_LMPIO) {
     if (wr) rc = coll ? lmpio_file_write_at_all(f->l, w->off, buf, w->mcount, w->mtype, &st)
                       : lmpio_file_write_at(f->l, w->off, buf, w->mcount, w->mtype, &st);
@@ -346,7 +385,7 @@ static void run_memcpy(const workload *w, uint64_t *wbuf, uint64_t *rbuf) {
  * buffer. */
 static void run_workload(const workload *w, int coll, uint64_t *wbuf, uint64_t *rbuf, int wid) {
   int use[NBACKENDS] = {listed("LMPIO_BENCH_BACKENDS", "lmpio"), listed("LMPIO_BENCH_BACKENDS", "mpiio"),
-                        w->kind == W_CONTIG && !coll};
+                        w->kind == W_CONTIG && !coll, w->kind != W_CONTIG && !coll && listed("LMPIO_BENCH_BACKENDS", "mapped")};
   stat_t st[NBACKENDS][2];
   bfile f[NBACKENDS];
   int live[NBACKENDS];
@@ -363,7 +402,7 @@ static void run_workload(const workload *w, int coll, uint64_t *wbuf, uint64_t *
 
   /* Untimed: write the whole file once, so that no backend pays for
    * extending it (whichever went first would). */
-  if (use[B_LMPIO] || use[B_MPIIO]) {
+  if (use[B_LMPIO] || use[B_MPIIO] || use[B_MAPPED]) {
     int ok = 1, fd = open(path, O_RDWR | O_CREAT, 0666);
     MPI_Offset total = w->bytes * nprocs, lo = total * rank / nprocs, hi = total * (rank + 1) / nprocs;
     for (MPI_Offset at = lo; ok && fd >= 0 && at < hi;) {
@@ -373,6 +412,10 @@ static void run_workload(const workload *w, int coll, uint64_t *wbuf, uint64_t *
     }
     if (fd >= 0) close(fd);
     if (!all_ok(ok && fd >= 0) && rank == 0) fprintf(stderr, "io_bench: cannot pre-write %s\n", path);
+  }
+  if (live[B_MAPPED] && !all_ok(map_file(w, &f[B_MAPPED]))) {
+    st[B_MAPPED][0].ok = st[B_MAPPED][1].ok = 0;
+    live[B_MAPPED] = 0;
   }
 
   for (int r = 0; r < reps; r++) {
