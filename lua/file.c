@@ -1035,7 +1035,7 @@ enum { F_BLOCKING, F_NONBLOCKING, F_BEGIN, F_END };
 typedef struct lfile_access {
   const char *name;
   unsigned char writing, pointer, collective, form;
-  void (*fail)(lfile *f); /* collective: joins the call as a failing rank */
+  int (*fail)(lfile *f); /* collective: joins the call as a failing rank */
   union {                 /* the core function, by the kind above */
     int (*read_at)(lmpio_file, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
     int (*write_at)(lmpio_file, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
@@ -1743,22 +1743,41 @@ Ends the split collective begun by @{file:write_all_begin}
  * rank raises an error object of that class whose message is the argument
  * error. */
 
-typedef void (*fail_fn)(lfile *f);
-static void fail_io(lfile *f) { lmpio_file_write_at_all(f->fh, 0, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
-static void fail_ordered(lfile *f) { lmpio_file_write_ordered(f->fh, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
-static void fail_view(lfile *f) { lmpio_file_set_view(f->fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL); }
-static void fail_size(lfile *f) { lmpio_file_set_size(f->fh, 0); }
-static void fail_info(lfile *f) { lmpio_file_set_info(f->fh, MPI_INFO_NULL); }
-static void fail_atomicity(lfile *f) { lmpio_file_set_atomicity(f->fh, 0); }
-static void fail_sync(lfile *f) { lmpio_file_sync(f->fh); }
-static void fail_seek_shared(lfile *f) { lmpio_file_seek_shared(f->fh, 0, MPI_SEEK_SET); }
-static void fail_close(lfile *f) { lmpio_file_close(&f->fh); }
-static void fail_records(lfile *f) {
+typedef int (*fail_fn)(lfile *f);
+static int fail_io(lfile *f) { return lmpio_file_write_at_all(f->fh, 0, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
+static int fail_ordered(lfile *f) { return lmpio_file_write_ordered(f->fh, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
+/* A nonblocking or split collective joins in the same form as the other
+ * ranks' (theirs may run in the background, where a blocking call would
+ * never meet them), then completes at once: its outcome is the agreed one.
+ * The others learn of the failure when they complete theirs. */
+static int fail_nonblocking(lfile *f) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = lmpio_file_iwrite_at_all(f->fh, 0, NULL, 0, MPI_BYTE, &req);
+  if (rc == MPI_SUCCESS && req != MPI_REQUEST_NULL) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  return rc;
+}
+static int fail_split(lfile *f) {
+  int rc = lmpio_file_write_at_all_begin(f->fh, 0, NULL, 0, MPI_BYTE);
+  return rc == MPI_SUCCESS ? lmpio_file_write_at_all_end(f->fh, NULL, MPI_STATUS_IGNORE) : rc;
+}
+static int fail_split_ordered(lfile *f) {
+  int rc = lmpio_file_write_ordered_begin(f->fh, NULL, 0, MPI_BYTE);
+  return rc == MPI_SUCCESS ? lmpio_file_write_ordered_end(f->fh, NULL, MPI_STATUS_IGNORE) : rc;
+}
+static int fail_view(lfile *f) { return lmpio_file_set_view(f->fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL); }
+static int fail_size(lfile *f) { return lmpio_file_set_size(f->fh, 0); }
+static int fail_info(lfile *f) { return lmpio_file_set_info(f->fh, MPI_INFO_NULL); }
+static int fail_atomicity(lfile *f) { return lmpio_file_set_atomicity(f->fh, 0); }
+static int fail_sync(lfile *f) { return lmpio_file_sync(f->fh); }
+static int fail_seek_shared(lfile *f) { return lmpio_file_seek_shared(f->fh, 0, MPI_SEEK_SET); }
+static int fail_close(lfile *f) { return lmpio_file_close(&f->fh); }
+static int fail_records(lfile *f) {
   char *rec = NULL;
   MPI_Count len;
   int more;
-  lmpio_file_read_records_ordered(f->fh, '\n', 1, &rec, &len, &more);
+  int rc = lmpio_file_read_records_ordered(f->fh, '\n', 1, &rec, &len, &more);
   free(rec);
+  return rc;
 }
 
 typedef struct {
@@ -1769,7 +1788,7 @@ typedef struct {
 
 /* The error on top, raised by a collective method of f named name before it
  * entered the core: every rank fails the call (fail joins it). */
-static int agree_failure(lua_State *L, lfile *f, const char *name, void (*fail)(lfile *f)) {
+static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail) {
   if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
     return lua_error(L); /* nothing to agree on */
   lmpio_lua_fix_argerror(L, name, 1);
@@ -1777,8 +1796,12 @@ static int agree_failure(lua_State *L, lfile *f, const char *name, void (*fail)(
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
-  fail(f);
+  int rc = fail(f);
   lmpio_lua_caller = saved_caller;
+  /* What the core agreed on: this rank's argument error, or the failure of
+   * a lower rank that failed too (every rank raises the same class and
+   * message: the lowest failing rank's). */
+  if (rc != MPI_SUCCESS) return lmpio_lua_raise(L, rc, lmpio_last_error_message());
   return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
 }
 
@@ -1828,20 +1851,20 @@ static const lfile_access access_methods[] = {
   {"write_ordered", W, P_SHARED, 1, F_BLOCKING, fail_ordered, {.write = lmpio_file_write_ordered}},
   {"iread_at", R, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iread_at = lmpio_file_iread_at}},
   {"iwrite_at", W, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
-  {"iread_at_all", R, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iread_at = lmpio_file_iread_at_all}},
-  {"iwrite_at_all", W, P_EXPLICIT, 1, F_NONBLOCKING, fail_io, {.iwrite_at = lmpio_file_iwrite_at_all}},
+  {"iread_at_all", R, P_EXPLICIT, 1, F_NONBLOCKING, fail_nonblocking, {.iread_at = lmpio_file_iread_at_all}},
+  {"iwrite_at_all", W, P_EXPLICIT, 1, F_NONBLOCKING, fail_nonblocking, {.iwrite_at = lmpio_file_iwrite_at_all}},
   {"iread", R, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread}},
   {"iwrite", W, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite}},
-  {"iread_all", R, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iread = lmpio_file_iread_all}},
-  {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_io, {.iwrite = lmpio_file_iwrite_all}},
+  {"iread_all", R, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_nonblocking, {.iread = lmpio_file_iread_all}},
+  {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_nonblocking, {.iwrite = lmpio_file_iwrite_all}},
   {"iread_shared", R, P_SHARED, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread_shared}},
   {"iwrite_shared", W, P_SHARED, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite_shared}},
-  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, fail_io, {.read_at_begin = lmpio_file_read_at_all_begin}},
-  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, fail_io, {.write_at_begin = lmpio_file_write_at_all_begin}},
-  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.read_begin = lmpio_file_read_all_begin}},
-  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, fail_io, {.write_begin = lmpio_file_write_all_begin}},
-  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, fail_ordered, {.read_begin = lmpio_file_read_ordered_begin}},
-  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, fail_ordered, {.write_begin = lmpio_file_write_ordered_begin}},
+  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, fail_split, {.read_at_begin = lmpio_file_read_at_all_begin}},
+  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, fail_split, {.write_at_begin = lmpio_file_write_at_all_begin}},
+  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, fail_split, {.read_begin = lmpio_file_read_all_begin}},
+  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, fail_split, {.write_begin = lmpio_file_write_all_begin}},
+  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, fail_split_ordered, {.read_begin = lmpio_file_read_ordered_begin}},
+  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, fail_split_ordered, {.write_begin = lmpio_file_write_ordered_begin}},
   {"read_at_all_end", R, P_EXPLICIT, 0, F_END, NULL, {.read_end = lmpio_file_read_at_all_end}},
   {"write_at_all_end", W, P_EXPLICIT, 0, F_END, NULL, {.write_end = lmpio_file_write_at_all_end}},
   {"read_all_end", R, P_INDIVIDUAL, 0, F_END, NULL, {.read_end = lmpio_file_read_all_end}},

@@ -154,6 +154,71 @@ describe("errors", function()
     assert.equal(1, fh:write_at_all(rank, "z"))
   end)
 
+  it("an argument error of a nonblocking or split collective on one rank: every rank fails it, no hang", function()
+    -- (found by spec/fuzz_methods.lua: the rank with the bad argument joined
+    -- with a blocking collective, which never met the others' job started
+    -- in the background: the job hung)
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:write_at_all(rank * 8, "abcdefgh")
+    local last = rank == size - 1
+    local buf = lmpio.buffer(8)
+    local cases = {
+      {"iread_at_all", function() return fh:iread_at_all(last and 0.5 or 0, 8) end},
+      {"iwrite_all", function() return fh:iwrite_all(last and {} or "x") end},
+      {"iread_all", function() return fh:iread_all(last and "INT" or 2) end},
+      {"read_at_all_begin", function() fh:read_at_all_begin(last and 0.5 or 0, buf) end, fh.read_at_all_end},
+      {"write_all_begin", function() fh:write_all_begin(last and -5 or "y") end, fh.write_all_end},
+      {"write_ordered_begin", function() fh:write_ordered_begin(last and true or "z") end, fh.write_ordered_end},
+      {"read_ordered_begin", function() fh:read_ordered_begin(last and -2 or 2) end, fh.read_ordered_end},
+    }
+    for _, c in ipairs(cases) do
+      -- the start raises on the rank whose argument was wrong, on the others
+      -- the start or the completion raises: MPI_ERR_ARG with that message
+      local ok, e = pcall(c[2])
+      if ok then
+        assert.is_false(last, c[1] .. " started on the rank with the bad argument")
+        if c[3] then ok, e = pcall(c[3], fh)
+        else ok, e = pcall(e.wait, e) end
+      end
+      assert.is_false(ok, c[1])
+      assert.is_true(lmpio.iserror(e), c[1] .. ": " .. tostring(e))
+      assert.equal("MPI_ERR_ARG", e.name, c[1])
+      assert.matches("bad argument", e.message, 1, true)
+      assert.is_true(H.all(true))
+    end
+    -- nothing left active anywhere: the file goes on
+    assert.equal(1, fh:write_at_all(rank, "w"))
+    assert.equal(1, fh:write_ordered("o"))
+  end)
+
+  it("an argument error on one rank while another fails in the core: one class and message everywhere", function()
+    -- (found by spec/fuzz_methods.lua: with a split collective active, the
+    -- rank with the bad argument raised MPI_ERR_ARG, the others the core's
+    -- MPI_ERR_OTHER "a split collective is active")
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    local last = rank == size - 1
+    fh:write_all_begin("abcd")
+    local calls = {
+      {"read_at_all", function() return fh:read_at_all(last and 1.5 or 0, 4) end},
+      {"write_all", function() return fh:write_all(last and {} or "x") end},
+      {"set_view", function() return fh:set_view(0, last and "INT" or lmpio.BYTE) end},
+    }
+    for _, c in ipairs(calls) do
+      local ok, e = pcall(c[2])
+      assert.is_false(ok, c[1])
+      assert.is_true(lmpio.iserror(e), c[1])
+      local cls = e.class
+      assert.is_true(world:allreduce(cls, "max") == world:allreduce(cls, "min"), c[1] .. ": " .. tostring(e))
+      if size > 1 then -- rank 0's failure (the lowest failing rank's) is every rank's
+        assert.equal("MPI_ERR_OTHER", e.name, c[1])
+        assert.matches("a split collective is active", e.message, 1, true)
+      end
+    end
+    assert.equal(4, fh:write_all_end())
+  end)
+
   it("a file name with an embedded NUL is an error, not cut short", function()
     local path = H.tmpname()
     local e = H.error_of(lmpio.open, world, path .. "\0ignored", "w")
