@@ -1504,9 +1504,9 @@ request completes (see @{request}).
 /* ---- split collectives ------------------------------------------------------ */
 
 /* The split collective in progress: its memory, kept as user value UV_SPLIT
- * (a table {data, type_size}) until _end. */
+ * (a table {data, type_size, ptr, hold, the _begin's name}) until _end. */
 static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading, const char *call) {
-  lua_createtable(L, 4, 0);
+  lua_createtable(L, 5, 0);
   lua_pushvalue(L, dataidx);
   lua_rawseti(L, -2, 1);
   lua_pushinteger(L, (lua_Integer)m->type_size);
@@ -1515,6 +1515,8 @@ static void keep_split(lua_State *L, int dataidx, const lmpio_lua_mem *m, int re
   lua_rawseti(L, -2, 3);
   lmpio_lua_hold_push(L, dataidx, m, reading, call, 1, NULL); /* the data is the split's until _end */
   lua_rawseti(L, -2, 4);
+  lua_pushstring(L, call);
+  lua_rawseti(L, -2, 5);
   lua_setiuservalue(L, 1, UV_SPLIT);
 }
 
@@ -1563,8 +1565,14 @@ static int split_end(lua_State *L, const lfile_access *a) {
   memset(&m, 0, sizeof m);
   void *ptr = NULL;
   int have = lua_getiuservalue(L, 1, UV_SPLIT) == LUA_TTABLE;
-  int kept = lua_gettop(L);
+  int kept = lua_gettop(L), same = 0;
   if (have) {
+    /* (whether it is this _end's _begin: "read_at_all_begin" for "read_at_all_end") */
+    lua_rawgeti(L, kept, 5);
+    const char *began = lua_tostring(L, -1);
+    size_t stem = strlen(a->name) - strlen("_end");
+    same = began && strncmp(began, a->name, stem) == 0 && strcmp(began + stem, "_begin") == 0;
+    lua_pop(L, 1);
     lua_rawgeti(L, kept, 2);
     m.type_size = (MPI_Count)lua_tointeger(L, -1);
     lua_rawgeti(L, kept, 3);
@@ -1578,7 +1586,9 @@ static int split_end(lua_State *L, const lfile_access *a) {
   int rc;
   if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
   else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
-  if (rc == MPI_SUCCESS) { /* a mismatched _end leaves the split active: keep its memory */
+  /* The matching _end ends the split even when its transfer failed; a
+   * mismatched one leaves it active: keep its memory then. */
+  if (rc == MPI_SUCCESS || same) {
     if (have) {
       lua_rawgeti(L, kept, 4);
       lmpio_lua_unhold_at(L, -1);
@@ -1746,24 +1756,18 @@ Ends the split collective begun by @{file:write_all_begin}
 typedef int (*fail_fn)(lfile *f);
 static int fail_io(lfile *f) { return lmpio_file_write_at_all(f->fh, 0, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
 static int fail_ordered(lfile *f) { return lmpio_file_write_ordered(f->fh, NULL, 0, MPI_BYTE, MPI_STATUS_IGNORE); }
-/* A nonblocking or split collective joins in the same form as the other
- * ranks' (theirs may run in the background, where a blocking call would
- * never meet them), then completes at once: its outcome is the agreed one.
- * The others learn of the failure when they complete theirs. */
+/* A nonblocking collective joins in the same form as the other ranks'
+ * (theirs may run in the background, where a blocking call would never meet
+ * them), then completes at once: its outcome is the agreed one.  The others
+ * learn of the failure when they complete theirs.  (A split collective's
+ * _begin joins with the same _begin: agree_failure.) */
 static int fail_nonblocking(lfile *f) {
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = lmpio_file_iwrite_at_all(f->fh, 0, NULL, 0, MPI_BYTE, &req);
   if (rc == MPI_SUCCESS && req != MPI_REQUEST_NULL) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
   return rc;
 }
-static int fail_split(lfile *f) {
-  int rc = lmpio_file_write_at_all_begin(f->fh, 0, NULL, 0, MPI_BYTE);
-  return rc == MPI_SUCCESS ? lmpio_file_write_at_all_end(f->fh, NULL, MPI_STATUS_IGNORE) : rc;
-}
-static int fail_split_ordered(lfile *f) {
-  int rc = lmpio_file_write_ordered_begin(f->fh, NULL, 0, MPI_BYTE);
-  return rc == MPI_SUCCESS ? lmpio_file_write_ordered_end(f->fh, NULL, MPI_STATUS_IGNORE) : rc;
-}
+
 static int fail_view(lfile *f) { return lmpio_file_set_view(f->fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL); }
 static int fail_size(lfile *f) { return lmpio_file_set_size(f->fh, 0); }
 static int fail_info(lfile *f) { return lmpio_file_set_info(f->fh, MPI_INFO_NULL); }
@@ -1786,9 +1790,14 @@ typedef struct {
   fail_fn fail;
 } collective_method;
 
+static const lfile_access *end_row(const lfile_access *begin_row);
+
 /* The error on top, raised by a collective method of f named name before it
- * entered the core: every rank fails the call (fail joins it). */
-static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail) {
+ * entered the core: every rank fails the call (fail joins it; a split
+ * collective's _begin, row a, joins with the same _begin and empty memory,
+ * then ends it at once: where the others' run in the background, their _end
+ * raises the error; here none stays active, as after any failed _begin). */
+static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail, const lfile_access *a) {
   if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
     return lua_error(L); /* nothing to agree on */
   lmpio_lua_fix_argerror(L, name, 1);
@@ -1796,12 +1805,25 @@ static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail)
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
-  int rc = fail(f);
+  int rc;
+  if (a && a->form == F_BEGIN) {
+    lmpio_lua_mem none;
+    memset(&none, 0, sizeof none);
+    none.type = MPI_BYTE;
+    rc = begin(a, f->fh, 0, &none);
+    const lfile_access *e = end_row(a);
+    if (rc == MPI_SUCCESS && e) rc = a->writing ? e->core.write_end(f->fh, NULL, MPI_STATUS_IGNORE)
+                                           : e->core.read_end(f->fh, NULL, MPI_STATUS_IGNORE);
+  } else {
+    rc = fail(f);
+  }
   lmpio_lua_caller = saved_caller;
   /* What the core agreed on: this rank's argument error, or the failure of
    * a lower rank that failed too (every rank raises the same class and
    * message: the lowest failing rank's). */
-  if (rc != MPI_SUCCESS) return lmpio_lua_raise(L, rc, lmpio_last_error_message());
+  const char *agreed = lmpio_last_error_message();
+  if (rc != MPI_SUCCESS && !(rc == MPI_ERR_ARG && agreed && strstr(agreed, msg)))
+    return lmpio_lua_raise(L, rc, agreed);
   return lmpio_lua_raise(L, MPI_ERR_ARG, msg);
 }
 
@@ -1810,7 +1832,7 @@ static int collective_call(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
   if (n >= 0) return n;
-  return agree_failure(L, f, cm->name, cm->fail);
+  return agree_failure(L, f, cm->name, cm->fail, NULL);
 }
 
 /* A collective data access method: data_access under the agreement. */
@@ -1819,7 +1841,7 @@ static int collective_access(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, data_access, a);
   if (n >= 0) return n;
-  return agree_failure(L, f, a->name, a->fail);
+  return agree_failure(L, f, a->name, a->fail, a);
 }
 
 static const collective_method collective_methods[] = {
@@ -1859,12 +1881,12 @@ static const lfile_access access_methods[] = {
   {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_nonblocking, {.iwrite = lmpio_file_iwrite_all}},
   {"iread_shared", R, P_SHARED, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread_shared}},
   {"iwrite_shared", W, P_SHARED, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite_shared}},
-  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, fail_split, {.read_at_begin = lmpio_file_read_at_all_begin}},
-  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, fail_split, {.write_at_begin = lmpio_file_write_at_all_begin}},
-  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, fail_split, {.read_begin = lmpio_file_read_all_begin}},
-  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, fail_split, {.write_begin = lmpio_file_write_all_begin}},
-  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, fail_split_ordered, {.read_begin = lmpio_file_read_ordered_begin}},
-  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, fail_split_ordered, {.write_begin = lmpio_file_write_ordered_begin}},
+  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, NULL, {.read_at_begin = lmpio_file_read_at_all_begin}},
+  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, NULL, {.write_at_begin = lmpio_file_write_at_all_begin}},
+  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, NULL, {.read_begin = lmpio_file_read_all_begin}},
+  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, NULL, {.write_begin = lmpio_file_write_all_begin}},
+  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, NULL, {.read_begin = lmpio_file_read_ordered_begin}},
+  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, NULL, {.write_begin = lmpio_file_write_ordered_begin}},
   {"read_at_all_end", R, P_EXPLICIT, 0, F_END, NULL, {.read_end = lmpio_file_read_at_all_end}},
   {"write_at_all_end", W, P_EXPLICIT, 0, F_END, NULL, {.write_end = lmpio_file_write_at_all_end}},
   {"read_all_end", R, P_INDIVIDUAL, 0, F_END, NULL, {.read_end = lmpio_file_read_all_end}},
@@ -1874,6 +1896,16 @@ static const lfile_access access_methods[] = {
 };
 #undef R
 #undef W
+
+/* The _end row of a split collective's _begin row ("read_all_begin": "read_all_end"). */
+static const lfile_access *end_row(const lfile_access *begin_row) {
+  size_t stem = strlen(begin_row->name) - strlen("_begin");
+  for (size_t i = 0; i < sizeof access_methods / sizeof access_methods[0]; i++)
+    if (access_methods[i].form == F_END && strncmp(access_methods[i].name, begin_row->name, stem) == 0 &&
+        strcmp(access_methods[i].name + stem, "_end") == 0)
+      return &access_methods[i];
+  return NULL; /* (every _begin row has its _end row) */
+}
 
 /* Adds the collective methods and the data access methods to the methods
  * table on top of the stack, each as what runs: its agreement around the

@@ -556,7 +556,13 @@ describe("data representations", function()
     assert.equal(1, fh:write_at(rank, lmpio.array(lmpio.DOUBLE, { 1.5 })))
     for _, r in ipairs(kept) do pcall(r.wait, r) end
     assert.equal(9, #msgs)
-    for _, m in ipairs(msgs) do assert.matches("borrowed", m, 1, true) end
+    for i, m in ipairs(msgs) do
+      -- (the split collectives, 8 and 9, are collective calls from a
+      -- converter: refused as such, whatever their arguments)
+      if i <= 7 or not m:find("called from a conversion function", 1, true) then
+        assert.matches("borrowed", m, 1, true)
+      end
+    end
     mine:close()
     os.remove(mpath)
     other:close()

@@ -180,6 +180,8 @@ describe("errors", function()
         assert.is_false(last, c[1] .. " started on the rank with the bad argument")
         if c[3] then ok, e = pcall(c[3], fh)
         else ok, e = pcall(e.wait, e) end
+      elseif c[3] then -- a _begin that raised leaves no split collective active
+        assert.equal("MPI_ERR_OTHER", H.error_of(c[3], fh).name, c[1])
       end
       assert.is_false(ok, c[1])
       assert.is_true(lmpio.iserror(e), c[1] .. ": " .. tostring(e))
@@ -238,5 +240,27 @@ describe("errors", function()
     local path = H.tmpname()
     local fh <close> = lmpio.open(world, path, "w+")
     assert.is_true(lmpio.iserror(H.error_of(fh.write_ordered_end, fh)))
+  end)
+
+  it("a split collective whose _end raises lets go of its buffer; a mismatched _end keeps it", function()
+    local path = H.tmpname()
+    local fh <close> = lmpio.open(world, path, "w+")
+    fh:write_at_all(rank * 8, "abcdefgh")
+    local a = lmpio.array(lmpio.BYTE, 8)
+    -- a negative offset fails the transfer (its _end raises, or its _begin
+    -- when it runs at once)
+    local begun = pcall(fh.read_at_all_begin, fh, -1, a)
+    if begun then
+      -- an _end of another kind does not end it: the buffer stays held
+      assert.equal("MPI_ERR_OTHER", H.error_of(fh.write_all_end, fh).name)
+      assert.matches("held by a pending read_at_all_begin", H.error_of(function() a[1] = 1 end), 1, true)
+      assert.equal("MPI_ERR_ARG", H.error_of(fh.read_at_all_end, fh).name)
+    end
+    -- ended: the buffer is the script's again
+    a[1] = 65
+    assert.equal(65, a[1])
+    local b, n = fh:read_at_all(rank * 8, a)
+    assert.equal(8, n)
+    assert.equal("abcdefgh", b:tostring())
   end)
 end)

@@ -63,6 +63,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   MPI_Count bytes; /* data bytes moved, for the status */
@@ -529,18 +530,24 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
  * different orders on different ranks): this rank's argument checks ride
  * along as the job's pre_rc, and the worker agrees on them with the other
  * ranks before any transfer, so an argument error on one rank is every
- * rank's outcome at completion.  Returns an error (and queues nothing) only
- * when a split collective is active (a state every rank shares) or the job
- * cannot be made. */
+ * rank's outcome at completion.  Returns an error only when a split
+ * collective is active (the job is queued, failed, and freed by the worker)
+ * or the job cannot be made. */
 static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                             MPI_Datatype type, int dir, MPI_Request *request, lmpio__job **job, int pre_rc,
                             const char *call) {
+  /* (a failure a binding asked for is this call's, even when it is refused) */
+  int rc = lmpio__pending(pre_rc, call);
   int refused = lmpio__agree_refuses(call); /* (its job's agreement would run on a worker, and meet no one) */
   if (refused != MPI_SUCCESS) return refused;
-  if (fh->split.kind != LMPIO__SPLIT_NONE)
-    return lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  /* A split collective active here fails the call at once; its job still
+   * goes to the worker, failed, so that the other ranks' jobs meet it and
+   * fail too (a rank that left a split collective active when the others
+   * did not would have them wait for ever). */
+  int active = fh->split.kind != LMPIO__SPLIT_NONE;
+  if (active && rc == MPI_SUCCESS)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
   MPI_Offset etpos = 0, n = 0;
-  int rc = lmpio__pending(pre_rc, call);
   if (rc == MPI_SUCCESS) rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   MPI_Offset pos = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, etpos, &pos, call);
@@ -559,7 +566,15 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
     x->pre_rc = rc;
     x->standin = standin;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
-    if ((mrc = submit(fh, x, request, call)) != MPI_SUCCESS) drop_xfer(x);
+    char msg[sizeof x->pre_msg];
+    memcpy(msg, x->pre_msg, sizeof msg);
+    if ((mrc = submit(fh, x, active ? NULL : request, call)) != MPI_SUCCESS) {
+      drop_xfer(x);
+    } else if (active) {
+      lmpio__async_release(&x->job); /* (no one joins it: the worker frees it) */
+      lmpio__err_set_message(msg);
+      return rc;
+    }
   }
   if (mrc != MPI_SUCCESS) return mrc;
   if (job) *job = &x->job;

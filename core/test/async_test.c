@@ -707,6 +707,52 @@ static void test_standin_on_worker(void) {
   tl_unlink(path);
 }
 
+/* A binding's failure asked for before a nonblocking collective that fails
+ * at once (a split collective is active) is that call's: it does not stay
+ * behind to fail the next collective call (the Lua module's split _end and
+ * then a write_at_all failed with a stale argument error). */
+static void test_refused_start_takes_failure(void) {
+  char *path = tl_path("async-refused");
+  lmpio_file fh = open_new(path);
+  int v[2] = {1, 2}, w[2] = {3, 4};
+  MPI_Request req = MPI_REQUEST_NULL;
+  TL_OK(lmpio_file_write_all_begin(fh, w, 2, MPI_INT));
+  lmpio_fail_next_collective(MPI_ERR_ARG, "bad argument #2 to 'iread_all'");
+  TL_RC(lmpio_file_iread_all(fh, v, 2, MPI_INT, &req), MPI_ERR_ARG);
+  TL_CHECK(strstr(lmpio_last_error_message(), "bad argument #2") != NULL);
+  TL_CHECK(req == MPI_REQUEST_NULL);
+  TL_OK(lmpio_file_write_all_end(fh, w, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* A rank that left a split collective active when the others ended
+ * theirs: its nonblocking collective fails at once, and the others' same
+ * call fails at completion (MPI_ERR_OTHER, that rank's message) instead of
+ * waiting for ever for a job it never queued (hung before). */
+static void test_split_left_active_on_one_rank(void) {
+  char *path = tl_path("async-split-one");
+  lmpio_file fh = open_new(path);
+  int v[2] = {1, 2}, w[2] = {3, 4}, last = tl_size - 1;
+  MPI_Request req = MPI_REQUEST_NULL;
+  TL_OK(lmpio_file_write_all_begin(fh, w, 2, MPI_INT));
+  if (tl_rank != last) TL_OK(lmpio_file_write_all_end(fh, w, MPI_STATUS_IGNORE));
+  int rc = lmpio_file_iwrite_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, &req);
+  if (tl_rank == last) {
+    TL_EQ(rc, MPI_ERR_OTHER);
+    TL_CHECK(req == MPI_REQUEST_NULL);
+    TL_CHECK(strstr(lmpio_last_error_message(), "split collective is active") != NULL);
+    TL_OK(lmpio_file_write_all_end(fh, w, MPI_STATUS_IGNORE));
+  } else {
+    TL_OK(rc);
+    TL_EQ(wait_count(&req, MPI_INT), -100 - MPI_ERR_OTHER);
+  }
+  TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 /* A blocking independent call never waits behind a collective that
  * another rank has not started: rank 0 starts iwrite_at_all, then writes
  * with write_at and enters a barrier; the other ranks start the same
@@ -1219,6 +1265,9 @@ int main(int argc, char **argv) {
   tl_run("write_shared, iwrite_shared and read_shared inside an ordered split collective",
          test_shared_inside_ordered_split);
   tl_run("a binding's failure in a nonblocking collective stands in on the worker only", test_standin_on_worker);
+  tl_run("a failure asked for before a refused nonblocking collective is that call's", test_refused_start_takes_failure);
+  tl_run("a split collective left active on one rank: nonblocking collectives fail, no hang",
+         test_split_left_active_on_one_rank);
   tl_run("a blocking independent call does not wait behind another rank's collective",
          test_independent_not_behind_collective);
   tl_run("sieved writes of the lanes and the caller exclude each other", test_lanes_exclude_each_other);
