@@ -192,7 +192,13 @@ static int r_gc(lua_State *L) {
     MPI_Finalized(&fin);
     /* the data (our user value) lives until this finalizer returns */
     int rc;
+    /* A finalizer runs inside whatever call allocated: its wait is not
+     * that call's entry into the core (a collective method whose argument
+     * check ran it took its own argument error for a failure after entering,
+     * and did not agree on it: the other ranks' call met its next one). */
+    int entered = lmpio_lua_entered;
     if (!fin) COMPLETING(L, r, rc, MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+    lmpio_lua_entered = entered;
     (void)rc;
     r->req = MPI_REQUEST_NULL;
   }

@@ -19,3 +19,5 @@ rm -f "$log.luacfg"
 # The lmpio command (lua/lmpio-command.lua): one process and mpirun jobs of
 # its own, so it runs once, not under each configuration.
 run "lmpio command (spec/command_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/command_test.sh
+# The file methods' fuzzer, its seeds that found defects (2 ranks, once).
+run "fuzzer replay (spec/fuzz_replay.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/fuzz_replay.sh
