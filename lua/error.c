@@ -15,7 +15,11 @@ methods (`open`, `close`, `set_view`, `set_size`, `preallocate`, `sync`,
 `set_info`, `set_atomicity`, `seek_shared`, the `_all`, `_ordered` and
 split collective data access methods): there every rank raises an error
 object of class `MPI_ERR_ARG` carrying the message of the rank whose
-argument was wrong, so that no rank waits for another one.
+argument was wrong, so that no rank waits for another one (when another
+rank failed too, the lowest failing rank's class and message, on every
+rank).  In the nonblocking and split collective forms the rank whose
+argument was wrong raises at once and leaves nothing active; the other
+ranks' request (`wait`, `test`) or `_end` raises the same error object.
 @type error
 */
 
