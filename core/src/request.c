@@ -531,8 +531,8 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
  * along as the job's pre_rc, and the worker agrees on them with the other
  * ranks before any transfer, so an argument error on one rank is every
  * rank's outcome at completion.  Returns an error only when a split
- * collective is active (the job is queued, failed, and freed by the worker)
- * or the job cannot be made. */
+ * collective is active (then after the failed job's agreement) or the job
+ * cannot be made. */
 static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                             MPI_Datatype type, int dir, MPI_Request *request, lmpio__job **job, int pre_rc,
                             const char *call) {
@@ -540,10 +540,11 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   int rc = lmpio__pending(pre_rc, call);
   int refused = lmpio__agree_refuses(call); /* (its job's agreement would run on a worker, and meet no one) */
   if (refused != MPI_SUCCESS) return refused;
-  /* A split collective active here fails the call at once; its job still
-   * goes to the worker, failed, so that the other ranks' jobs meet it and
-   * fail too (a rank that left a split collective active when the others
-   * did not would have them wait for ever). */
+  /* A split collective active here fails the call; its job still goes to
+   * the worker, failed, so that the other ranks' jobs meet it and fail too
+   * (a rank that left a split collective active when the others did not
+   * would have them wait for ever), and the call returns what that job's
+   * agreement gives: the same class on every rank. */
   int active = fh->split.kind != LMPIO__SPLIT_NONE;
   if (active && rc == MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
@@ -566,13 +567,13 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
     x->pre_rc = rc;
     x->standin = standin;
     if (rc != MPI_SUCCESS) snprintf(x->pre_msg, sizeof x->pre_msg, "%s", lmpio_last_error_message());
-    char msg[sizeof x->pre_msg];
-    memcpy(msg, x->pre_msg, sizeof msg);
     if ((mrc = submit(fh, x, active ? NULL : request, call)) != MPI_SUCCESS) {
       drop_xfer(x);
     } else if (active) {
-      lmpio__async_release(&x->job); /* (no one joins it: the worker frees it) */
-      lmpio__err_set_message(msg);
+      lmpio__async_join(fh, &x->job);
+      rc = x->job.rc != MPI_SUCCESS ? x->job.rc : rc;
+      lmpio__err_set_message(x->job.rc != MPI_SUCCESS ? x->job.msg : x->pre_msg);
+      lmpio__async_release(&x->job);
       return rc;
     }
   }
