@@ -69,6 +69,24 @@ end
 
 -- Every call: op name, whether it is collective, the function.
 local reqs, splits, uncompared = {}, 0, false
+-- One of the nonblocking methods names; its request is kept, waited for
+-- now, or dropped unfinished.
+local function start(names)
+  local m = pick(names)
+  log:write("  ", m, "\n"); log:flush()
+  local at = m:find("_at") ~= nil
+  local r
+  if m:find("write") then
+    if at then r = f[m](f, arg_(offsets), arg_(datas)) else r = f[m](f, arg_(datas)) end
+  elseif at then
+    r = f[m](f, arg_(offsets), arg_(counts), arg_(types))
+  else
+    r = f[m](f, arg_(counts), arg_(types))
+  end
+  local what = math.random(3)
+  if what == 1 then return r:wait() elseif what == 2 then reqs[#reqs + 1] = r; return m end
+  return m .. " dropped"
+end
 local calls = {
   {"set_view", true, function()
     local et = pick({lmpio.BYTE, lmpio.BYTE, lmpio.INT})
@@ -113,35 +131,13 @@ local calls = {
   {"get_type_extent", false, function() return f:get_type_extent(arg_(types)) end},
   {"stats", false, function() return f:stats() end},
   {"tostring", false, function() return tostring(f) end},
-  -- nonblocking: the request is kept, waited for now, or dropped
+  -- nonblocking (start: below); inb_all is collective, but not compared:
+  -- the rank with a bad argument raises at once, the others when they
+  -- complete the request
   {"inb", false, function()
-    local m = pick({"iread_at", "iwrite_at", "iread", "iwrite", "iread_shared", "iwrite_shared"})
-    log:write("  ", m, "\n"); log:flush()
-    local r
-    if m:find("write") then
-      r = m == "iwrite_at" and f[m](f, arg_(offsets), arg_(datas)) or f[m](f, arg_(datas))
-    else
-      r = m == "iread_at" and f[m](f, arg_(offsets), arg_(counts), arg_(types)) or f[m](f, arg_(counts), arg_(types))
-    end
-    local what = math.random(3)
-    if what == 1 then return r:wait() elseif what == 2 then reqs[#reqs + 1] = r; return m end
-    return m .. " dropped"
+    return start({"iread_at", "iwrite_at", "iread", "iwrite", "iread_shared", "iwrite_shared"})
   end},
-  -- (collective, but not compared: the rank with a bad argument raises at
-  -- once, the others when they complete the request)
-  {"inb_all", false, function()
-    local m = pick({"iread_at_all", "iwrite_at_all", "iread_all", "iwrite_all"})
-    log:write("  ", m, "\n"); log:flush()
-    local r
-    if m:find("write") then
-      r = m == "iwrite_at_all" and f[m](f, arg_(offsets), arg_(datas)) or f[m](f, arg_(datas))
-    else
-      r = m == "iread_at_all" and f[m](f, arg_(offsets), arg_(counts), arg_(types)) or f[m](f, arg_(counts), arg_(types))
-    end
-    local what = math.random(3)
-    if what == 1 then return r:wait() elseif what == 2 then reqs[#reqs + 1] = r; return m end
-    return m .. " dropped"
-  end},
+  {"inb_all", false, function() return start({"iread_at_all", "iwrite_at_all", "iread_all", "iwrite_all"}) end},
   {"complete", false, function()
     local what = math.random(4)
     if #reqs == 0 then return "none" end
