@@ -63,7 +63,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
   MPI_Count bytes; /* data bytes moved, for the status */
