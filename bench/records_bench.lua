@@ -1,6 +1,6 @@
 -- records_ordered over one record much longer than a step (a file of BYTES
 -- zero bytes, no separator in it, MAX bytes a rank a step):
---   mpirun -n 2 lua5.4 bench/records_bench.lua BYTES MAX [DIR]
+--   LUA_CPATH_5_4="build/lua/?.so;;" mpirun -n 2 lua5.4 bench/records_bench.lua BYTES MAX [DIR]
 -- Prints "RESULT records bytes=<n> max=<m> ranks=<r> steps=<s> seconds=<t>":
 -- the time should grow with BYTES, not with its square.
 local lmpio = require "lmpio"
