@@ -80,9 +80,6 @@ int lmpio__exchange_shared(MPI_Comm comm);
 /* The first rank's records in comm's segment, NULL without one (tests:
  * they start on a cache line). */
 const void *lmpio__exchange_records(MPI_Comm comm);
-/* Whether a rank waiting in comm's segment yields its processor soon
- * (the ranks have fewer processors than there are of them). */
-int lmpio__exchange_yields(MPI_Comm comm);
 /* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
 int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
 /* Whether this thread's last lmpio__pending handed out a binding's failure
