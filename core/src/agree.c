@@ -171,7 +171,7 @@ static int mismatch(int ra, long long wa, int rb, long long wb, const char *call
 #ifndef GATHER_MAX
 #define GATHER_MAX 64
 #endif
-#define SLOTS 10                 /* values of a rank's record (same, max, sum, mine) */
+#define SLOTS 11                 /* values of a rank's record (same, max, sum, mine) */
 #define REC (2 + SLOTS)          /* [identity, class, slots...] */
 /* (One count for every call: ranks in different calls meet in one
  * MPI_Allgather.  Through a shared segment a record's trailing zeros are not

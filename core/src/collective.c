@@ -602,6 +602,16 @@ static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, vo
 static int independent(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
                        MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
   if (rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
+  /* lmpio_collective_outcome=local (the same on every rank): no exchange,
+   * each rank its own outcome, as OMPIO.  (A binding's stand-in for a
+   * failed call meets no one either: its rank alone fails.) */
+  if (cp->plan.hints.collective_outcome == LMPIO__OUTCOME_LOCAL) {
+    int refused = lmpio__agree_refuses(call); /* (from a conversion function, as when agreed) */
+    if (refused != MPI_SUCCESS) rc = refused;
+    else (void)lmpio__take_standin();
+    if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
+    return rc;
+  }
   rc = lmpio__agree_first(cp->comm, rc, NULL, call);
   if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
   return rc;
