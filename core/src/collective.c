@@ -112,7 +112,7 @@ static int my_range(coll *c) {
 /* ---- 3. file domains -------------------------------------------------- */
 
 /* Window of aggregator k in round r: [*ws, *we), empty when *ws >= *we. */
-static void window(const coll *c, int k, int r, MPI_Offset *ws, MPI_Offset *we) {
+static void window(const coll *c, int k, MPI_Offset r, MPI_Offset *ws, MPI_Offset *we) {
   MPI_Offset dlo = c->base + (MPI_Offset)k * c->fd;
   MPI_Offset lo = dlo + (MPI_Offset)r * c->cb;
   MPI_Offset hi = lo + c->cb;
