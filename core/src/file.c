@@ -130,11 +130,12 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   if (rc != MPI_SUCCESS) return rc;
 
   /* The driver: a prefix names it, else the hint, else the file system
-   * (below, once the file is open). */
+   * (below, once the file is open).  A prefix comes first: an info from
+   * get_info, passed on, names the driver of another file. */
   char why[256] = "";
   int drv_id = -1;
   const char *path = lmpio__driver_prefix(filename, &drv_id, why, sizeof why);
-  if (hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
+  if (drv_id < 0 && hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
     drv_id = hints.fs_driver - 1;
     snprintf(why, sizeof why, "the hint lmpio_fs_driver");
   }
