@@ -48,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-ior install clean
+.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -196,6 +196,12 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh bench/run.sh
+
+# The common patterns at 1 to 64 ranks on lmpio, OMPIO and ROMIO, with what
+# grows with the rank count (bench/scale.sh, bench/README.md "Scale");
+# LMPIO_SCALE_RANKS="1 2 4" and the other knobs of the script pass through.
+bench-scale: lib $(BUILD)/bench/scale_bench
+	sh bench/scale.sh
 
 # IOR (not part of lmpio; IOR=path of a built ior binary) through the
 # drop-in library, OMPIO and ROMIO: bench/ior.sh, bench/README.md.
