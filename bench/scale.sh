@@ -23,13 +23,14 @@
 #   LMPIO_SCALE_RANKS     rank counts ("1 2 4 8 16 32 64")
 #   LMPIO_SCALE_BACKENDS  "lmpio ompio romio"
 #   LMPIO_SCALE_DIR       directory of the files (/dev/shm)
-#   LMPIO_SCALE_LAUNCHES  launches per backend and rank count, best kept (1)
+#   LMPIO_SCALE_LAUNCHES  launches per backend and rank count, best kept (2)
 #   LMPIO_SCALE_TIMEOUT   seconds per launch (900)
 #   LMPIO_SCALE_OUT       raw RESULT lines (build/bench/scale.results)
 #   LMPIO_SCALE_ROMIO_SKIP patterns not run on ROMIO ("nbcoll": Open MPI
 #                         4.1.4's romio321 segfaults in MPI_File_iwrite_at_all)
 #   LMPIO_SCALE_CLUSTER   nodes of the simulated cluster (unset: this machine)
-# and, passed to every rank: LMPIO_SCALE_BUDGET, LMPIO_SCALE_MAXCALLS,
+# and, passed to every rank: LMPIO_SCALE_BUDGET (0.5 here), LMPIO_SCALE_MAXCALLS,
+# LMPIO_SCALE_WARMUP,
 # LMPIO_SCALE_PATTERNS, LMPIO_SCALE_SUB_N, LMPIO_BENCH_FILE_MB,
 # LMPIO_BENCH_HINTS (see bench/scale_bench.c).
 set -u
@@ -39,7 +40,8 @@ MPIRUN=${MPIRUN:-mpirun}
 RANKS=${LMPIO_SCALE_RANKS:-"1 2 4 8 16 32 64"}
 BACKENDS=${LMPIO_SCALE_BACKENDS:-"lmpio ompio romio"}
 DIR=${LMPIO_SCALE_DIR:-/dev/shm}
-LAUNCHES=${LMPIO_SCALE_LAUNCHES:-1}
+LAUNCHES=${LMPIO_SCALE_LAUNCHES:-2}
+: "${LMPIO_SCALE_BUDGET:=0.5}"
 TIMEOUT=${LMPIO_SCALE_TIMEOUT:-900}
 OUT=${LMPIO_SCALE_OUT:-$BUILD/bench/scale.results}
 ROMIO_SKIP=${LMPIO_SCALE_ROMIO_SKIP-nbcoll}
@@ -59,7 +61,7 @@ fi
 # The knobs of scale_bench that are set, as -x options (the ranks of a
 # cluster do not inherit this shell's environment).
 xs=
-for v in LMPIO_SCALE_BUDGET LMPIO_SCALE_MAXCALLS LMPIO_SCALE_SUB_N LMPIO_BENCH_FILE_MB LMPIO_BENCH_HINTS; do
+for v in LMPIO_SCALE_BUDGET LMPIO_SCALE_MAXCALLS LMPIO_SCALE_WARMUP LMPIO_SCALE_SUB_N LMPIO_BENCH_FILE_MB LMPIO_BENCH_HINTS; do
   eval "val=\${$v:-}"
   [ -n "$val" ] && xs="$xs -x $v=$val"
 done
@@ -81,6 +83,7 @@ how() {
       pats=$keep ;;
     *) echo "scale.sh: no backend $1 (lmpio, ompio, romio)" >&2; exit 2 ;;
   esac
+  # shellcheck disable=SC2086 # (split: one comma between names)
   opts="$opts -x LMPIO_SCALE_PATTERNS=$(echo $pats | tr ' ' ',')"
 }
 

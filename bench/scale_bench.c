@@ -12,9 +12,9 @@
  *   nbcoll    iwrite_at_all + wait / iread_at_all + wait, 4 KiB interleaved
  * Every pattern checks what it read (and shared/ordered what the file holds).
  *
- * Each pattern runs one untimed step, then times one, then runs as many as
- * fit in its time budget (at least 2): on 2 cores a call at 64 ranks may
- * take 100 times longer than at 1.  Around the timed steps every rank reads
+ * Each pattern runs one untimed step (LMPIO_SCALE_WARMUP), then times one,
+ * then runs as many as fit in its time budget (at least 2): on 2 cores a
+ * call at 64 ranks may take 100 times longer than at 1.  Around the timed steps every rank reads
  * what it handed to MPI (point-to-point messages, collective calls, bytes:
  * the counting layer of bench/scale_count.h, which sees lmpio's and ROMIO's
  * calls but not OMPIO's, made inside Open MPI) and its peak resident set
@@ -26,6 +26,7 @@
  *   LMPIO_BENCH_FILE_MB   pre-grow every file to this size first (0)
  *   LMPIO_SCALE_BUDGET    seconds of timed calls per pattern (0.3)
  *   LMPIO_SCALE_MAXCALLS  at most this many calls per pattern (2000)
+ *   LMPIO_SCALE_WARMUP    untimed steps before the timed ones (1)
  *   LMPIO_SCALE_PATTERNS  comma list of patterns (all)
  *   LMPIO_SCALE_SUB_N     side of each rank's block of doubles (128)
  *   LMPIO_SCALE_TAP       1: also a line "ok scale PATTERN ..." or "not ok ..."
@@ -48,7 +49,7 @@
 static int rank, size;
 static const char *dir, *label;
 static double budget;
-static long maxcalls;
+static long maxcalls, warmup;
 static long long file_bytes;
 static int bad; /* this rank's wrong data or failed calls */
 static int tap; /* LMPIO_SCALE_TAP=1: also "ok"/"not ok" lines */
@@ -176,15 +177,16 @@ static void report(const char *name, const char *suffix, double calls, double t,
   fflush(stdout);
 }
 
-/* Step 0 untimed, step 1 timed alone (it sets how many fit the budget), then
- * the measured steps 2..n+1 with the counters read around them. */
+/* Steps 0..warmup-1 untimed, the next timed alone (it sets how many fit the
+ * budget), then n measured steps with the counters read around them. */
 static void measure(const pattern *p) {
   bad = 0;
   p->setup();
-  p->iter(0);
+  long w = 0;
+  for (; w < warmup; w++) p->iter(w);
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
-  p->iter(1);
+  p->iter(w++);
   double one = max_over_ranks(MPI_Wtime() - t0);
   long n = one > 0 ? (long)(budget / one) : maxcalls;
   if (n > maxcalls / p->calls_per_iter) n = maxcalls / p->calls_per_iter;
@@ -193,7 +195,7 @@ static void measure(const pattern *p) {
   MPI_Barrier(MPI_COMM_WORLD);
   counters_read(c0);
   t0 = MPI_Wtime();
-  for (long i = 2; i < n + 2; i++) p->iter(i);
+  for (long i = w; i < w + n; i++) p->iter(i);
   double t = MPI_Wtime() - t0;
   counters_read(c1);
   t = max_over_ranks(t);
@@ -202,13 +204,13 @@ static void measure(const pattern *p) {
     MPI_Barrier(MPI_COMM_WORLD);
     counters_read(c0);
     t0 = MPI_Wtime();
-    p->reads(n + 2);
+    p->reads(w + n);
     t = MPI_Wtime() - t0;
     counters_read(c1);
     t = max_over_ranks(t);
-    report(p->name, "_read", (double)(n + 2), t, c0, c1);
+    report(p->name, "_read", (double)(w + n), t, c0, c1);
   }
-  p->check(n + 2);
+  p->check(w + n);
   p->teardown();
   /* a failure found by the checks fails the last line of the pattern */
   int allbad = 0;
@@ -549,10 +551,11 @@ int main(int argc, char **argv) {
   label = argc > 2 ? argv[2] : "mpiio";
   budget = env_double("LMPIO_SCALE_BUDGET", 0.3);
   maxcalls = (long)env_double("LMPIO_SCALE_MAXCALLS", 2000);
+  warmup = (long)env_double("LMPIO_SCALE_WARMUP", 1);
   sub_n = (int)env_double("LMPIO_SCALE_SUB_N", 128);
   file_bytes = (long long)(env_double("LMPIO_BENCH_FILE_MB", 0) * 1048576.0);
   tap = env_double("LMPIO_SCALE_TAP", 0) != 0;
-  if (maxcalls < 4 || sub_n < 1) MPI_Abort(MPI_COMM_WORLD, 2);
+  if (maxcalls < 4 || sub_n < 1 || warmup < 0) MPI_Abort(MPI_COMM_WORLD, 2);
   int failed = 0;
   for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++) {
     if (!wanted(patterns[k].name)) continue;
