@@ -173,10 +173,11 @@ check-dropin: lib
 
 # The cluster suite alone: a simulated two-node cluster (network namespaces,
 # GlusterFS, as root; core/test/cluster/suite.sh says what runs), e.g.
-# make check-cluster RUNS=5 IMPLS="lmpio capi ompio romio" TABLE=1.
+# make check-cluster RUNS=5 IMPLS="lmpio capi ompio romio" TABLE=1;
+# NODES=4 makes it four nodes.
 check-cluster:
 	$(MAKE) WERROR=-Werror lib tests
-	RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
+	NODES="$(NODES)" RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
 	  BUDGET="$(or $(BUDGET),100000)" sh core/test/cluster/suite.sh
 
 # Static analysis of the core, the drop-in library and the Lua module:
