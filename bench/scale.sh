@@ -17,7 +17,8 @@
 # simulated cluster of core/test/cluster/cluster.sh grown to N nodes (as
 # root), 2 ranks a node, files on the GlusterFS mount (coherent profile),
 # through lmpio only (LMPIO_SCALE_BACKENDS to add others): a correctness run,
-# "ok"/"not ok" per pattern; its times are not figures.
+# "ok"/"not ok" per pattern, then the table of what the ranks handed to MPI
+# across the nodes (its times are not figures); raw lines in $OUT.cluster.
 #
 # Environment (defaults):
 #   LMPIO_SCALE_RANKS     rank counts ("1 2 4 8 16 32 64")
@@ -29,7 +30,7 @@
 #   LMPIO_SCALE_ROMIO_SKIP patterns not run on ROMIO ("nbcoll": Open MPI
 #                         4.1.4's romio321 segfaults in MPI_File_iwrite_at_all)
 #   LMPIO_SCALE_CLUSTER   nodes of the simulated cluster (unset: this machine)
-# and, passed to every rank: LMPIO_SCALE_BUDGET (0.5 here), LMPIO_SCALE_MAXCALLS,
+# and, passed to every rank: LMPIO_SCALE_BUDGET (1 here), LMPIO_SCALE_MAXCALLS,
 # LMPIO_SCALE_WARMUP,
 # LMPIO_SCALE_PATTERNS, LMPIO_SCALE_SUB_N, LMPIO_BENCH_FILE_MB,
 # LMPIO_BENCH_HINTS (see bench/scale_bench.c).
@@ -41,7 +42,7 @@ RANKS=${LMPIO_SCALE_RANKS:-"1 2 4 8 16 32 64"}
 BACKENDS=${LMPIO_SCALE_BACKENDS:-"lmpio ompio romio"}
 DIR=${LMPIO_SCALE_DIR:-/dev/shm}
 LAUNCHES=${LMPIO_SCALE_LAUNCHES:-2}
-: "${LMPIO_SCALE_BUDGET:=0.5}"
+: "${LMPIO_SCALE_BUDGET:=1}"
 TIMEOUT=${LMPIO_SCALE_TIMEOUT:-900}
 OUT=${LMPIO_SCALE_OUT:-$BUILD/bench/scale.results}
 ROMIO_SKIP=${LMPIO_SCALE_ROMIO_SKIP-nbcoll}
@@ -98,14 +99,21 @@ if [ -n "${LMPIO_SCALE_CLUSTER:-}" ]; then
   done
   BACKENDS=${LMPIO_SCALE_BACKENDS:-lmpio}
   status=0
+  mkdir -p "$(dirname "$OUT")"
+  : > "$OUT.cluster"
   for be in $BACKENDS; do
     how "$be"
     # shellcheck disable=SC2086
     set -- sh core/test/cluster/cluster.sh --nodes "$n" --hosts "$hosts" --profile coherent --timeout "$TIMEOUT" -- \
       $opts $xs -x LMPIO_SCALE_TAP=1 "$BENCH" @DIR@ "$be"
     echo "\$ $*"
-    "$@" || status=1
+    "$@" | tee -a "$OUT.cluster" | grep -v '^# RESULT '
+    # (the status of the pipe's first command)
+    tail -n 1 "$OUT.cluster" | grep -q ' 0 failed$' || status=1
   done
+  # what the ranks handed to MPI across the nodes (times: not figures)
+  sed -n 's/^# RESULT /RESULT /p' "$OUT.cluster" > "$OUT.cluster.results"
+  sh "$(dirname "$0")/scale_table.sh" "$OUT.cluster.results"
   exit $status
 fi
 

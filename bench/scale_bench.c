@@ -29,7 +29,8 @@
  *   LMPIO_SCALE_WARMUP    untimed steps before the timed ones (1)
  *   LMPIO_SCALE_PATTERNS  comma list of patterns (all)
  *   LMPIO_SCALE_SUB_N     side of each rank's block of doubles (128)
- *   LMPIO_SCALE_TAP       1: also a line "ok scale PATTERN ..." or "not ok ..."
+ *   LMPIO_SCALE_TAP       1: also a line "ok scale PATTERN ..." or "not ok ...",
+ *                         and "# RESULT ..." instead of "RESULT ..."
  * Prints one line per pattern (rank 0):
  *   RESULT pattern=small ranks=P backend=LABEL calls=N us_per_call=X
  *     msgs_per_call=M colls_per_call=C bytes_per_call=B msgs_max=..
@@ -166,10 +167,11 @@ static void report(const char *name, const char *suffix, double calls, double t,
   int allbad = 0;
   MPI_Reduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank != 0) return;
-  printf("RESULT pattern=%s%s ranks=%d backend=%s calls=%.0f us_per_call=%.2f msgs_per_call=%.2f "
+  /* (under the cluster's runner, a note: it prints "# " lines) */
+  printf("%sRESULT pattern=%s%s ranks=%d backend=%s calls=%.0f us_per_call=%.2f msgs_per_call=%.2f "
          "colls_per_call=%.2f bytes_per_call=%.0f msgs_max=%.2f colls_max=%.2f bytes_max=%.0f "
          "rss_max_kb=%.0f rss_sum_kb=%.0f ok=%d\n",
-         name, suffix, size, label, calls, t * 1e6 / calls, sum[C_MSGS] / calls / size, sum[C_COLLS] / calls / size,
+         tap ? "# " : "", name, suffix, size, label, calls, t * 1e6 / calls, sum[C_MSGS] / calls / size, sum[C_COLLS] / calls / size,
          sum[C_BYTES] / calls / size, mx[C_MSGS] / calls, mx[C_COLLS] / calls, mx[C_BYTES] / calls, mx[NC], sum[NC],
          allbad == 0);
   /* for the cluster's runner (core/test/cluster/cluster.sh counts these) */
