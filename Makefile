@@ -48,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-ior install clean
+.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -99,6 +99,8 @@ benches: $(BENCHES)
 $(BUILD)/bench/%: bench/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(MPICC) $(ALLCFLAGS) $< -o $@ $(LIBA) -lm
+# (its counting layer of MPI calls)
+$(BUILD)/bench/scale_bench: bench/scale_count.h
 
 examples: $(CEXAMPLES)
 $(BUILD)/examples/%: examples/%.c $(LIBA)
@@ -171,10 +173,11 @@ check-dropin: lib
 
 # The cluster suite alone: a simulated two-node cluster (network namespaces,
 # GlusterFS, as root; core/test/cluster/suite.sh says what runs), e.g.
-# make check-cluster RUNS=5 IMPLS="lmpio capi ompio romio" TABLE=1.
+# make check-cluster RUNS=5 IMPLS="lmpio capi ompio romio" TABLE=1;
+# NODES=4 makes it four nodes.
 check-cluster:
 	$(MAKE) WERROR=-Werror lib tests
-	RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
+	NODES="$(NODES)" RUNS="$(RUNS)" SUITE_RUNS="$(SUITE_RUNS)" IMPLS="$(IMPLS)" PROFILES="$(PROFILES)" TABLE="$(TABLE)" \
 	  BUDGET="$(or $(BUDGET),100000)" sh core/test/cluster/suite.sh
 
 # Static analysis of the core, the drop-in library and the Lua module:
@@ -194,6 +197,12 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh bench/run.sh
+
+# The common patterns at 1 to 64 ranks on lmpio, OMPIO and ROMIO, with what
+# grows with the rank count (bench/scale.sh, bench/README.md "Scale");
+# LMPIO_SCALE_RANKS="1 2 4" and the other knobs of the script pass through.
+bench-scale: lib $(BUILD)/bench/scale_bench
+	sh bench/scale.sh
 
 # IOR (not part of lmpio; IOR=path of a built ior binary) through the
 # drop-in library, OMPIO and ROMIO: bench/ior.sh, bench/README.md.

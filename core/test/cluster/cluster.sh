@@ -1,15 +1,16 @@
 #!/bin/sh
-# A simulated two-node cluster on one Linux machine, to run MPI-IO programs
-# with ranks on two "machines" that share a network file system.
+# A simulated cluster of two (or N) nodes on one Linux machine, to run MPI-IO
+# programs with ranks on several "machines" that share a network file system.
 #
 # Usage (as root; Debian's glusterfs-server is installed when missing):
 #
 #   sh core/test/cluster/cluster.sh [--profile P]... [--runs N] [--timeout S]
-#       [--judge 'COMMAND... @BRICK@'] [--hosts node1:2,node2:2]
+#       [--judge 'COMMAND... @BRICK@'] [--nodes N] [--hosts node1:2,node2:2]
 #       -- MPIRUN-ARGS... PROGRAM ARGS...
 #
 # runs `mpirun --host node1:2,node2:2 MPIRUN-ARGS... PROGRAM ARGS...` from
-# node1, N times in each profile P (coherent, nocache, default; all three by
+# node1 (--nodes N: N nodes, by default 2 ranks on each; CL_NODES says the
+# same), N times in each profile P (coherent, nocache, default; all three by
 # default), in each run with the volume emptied first.  @DIR@ in the
 # arguments is the profile's mount point (the same path on both nodes, also
 # passed as LMPIO_TEST_DIR), @BRICK@ the server's brick directory of it.  The
@@ -27,9 +28,9 @@
 # Each node has its own /dev/shm; /tmp is the host's (a clone of the project
 # under /tmp, as CI may make, must run there).
 #
-# The cluster: three network namespaces (gserver, node1, node2), each with
-# its own host name and mount namespace (private /dev/shm, its own
-# /etc/hosts and boot id), joined by a bridge inside gserver's namespace on
+# The cluster: three network namespaces (gserver, node1, node2, and node3...
+# with more nodes), each with its own host name and mount namespace (private
+# /dev/shm, its own /etc/hosts and boot id), joined by a bridge inside gserver's namespace on
 # the private subnet 10.218.18.0/24, which exists only inside them (nothing
 # is added to this machine's own network).  gserver runs glusterd, with its
 # state in the cluster's directory, and one single-brick volume per profile;
@@ -39,8 +40,8 @@
 #   nocache   performance translators off, the kernel's page and attribute
 #             caches on (close-to-open, as NFS)
 #   default   GlusterFS's defaults (its own client caches on)
-# Byte-range locks are granted by the server.  Open MPI sees two machines
-# (its rsh launcher starts orted on node2 through nsenter: $CL_DIR/agent).
+# Byte-range locks are granted by the server.  Open MPI sees two (N) machines
+# (its rsh launcher starts orted on node2... through nsenter: $CL_DIR/agent).
 # Everything is removed at the end, also on failure or interrupt: the
 # mounts, every process in the namespaces (by PID), the namespaces (with
 # their links and bridge), the directory.
@@ -50,6 +51,7 @@
 CL_NET=10.218.18
 CL_PROFILES_ALL="coherent nocache default"
 CL_DIR=""
+CL_NODES=${CL_NODES:-2}
 CL_PASSED=0
 CL_FAILED=0
 
@@ -76,7 +78,29 @@ cl_deps() {
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cl_need; } >&2
 }
 
-# cl_in NAME COMMAND...: runs COMMAND in the namespaces of gserver, node1 or node2.
+# The nodes' names: node1 ... node$CL_NODES.
+cl_nodes() {
+  cl_k=1
+  while [ "$cl_k" -le "$CL_NODES" ]; do
+    echo "node$cl_k"
+    cl_k=$((cl_k + 1))
+  done
+}
+
+# The nodes that cl_up made (their holders' PID files): what to tear down,
+# whatever CL_NODES says by then.
+cl_made() {
+  for cl_f in "$CL_DIR"/node*.pid; do
+    [ -f "$cl_f" ] && basename "$cl_f" .pid
+  done
+}
+
+# mpirun's --host: 2 ranks on every node.
+cl_hosts() {
+  cl_nodes | sed 's/$/:2/' | paste -s -d, -
+}
+
+# cl_in NAME COMMAND...: runs COMMAND in the namespaces of gserver or a node.
 cl_in() {
   cl_t=$(cat "$CL_DIR/$1.pid"); shift
   nsenter -t "$cl_t" -n -m -u --wd="$PWD" -- "$@"
@@ -128,11 +152,18 @@ cl_up() {
   cl_profiles=${*:-$CL_PROFILES_ALL}
   [ -n "$CL_DIR" ] || CL_DIR=$(mktemp -d /var/tmp/lmpio-cluster.XXXXXX) || return 1
   chmod 755 "$CL_DIR"
-  mkdir -p "$CL_DIR/gserver/lib" "$CL_DIR/gserver/log" "$CL_DIR/gserver/run" "$CL_DIR/node1/log" "$CL_DIR/node2/log"
+  case $CL_NODES in
+  [1-9] | [1-9][0-9]) ;;
+  *) echo "# cluster: CL_NODES=$CL_NODES: from 1 to 99 nodes" >&2; return 1 ;;
+  esac
+  mkdir -p "$CL_DIR/gserver/lib" "$CL_DIR/gserver/log" "$CL_DIR/gserver/run"
+  for cl_m in $(cl_nodes); do mkdir -p "$CL_DIR/$cl_m/log"; done
   cp -r /var/lib/glusterd/groups "$CL_DIR/gserver/lib/" 2>/dev/null
-  printf '127.0.0.1 localhost\n%s.1 gserver\n%s.11 node1\n%s.12 node2\n' $CL_NET $CL_NET $CL_NET > "$CL_DIR/hosts"
+  # node K at .(10+K)
+  { printf '127.0.0.1 localhost\n%s.1 gserver\n' $CL_NET
+    cl_nodes | awk -v net=$CL_NET '{ printf "%s.%d %s\n", net, 10 + NR, $0 }'; } > "$CL_DIR/hosts"
   cl_id=$(($$ % 100000))
-  for cl_m in gserver node1 node2; do cl_holder $cl_m || { echo "# cluster: cannot start $cl_m" >&2; return 1; }; done
+  for cl_m in gserver $(cl_nodes); do cl_holder "$cl_m" || { echo "# cluster: cannot start $cl_m" >&2; return 1; }; done
 
   # gserver: the bridge, glusterd with its state in $CL_DIR/gserver.
   cl_in gserver sh -c "hostname gserver &&
@@ -140,12 +171,12 @@ cl_up() {
     mount --bind '$CL_DIR/gserver/run' /run && mount --bind '$CL_DIR/hosts' /etc/hosts &&
     ip link set lo up && ip link add br0 type bridge && ip addr add $CL_NET.1/24 dev br0 && ip link set br0 up" || return 1
   cl_n=11
-  for cl_m in node1 node2; do
+  for cl_m in $(cl_nodes); do
     cat /proc/sys/kernel/random/uuid > "$CL_DIR/$cl_m/boot_id"
     ip link add "lmc${cl_id}$cl_m" type veth peer name "lmc${cl_id}s$cl_n" netns "$(cat "$CL_DIR/gserver.pid")" &&
       ip link set "lmc${cl_id}$cl_m" netns "$(cat "$CL_DIR/$cl_m.pid")" &&
       cl_in gserver sh -c "ip link set lmc${cl_id}s$cl_n master br0 && ip link set lmc${cl_id}s$cl_n up" &&
-      cl_in $cl_m sh -c "hostname $cl_m && mount -t tmpfs tmpfs /dev/shm &&
+      cl_in "$cl_m" sh -c "hostname $cl_m && mount -t tmpfs tmpfs /dev/shm &&
         mount --bind '$CL_DIR/hosts' /etc/hosts && mount --bind '$CL_DIR/$cl_m/boot_id' /proc/sys/kernel/random/boot_id &&
         mount --bind '$CL_DIR/$cl_m/log' /var/log/glusterfs &&
         ip link set lo up && ip link set lmc${cl_id}$cl_m name eth0 && ip addr add $CL_NET.$cl_n/24 dev eth0 && ip link set eth0 up" ||
@@ -177,7 +208,7 @@ cl_up() {
   done
 
   # Each node mounts each volume with its own client.
-  for cl_m in node1 node2; do
+  for cl_m in $(cl_nodes); do
     for cl_p in $cl_profiles; do
       case $cl_p in
       coherent) cl_o="--direct-io-mode=enable --attribute-timeout=0 --entry-timeout=0 --negative-timeout=0" ;;
@@ -188,34 +219,36 @@ cl_up() {
       cl_in $cl_m glusterfs --process-name fuse --volfile-server=gserver --volfile-id="lmpio-$cl_p" \
         -p "$CL_DIR/$cl_m/$cl_p.pid" -l "$CL_DIR/$cl_m/$cl_p.log" $cl_o "$CL_DIR/mnt/$cl_p" || return 1
       cl_i=0
-      until cl_in $cl_m mountpoint -q "$CL_DIR/mnt/$cl_p"; do
+      until cl_in "$cl_m" mountpoint -q "$CL_DIR/mnt/$cl_p"; do
         cl_i=$((cl_i + 1)); [ $cl_i -lt 300 ] || { echo "# cluster: $cl_m cannot mount lmpio-$cl_p" >&2; return 1; }
         sleep 0.1
       done
     done
   done
 
-  # Open MPI's rsh launcher reaches node2 (and node1) through this.
-  cat > "$CL_DIR/agent" <<EOF
+  # Open MPI's rsh launcher reaches node2... (and node1) through this.
+  { cat <<EOF
 #!/bin/sh
 # plm_rsh_agent of the simulated cluster: HOST COMMAND... runs COMMAND in HOST's namespaces.
 case \$1 in
-node1) t=$(cat "$CL_DIR/node1.pid") ;;
-node2) t=$(cat "$CL_DIR/node2.pid") ;;
+EOF
+    for cl_m in $(cl_nodes); do echo "$cl_m) t=$(cat "$CL_DIR/$cl_m.pid") ;;"; done
+    cat <<EOF
 *) echo "\$0: no host \$1" >&2; exit 255 ;;
 esac
 shift
 exec nsenter -t \$t -n -m -u -- /bin/sh -c "\$*"
 EOF
+  } > "$CL_DIR/agent"
   chmod 755 "$CL_DIR/agent"
 }
 
 # Kills whatever runs in the nodes' namespaces but the file-system clients.
 cl_reap() {
-  cl_keep=" $(cat "$CL_DIR"/node1/*.pid "$CL_DIR"/node2/*.pid 2>/dev/null | tr '\n' ' ') "
+  cl_keep=" $(for cl_m in $(cl_made); do cat "$CL_DIR/$cl_m"/*.pid 2>/dev/null; done | tr '\n' ' ') "
   cl_stray=""
-  for cl_m in node1 node2; do
-    for cl_p in $(cl_pids_in $cl_m); do
+  for cl_m in $(cl_made); do
+    for cl_p in $(cl_pids_in "$cl_m"); do
       case $cl_keep in *" $cl_p "*) ;; *) cl_stray="$cl_stray $cl_p" ;; esac
     done
   done
@@ -228,15 +261,15 @@ cl_reap() {
 
 cl_down() {
   [ -n "$CL_DIR" ] && [ -d "$CL_DIR" ] || return 0
-  for cl_m in node1 node2; do
+  for cl_m in $(cl_made); do
     [ -f "$CL_DIR/$cl_m.pid" ] || continue
     for cl_mp in "$CL_DIR"/mnt/*; do
-      [ -d "$cl_mp" ] && cl_in $cl_m sh -c "mountpoint -q '$cl_mp' && umount '$cl_mp' || { mountpoint -q '$cl_mp' && umount -l '$cl_mp'; }" 2>/dev/null
+      [ -d "$cl_mp" ] && cl_in "$cl_m" sh -c "mountpoint -q '$cl_mp' && umount '$cl_mp' || { mountpoint -q '$cl_mp' && umount -l '$cl_mp'; }" 2>/dev/null
     done
   done
   # Everything in the namespaces, by PID: clients, bricks, glusterd, strays.
   cl_all=""
-  for cl_m in node1 node2 gserver; do cl_all="$cl_all $(cl_pids_in $cl_m | tr '\n' ' ')"; done
+  for cl_m in $(cl_made) gserver; do cl_all="$cl_all $(cl_pids_in "$cl_m" | tr '\n' ' ')"; done
   if [ -n "${cl_all# }" ]; then
     # shellcheck disable=SC2086
     kill $cl_all 2>/dev/null
@@ -244,7 +277,7 @@ cl_down() {
     cl_wait_gone $cl_all
   fi
   cl_holders=""
-  for cl_m in node1 node2 gserver; do
+  for cl_m in $(cl_made) gserver; do
     [ -f "$CL_DIR/$cl_m.pid" ] && cl_holders="$cl_holders $(cat "$CL_DIR/$cl_m.pid")"
   done
   if [ -n "$cl_holders" ]; then
@@ -287,7 +320,7 @@ cl_run() {
   done
   cl_out=$CL_DIR/out
   cl_in node1 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 10 "$cl_timeout" mpirun --host "${CL_HOSTS:-node1:2,node2:2}" --bind-to none \
+    timeout -k 10 "$cl_timeout" mpirun --host "${CL_HOSTS:-$(cl_hosts)}" --bind-to none \
     --mca plm_rsh_agent "$CL_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include $CL_NET.0/24 --mca btl_tcp_if_include $CL_NET.0/24 \
     -x LMPIO_TEST_DIR="$cl_mp" "$@" </dev/null >"$cl_out" 2>&1
@@ -329,6 +362,7 @@ while [ $# -gt 0 ]; do
   --timeout) timeout=$2; shift 2 ;;
   --judge) judge=$2; shift 2 ;;
   --hosts) CL_HOSTS=$2; shift 2 ;;
+  --nodes) CL_NODES=$2; shift 2 ;;
   --) shift; break ;;
   -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "cluster.sh: unknown option $1 (see --help)" >&2; exit 2 ;;

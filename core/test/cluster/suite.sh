@@ -1,9 +1,9 @@
 #!/bin/sh
 # The cluster suite (make check-cluster; make check runs it where the machine
-# allows, core/test/check.sh): builds the simulated two-node cluster of
-# cluster.sh once, then
+# allows, core/test/check.sh): builds the simulated cluster of cluster.sh
+# (two nodes, or NODES) once, then
 #   - RUNS times over (the failures it looks for are races), in every client
-#     profile, the multi-node checks of multinode.c, 2 nodes x 2 ranks,
+#     profile, the multi-node checks of multinode.c, NODES nodes x 2 ranks,
 #     through each of IMPLS, judged on the ranks and on the brick; on the
 #     `default` profile a check whose calls returned an error passes (a
 #     library may refuse what it cannot do there), wrong bytes never;
@@ -13,6 +13,7 @@
 #     nocache profiles (on `default`, lmpio may refuse what the C suites
 #     expect to work).
 # Environment:
+#   NODES       nodes of the cluster (2)
 #   RUNS        runs of the multi-node checks per profile (2)
 #   SUITE_RUNS  runs of the C suites per profile (1)
 #   PROFILES    coherent nocache default
@@ -50,6 +51,8 @@ access_test:atomic mode|failed writes;nodes_test}
 SKIP="a directory that takes no new file|one node: every rank aggregates|DELETE_ON_CLOSE"
 # shellcheck disable=SC2034 # (read by cluster.sh)
 CLUSTER_LIB=1
+# shellcheck disable=SC2034 # (read by cluster.sh)
+CL_NODES=${NODES:-2}
 # shellcheck source=core/test/cluster/cluster.sh
 . "$(dirname "$0")/cluster.sh"
 
@@ -102,12 +105,12 @@ body() {
     echo "0 passed, 1 failed"
     return
   fi
-  echo "# cluster built in $(($(date +%s) - start)) s: $CL_DIR"
+  echo "# cluster of $CL_NODES nodes built in $(($(date +%s) - start)) s: $CL_DIR"
   r=1
   while [ "$r" -le "$RUNS" ]; do
     for p in $PROFILES; do
       for impl in $IMPLS; do
-        over_budget || impl_run "$impl $p #$r" "$p" "$impl" 2
+        over_budget || impl_run "$impl $p #$r" "$p" "$impl" "$CL_NODES"
       done
       [ "$p" = coherent ] || continue
       # shellcheck disable=SC2034 # (read by cl_run)
