@@ -166,9 +166,9 @@ check-asan:
 # doc/dropin.md): public test suites, from copies whose paths are given
 # (never committed), built into $(BUILD)/public and run on lmpio through
 # liblmpio-mpi.so, on OMPIO and on ROMIO, each judged by its suite's rule;
-# fails when a run passes on a peer and fails on lmpio.  SUITES= and TESTS=
+# fails when a run passes on a peer and fails on lmpio.  SUITES= and ONLY=
 # pick a subset.  check-dropin SUITE=<MPICH copy> is its MPICH part.
-PUBLIC_VARS := MPICH_SRC ROMIO_TESTS MPI_TEST_SUITE PNETCDF_SRC IOR_SRC HDF5_SRC MPI4PY SUITES TESTS BACKENDS PUBLIC_TIMEOUT MTS_TIMEOUT HDF5_NP
+PUBLIC_VARS := MPICH_SRC ROMIO_TESTS MPI_TEST_SUITE PNETCDF_SRC IOR_SRC HDF5_SRC MPI4PY SUITES ONLY BACKENDS PUBLIC_TIMEOUT MTS_TIMEOUT HDF5_NP
 check-public: lib
 	$(foreach v,$(PUBLIC_VARS),$(if $($(v)),$(v)="$($(v))")) bash core/test/dropin/public_suites.sh
 check-dropin: lib

@@ -19,7 +19,7 @@
 #   ior      IOR_SRC=        hpc/ior, a fixed set of MPIIO runs
 #   hdf5     HDF5_SRC=       HDF5's source package (Debian's), its testpar
 #   mpi4py   MPI4PY=         mpi4py's test/ (test_file.py, test_io.py)
-# SUITES="romio mts" runs a subset of those given, TESTS="file_info io_*"
+# SUITES="romio mts" runs a subset of those given, ONLY="file_info io_*"
 # only the tests whose name matches one of the shell patterns, BACKENDS=
 # fewer ways.  PUBLIC_TIMEOUT (600 s) bounds each run; MTS_TIMEOUT (120 s)
 # each mpi-test-suite run.  Runs are sequential, each in a fresh temporary
@@ -32,7 +32,7 @@ MPIRUN=${MPIRUN:-mpirun}
 TIMEOUT=${PUBLIC_TIMEOUT:-600}
 MTS_TIMEOUT=${MTS_TIMEOUT:-120}
 BACKENDS=${BACKENDS:-lmpio ompio romio}
-TESTS=${TESTS:-}
+ONLY=${ONLY:-}
 NICE="nice -n 10"
 lib=$BUILD/lib/liblmpio-mpi.so
 pub=$BUILD/public
@@ -62,11 +62,11 @@ SUITES=${SUITES:-$given}
 [ -n "$(echo $SUITES)" ] || { echo "public_suites: give at least one suite's path (MPICH_SRC=, ROMIO_TESTS=, ...)" >&2; exit 2; }
 
 # selected NAME [LABEL]: the test's name or label matches a pattern of
-# TESTS (or TESTS is empty).
+# ONLY (or ONLY is empty).
 selected() {
-  [ -z "$TESTS" ] && return 0
+  [ -z "$ONLY" ] && return 0
   local p n
-  for p in $TESTS; do
+  for p in $ONLY; do
     for n in "$@"; do
       # shellcheck disable=SC2254
       case $n in $p) return 0 ;; esac
