@@ -48,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-cluster check-dropin all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
+.PHONY: check-cluster check-dropin check-public all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
 
 all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
 
@@ -164,12 +164,17 @@ check-asan:
 	  LMPIO_TEST_CFLAGS="$(ASAN_CFLAGS)" \
 	  sh core/test/check.sh core lua examples
 
-# MPICH's MPI-IO tests (test/mpi/io of pmodels/mpich; SUITE= the path of a
-# copy, never committed) on the MPI library's own MPI-IO and on lmpio
-# through liblmpio-mpi.so, judged as MPICH's runtests does: a table.
-# MPI4PY= a copy of mpi4py's test/ adds its test_file.py and test_io.py.
+# The regression gate of the drop-in (core/test/dropin/public_suites.sh,
+# doc/dropin.md): public test suites, from copies whose paths are given
+# (never committed), built into $(BUILD)/public and run on lmpio through
+# liblmpio-mpi.so, on OMPIO and on ROMIO, each judged by its suite's rule;
+# fails when a run passes on a peer and fails on lmpio.  SUITES= and ONLY=
+# pick a subset.  check-dropin SUITE=<MPICH copy> is its MPICH part.
+PUBLIC_VARS := MPICH_SRC ROMIO_TESTS MPI_TEST_SUITE PNETCDF_SRC IOR_SRC HDF5_SRC MPI4PY SUITES ONLY BACKENDS PUBLIC_TIMEOUT MTS_TIMEOUT HDF5_NP
+check-public: lib
+	$(foreach v,$(PUBLIC_VARS),$(if $($(v)),$(v)="$($(v))")) bash core/test/dropin/public_suites.sh
 check-dropin: lib
-	SUITE="$(SUITE)" MPI4PY="$(MPI4PY)" sh core/test/dropin/peer_suite.sh
+	$(MAKE) check-public MPICH_SRC="$(or $(MPICH_SRC),$(SUITE))" SUITES="mpich$(if $(MPI4PY), mpi4py)"
 
 # The cluster suite alone: a simulated two-node cluster (network namespaces,
 # GlusterFS, as root; core/test/cluster/suite.sh says what runs), e.g.
