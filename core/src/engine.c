@@ -106,7 +106,7 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
   unsigned gen = 0;
   MPI_Offset seen = dir == LMPIO__WRITE ? lmpio__filemap_seen(p->map, &gen) : 0;
   long long t0 = lmpio__stats_io_now();
-  long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : p->drv->pwrite(p->fd, mem, len, off);
   if (t0)
     lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
                    lmpio__stats_now() - t0);

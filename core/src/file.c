@@ -554,7 +554,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   lmpio__hints h = fh->hints;
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, !(fh->amode & MPI_MODE_RDONLY), call);
-  if (rc == MPI_SUCCESS && fh->drv->check_view) rc = fh->drv->check_view(fh, &nv, call);
+  if (rc == MPI_SUCCESS && fh->drv->id == LMPIO__FS_STREAM) rc = lmpio__pipe_check_view(fh, &nv, call);
   int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
   if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);

@@ -559,6 +559,8 @@ void lmpio__pipe_enter(lmpio_file fh, const char *call);
 /* The failure of a write that no collective reported yet (rank 0; 0: none);
  * then counts as reported. */
 int lmpio__pipe_unreported(lmpio_file fh);
+/* Refuses a view a stream cannot have (a user representation, holes). */
+int lmpio__pipe_check_view(lmpio_file fh, const lmpio__view *v, const char *call);
 /* write_shared / read_shared and the ordered collectives on a stream. */
 int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                        MPI_Count *bytes, const char *call);

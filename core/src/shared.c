@@ -401,9 +401,9 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
                          MPI_Status *status, const char *call) {
   MPI_Offset at, n;
   MPI_Count bytes = 0;
-  if (fh != LMPIO_FILE_NULL && fh->drv->shared) {
+  if (fh != LMPIO_FILE_NULL && fh->drv->id == LMPIO__FS_STREAM) {
     note_move(fh);
-    int rc = fh->drv->shared(fh, buf, count, type, dir, &bytes, call);
+    int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
     lmpio__set_status(status, bytes);
     return rc;
   }
@@ -541,9 +541,9 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
 int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                    MPI_Count *bytes, int pre_rc, const char *call) {
   *bytes = 0;
-  if (fh->drv->ordered) {
+  if (fh->drv->id == LMPIO__FS_STREAM) {
     note_move(fh);
-    return fh->drv->ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+    return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
   }
   MPI_Offset at, n, moved;
   int agreed;
