@@ -43,7 +43,7 @@ static int memo_extent(const lmpio__datarep *rep, extent_memo *m, MPI_Datatype t
       *e = m->e[i];
       return MPI_SUCCESS;
     }
-  int rc = lmpio__datarep_type_extent(rep, t, e);
+  int rc = lmpio__typemap_extent(rep, t, e);
   if (rc != MPI_SUCCESS) return rc;
   m->t[m->next] = t;
   m->e[m->next] = *e;
@@ -57,20 +57,20 @@ static int conversion_error(const lmpio__datarep *rep, int dir, int code, MPI_Of
   char what[256];
   snprintf(what, sizeof what, "the %s conversion of representation \"%s\" failed at item %lld (code %d)",
            dir == LMPIO__READ ? "read" : "write", rep->name, (long long)position, code);
-  return lmpio__datarep_error(MPI_ERR_CONVERSION, call, what);
+  return lmpio__err_conversion(MPI_ERR_CONVERSION, call, what);
 }
 
 /* Calls the user's conversion function for items [position, position + n). */
 static int user_convert(const lmpio__datarep *rep, int dir, void *buf, MPI_Datatype type, MPI_Count n,
                         char *stage, MPI_Offset position, const char *call) {
-  lmpio__datarep_clear_detail(); /* only what this call says counts */
+  lmpio__err_clear_detail(); /* only what this call says counts */
   int code;
-  lmpio__agree_converting(1); /* (no collective call from in there: agree.c) */
+  lmpio__err_converting(1); /* (no collective call from in there: agree.c) */
   if (rep->large)
     code = (dir == LMPIO__READ ? rep->read_fn_c : rep->write_fn_c)(buf, type, n, stage, position, rep->extra);
   else
     code = (dir == LMPIO__READ ? rep->read_fn : rep->write_fn)(buf, type, (int)n, stage, position, rep->extra);
-  lmpio__agree_converting(-1);
+  lmpio__err_converting(-1);
   return code == MPI_SUCCESS ? MPI_SUCCESS : conversion_error(rep, dir, code, position, call);
 }
 
@@ -184,7 +184,7 @@ static int convert(const lmpio__datarep *rep, int dir, MPI_Offset cap, const sin
       if ((rc = memo_extent(rep, &memo, basic, &fext)) != MPI_SUCCESS) {
         rc = rc == MPI_ERR_TYPE
                  ? lmpio__err(MPI_ERR_TYPE, call, "a predefined type in the data has no %s representation", rep->name)
-                 : lmpio__datarep_error(MPI_ERR_CONVERSION, call, "the extent function failed");
+                 : lmpio__err_conversion(MPI_ERR_CONVERSION, call, "the extent function failed");
         break;
       }
       MPI_Count fit = (cap - used) / fext;

@@ -18,6 +18,19 @@ void lmpio__err_set_message(const char *msg);
 /* Collective entries call this first: rc, or the failure a binding asked for
  * with lmpio_fail_next_collective (then cleared). */
 int lmpio__pending(int rc, const char *call);
+/* The failure of a conversion or extent function of a user representation:
+ * what, followed by the text the function gave (lmpio_conversion_error_detail,
+ * per thread); _clear_detail before calling one, _detail sets the text. */
+int lmpio__err_conversion(int cls, const char *call, const char *what);
+void lmpio__err_clear_detail(void);
+void lmpio__err_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Conversion and extent functions of user data representations running on
+ * this thread (convert.c, typemap.c count them in and out): the standard
+ * makes a collective call from one erroneous, and such a call meets no
+ * other rank (each converts its own data, as often as its data needs), so
+ * every agreement refuses it at once on this rank (lmpio__agree_refuses). */
+void lmpio__err_converting(int delta);
+int lmpio__err_in_conversion(void);
 
 /* ---- agree: the one agreement of collective calls (agree.c) ---------- */
 
@@ -57,13 +70,8 @@ typedef struct {
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
 
-/* Conversion and extent functions of user data representations running on
- * this thread (convert.c, datarep.c count them in and out): the standard
- * makes a collective call from one erroneous, and such a call meets no
- * other rank (each converts its own data, as often as its data needs), so
- * every agreement refuses it at once on this rank with MPI_ERR_OTHER
- * (lmpio__agree_refuses: 0, or that error). */
-void lmpio__agree_converting(int delta);
+/* 0, or MPI_ERR_OTHER when a conversion function runs on this thread
+ * (lmpio__err_in_conversion): an agreement refuses the call at once. */
 int lmpio__agree_refuses(const char *call);
 /* Whether the first exchange among size ranks gathers every rank's values. */
 int lmpio__agree_gathers(int size);
@@ -178,6 +186,9 @@ int lmpio__typemap_get(MPI_Datatype type, const lmpio__tm_node **node, const cha
  * with them.  Not cached. */
 int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
                            const lmpio__tm_node **node, const char *call);
+/* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
+ * extent function fails, MPI_ERR_TYPE when rep has no such type). */
+int lmpio__typemap_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
 void lmpio__typemap_release(const lmpio__tm_node *node);
 void lmpio__typemap_retain(const lmpio__tm_node *node);
 /* Data bytes of one instance of a monotone node at offsets below x. */
@@ -243,14 +254,6 @@ struct lmpio__datarep {
 /* Looks a representation up: *rep is NULL for "native".  Returns
  * MPI_ERR_UNSUPPORTED_DATAREP (with a message) for an unknown name. */
 int lmpio__datarep_find(const char *name, const lmpio__datarep **rep, const char *call);
-/* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
- * extent function fails, MPI_ERR_TYPE when rep has no such type). */
-int lmpio__datarep_type_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
-/* Records the detailed message of a failed conversion or extent function:
- * what, followed by the text the function gave (lmpio_conversion_error_detail). */
-int lmpio__datarep_error(int cls, const char *call, const char *what);
-/* Clears the text a conversion function may leave, before calling one. */
-void lmpio__datarep_clear_detail(void);
 
 /* ---- view (view.c) ----------------------------------------------------- */
 
