@@ -1,6 +1,6 @@
 /* Data representations: the registry ("native", "internal", "external32"
  * and the ones users register).  The extents of types in a representation
- * are typemap.c's (lmpio__typemap_extent), the conversions convert.c's.
+ * are typemap.c's (lmpio__typemap_extent), the conversions transfer.c's.
  *
  * "internal" uses the external32 layout: portable across machines, and the
  * one layout lmpio can always read back. */

@@ -293,7 +293,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
   if (summary) lmpio__stats_summary(fh->stats, fh->comm, fh->path);
-  lmpio__stage_trim();
+  lmpio__transfer_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
     fh->split.job = NULL;

@@ -25,7 +25,7 @@ int lmpio__err_conversion(int cls, const char *call, const char *what);
 void lmpio__err_clear_detail(void);
 void lmpio__err_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Conversion and extent functions of user data representations running on
- * this thread (convert.c, typemap.c count them in and out): the standard
+ * this thread (transfer.c, typemap.c count them in and out): the standard
  * makes a collective call from one erroneous, and such a call meets no
  * other rank (each converts its own data, as often as its data needs), so
  * every agreement refuses it at once on this rank (lmpio__agree_refuses). */
@@ -294,7 +294,7 @@ MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 #include "filemap.h"
 #include "plan.h"
 
-/* ---- convert: data representations on the data path (convert.c) ------- */
+/* ---- transfer: the one transfer routine and the conversions (transfer.c) - */
 
 /* Moves count items of type between buf and the view of plan p at data byte
  * pos of the view, converting through the bounded staging buffer.  *bytes:
@@ -309,6 +309,11 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
 int lmpio__convert_memory(const lmpio__datarep *rep, int dir, MPI_Offset cap, char *mem, MPI_Offset len, void *buf,
                           MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes,
                           const char *call);
+/* Memory for the file bytes of a staged transfer (request.c), len bytes:
+ * the last block freed is kept for the next; _trim gives it back (close). */
+char *lmpio__transfer_stage_alloc(size_t len);
+void lmpio__transfer_stage_free(char *p, size_t len);
+void lmpio__transfer_trim(void);
 
 /* ---- file handle ---------------------------------------------------- */
 
@@ -427,8 +432,6 @@ void lmpio__async_release(lmpio__job *job);
  * (which never waits for other ranks). */
 void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
-/* Frees the memory request.c keeps for staged transfers (at close). */
-void lmpio__stage_trim(void);
 /* At close, once every job of fh ran: its requests no longer name fh, and
  * a read of a user representation whose request was freed before its
  * conversion ran (MPI_Request_free) converts now, on this thread
@@ -458,7 +461,7 @@ int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MP
  * bytes moved (short at end of file); *etypes: whole etypes they filled. */
 int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
                   int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
-/* transfer.c: moves count items of type between buf and data bytes [pos,
+/* Moves count items of type between buf and data bytes [pos,
  * ...) of p's view; *bytes: native data bytes moved (short at end of file),
  * *fbytes: the file data bytes they fill. */
 int lmpio__transfer(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,

@@ -213,54 +213,13 @@ static int run(lmpio__job *job) {
   return rc;
 }
 
-/* The memory of staged transfers (stage_user): the last one freed is kept
- * for the next, so a program that writes a checkpoint after each step does
- * not pay for fresh pages (zeroed by the kernel: about as long as the
- * conversion) every time.  lmpio__stage_trim (at close) gives it back. */
-static pthread_mutex_t stage_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *stage_kept;
-static size_t stage_kept_len;
-
-static char *stage_alloc(size_t len) {
-  char *p = NULL;
-  pthread_mutex_lock(&stage_mu);
-  if (stage_kept && stage_kept_len >= len && stage_kept_len / 2 <= len) { /* not much bigger */
-    p = stage_kept;
-    stage_kept = NULL;
-  }
-  pthread_mutex_unlock(&stage_mu);
-  return p ? p : malloc(len > 0 ? len : 1);
-}
-
-static void stage_free(char *p, size_t len) {
-  if (!p) return;
-  pthread_mutex_lock(&stage_mu);
-  if (!stage_kept || stage_kept_len < len) {
-    char *old = stage_kept;
-    stage_kept = p;
-    stage_kept_len = len;
-    p = old;
-  }
-  pthread_mutex_unlock(&stage_mu);
-  free(p);
-}
-
-void lmpio__stage_trim(void) {
-  pthread_mutex_lock(&stage_mu);
-  char *p = stage_kept;
-  stage_kept = NULL;
-  stage_kept_len = 0;
-  pthread_mutex_unlock(&stage_mu);
-  free(p);
-}
-
 static void dispose(lmpio__job *job) {
   xfer *x = (xfer *)job;
   if (x->planned) lmpio__plan_free(x->collective ? &x->cplan.plan : &x->plan);
   x->planned = 0;
   if (x->dup) MPI_Type_free(&x->type);
   if (x->udup) MPI_Type_free(&x->utype);
-  stage_free(x->raw, (size_t)x->raw_len);
+  lmpio__transfer_stage_free(x->raw, (size_t)x->raw_len);
 }
 
 /* On the completing thread (the one calling MPI_Wait, MPI_Test, ... or
@@ -426,7 +385,7 @@ static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   if (!lmpio__mul_ok(n, fh->view.esize, &len) || (MPI_Offset)(size_t)len != len)
     return lmpio__err(MPI_ERR_COUNT, call, "%lld etypes of %lld bytes do not fit memory", (long long)n,
                       (long long)fh->view.esize);
-  x->raw = stage_alloc((size_t)len);
+  x->raw = lmpio__transfer_stage_alloc((size_t)len);
   if (!x->raw)
     return lmpio__err(MPI_ERR_NO_MEM, call, "cannot allocate the %lld bytes that stage a transfer in representation \"%s\"",
                       (long long)len, rep->name);
