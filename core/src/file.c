@@ -290,7 +290,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   if (rc != MPI_SUCCESS) return rc;
   if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
     flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
-  lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
+  if (fh->requests_close) fh->requests_close(fh); /* freed requests' reads convert now (request.c) */
   lmpio__async_close(fh);
   if (summary) lmpio__stats_summary(fh->stats, fh->comm, fh->path);
   lmpio__transfer_trim();

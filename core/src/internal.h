@@ -333,6 +333,12 @@ typedef struct lmpio__shared lmpio__shared; /* shared.c */
 typedef struct lmpio__worker lmpio__worker; /* async.c */
 typedef struct lmpio__pipe lmpio__pipe;     /* stream.c */
 typedef struct lmpio__records lmpio__records; /* records.c */
+struct lmpio__records {
+  MPI_Comm comm;
+  char *carry; /* rank 0: the unfinished record, then room for the next chunk */
+  MPI_Count carry_len, carry_cap;
+  unsigned long long moves; /* lmpio__shared_moves after the last call's read */
+};
 
 struct lmpio_file_s {
   MPI_Comm comm;
@@ -362,6 +368,7 @@ struct lmpio_file_s {
   lmpio__pipe *pipe;        /* the stream driver's state (stream.c): only rank 0 has a descriptor; else NULL */
   lmpio__records *records;  /* read_records_ordered's state (records.c), or NULL */
   struct lmpio__xfer *requests; /* its requests' background jobs (request.c), until freed or closed */
+  void (*requests_close)(lmpio_file fh); /* request.c's, set with the first request: close calls it */
   char unknown_hints[MPI_MAX_INFO_VAL + 1]; /* keys given that nobody knows (hints.c), for get_info */
   lmpio__stats *stats;      /* counters (stats.c); shared by the plans made of the handle; may be NULL */
   lmpio__filemap *map;      /* small accesses through a mapping (filemap.c); shared by the plans; may be NULL */
@@ -432,11 +439,6 @@ void lmpio__async_release(lmpio__job *job);
  * (which never waits for other ranks). */
 void lmpio__async_wait(lmpio_file fh);
 void lmpio__async_wait_independent(lmpio_file fh);
-/* At close, once every job of fh ran: its requests no longer name fh, and
- * a read of a user representation whose request was freed before its
- * conversion ran (MPI_Request_free) converts now, on this thread
- * (request.c). */
-void lmpio__requests_close(lmpio_file fh);
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio_file fh);
@@ -450,6 +452,8 @@ enum { LMPIO__EXPLICIT, LMPIO__INDIVIDUAL, LMPIO__SHARED };
 /* Checks the arguments common to every data access call. */
 int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
                         const char *call);
+/* The same for items whose layout in the file is m (looked up once). */
+int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
 /* Number of etypes that count items of type make in the view, or an error. */
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
@@ -521,6 +525,10 @@ void lmpio__shared_delete(const char *path);
  * seeks, views, shared and ordered accesses); read_records_ordered keeps
  * its unfinished record only while this stays. */
 unsigned long long lmpio__shared_moves(lmpio_file fh);
+/* Counts a move of the pointer (lmpio__shared_moves). */
+void lmpio__shared_note_move(lmpio_file fh);
+/* seek_shared after its entry's checks (rc: this rank's outcome so far). */
+int lmpio__shared_seek(lmpio_file fh, int rc, MPI_Offset offset, int whence, const char *call);
 /* Sets the pointer to 0 for a new view (collective, inside set_view). */
 int lmpio__shared_reset(lmpio_file fh, const char *call);
 int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);

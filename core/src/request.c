@@ -291,7 +291,12 @@ static int job_free_fn(void *extra_state) {
   return MPI_SUCCESS;
 }
 
-void lmpio__requests_close(lmpio_file fh) {
+/* At close, once every job of fh ran: its requests no longer name fh, and
+ * a read of a user representation whose request was freed before its
+ * conversion ran (MPI_Request_free) converts now, on this thread.  Close
+ * calls it through the handle (fh->requests_close), which the first
+ * request sets. */
+static void requests_close(lmpio_file fh) {
   pthread_mutex_lock(&req_mu);
   xfer *list = fh->requests;
   fh->requests = NULL;
@@ -325,6 +330,7 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
     x->next = fh->requests;
     if (x->next) x->next->prev = x;
     fh->requests = x;
+    fh->requests_close = requests_close;
     pthread_mutex_unlock(&req_mu);
   }
   return MPI_SUCCESS;
