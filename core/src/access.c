@@ -2,7 +2,7 @@
  * the individual pointer's seek and position.  The run layer (run.c) checks,
  * counts and moves; the plan, the engine and the conversion driver move the
  * data. */
-#include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 

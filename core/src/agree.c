@@ -13,7 +13,7 @@
  * per rank (the caller may add values of its own to be gathered: the ranges
  * of a collective access, the sizes of an ordered one); above, an
  * MPI_Allreduce of a fixed vector (MAX, and SUM for its last values). */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <stdio.h>

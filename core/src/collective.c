@@ -1,5 +1,5 @@
 /* The blocking collective calls (*_all); collrun.c runs them. */
-#include "internal.h"
+#include "run.h"
 
 #define COLLECTIVE(name, args, offset, use_fp, buf, dir)                                           \
   int lmpio_file_##name args {                                                                     \

@@ -39,7 +39,7 @@
  * A rank that fails during the rounds says so in the next round's counts,
  * and every rank stops there (an allocation failure is agreed on in the
  * same round, before the exchange that would need the buffer). */
-#include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -4,7 +4,7 @@
  *
  * "internal" uses the external32 layout: portable across machines, and the
  * one layout lmpio can always read back. */
-#include "internal.h"
+#include "model.h"
 
 #include <pthread.h>
 #include <stdio.h>

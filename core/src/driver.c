@@ -3,7 +3,7 @@
  * file systems, or by what statfs and the mount table say of an open
  * descriptor.  The hint lmpio_fs_driver and the agreement across ranks are
  * applied by open (file.c). */
-#include "internal.h"
+#include "ground.h"
 
 #include <errno.h>
 #include <stdio.h>

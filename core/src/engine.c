@@ -2,7 +2,7 @@
  * place where data moves between memory and the file: packing and unpacking
  * through the memory-type cursor, the sieved read-modify-write under its
  * byte-range lock, and end of file. */
-#include "internal.h"
+#include "path.h"
 
 #include <errno.h>
 #include <stdint.h>

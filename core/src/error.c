@@ -1,5 +1,5 @@
 /* Error classes and the per-thread detailed message. */
-#include "internal.h"
+#include "ground.h"
 
 #include <stdarg.h>
 #include <stdio.h>

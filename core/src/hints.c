@@ -1,6 +1,6 @@
 /* The hints lmpio knows, in one table: defaults, parsing, validation,
  * get_info and the README's table all come from it. */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 

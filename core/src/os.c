@@ -1,6 +1,6 @@
 /* System calls through one table; EINTR and short-transfer loops; errno to
  * MPI error class.  The only file of the core that calls the system. */
-#include "internal.h"
+#include "ground.h"
 
 #include <linux/magic.h>
 #include <sys/mman.h>

@@ -14,7 +14,7 @@
  *    window is counted, not walked: a head block, a strided vector, a tail.
  *  - WALK: anything else, walked segment by segment with a typemap cursor;
  *    pieces that continue a regular pattern merge into strided vectors. */
-#include "internal.h"
+#include "path.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,29 +49,6 @@ enum { KIND_CONTIG, KIND_STRIDED, KIND_WALK };
  * of ind_rd_buffer_size). */
 #define WINDOW_MAX 262144
 
-void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
-  p->dir = dir;
-  p->fd = fh->fd;
-  p->drv = fh->drv;
-  p->fd_readable = fh->fd_readable;
-  p->fd_in_memory = fh->fd_in_memory;
-  p->path = fh->path;
-  p->disp = fh->view.disp;
-  p->ft = fh->view.ft;
-  lmpio__typemap_retain(p->ft);
-  p->contiguous = fh->view.contiguous;
-  p->atomic = fh->atomic;
-  p->lock_direct = fh->view.any_holes;
-  p->hints = fh->hints;
-  p->rep = fh->view.rep;
-  p->esize = fh->view.esize;
-  p->stats = fh->stats;
-  p->map = fh->map;
-  p->aggregator = 0;
-  p->rank = fh->rank;
-  p->size = fh->size;
-}
-
 void lmpio__plan_free(lmpio__plan *p) {
   if (p->ft) lmpio__typemap_release(p->ft);
   p->ft = NULL;
@@ -90,29 +67,7 @@ void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v) {
   v->any_holes = p->lock_direct;
 }
 
-void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir) {
-  lmpio__plan_init(&cp->plan, fh, dir);
-  cp->comm = comm;
-  cp->rank = fh->rank;
-  cp->size = fh->size;
-  cp->one_node = fh->one_node;
-  cp->way = &fh->coll_way[dir];
-  cp->naggr = fh->naggr;
-  memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
-  cp->align = lmpio__fd_alignment(fh);
-}
-
 void lmpio__coll_plan_free(lmpio__coll_plan *cp) { lmpio__plan_free(&cp->plan); }
-
-void lmpio__plan_drop(lmpio_file fh) {
-  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_free(&fh->plans[dir]);
-}
-
-void lmpio__plan_refresh(lmpio_file fh) {
-  lmpio__plan_drop(fh);
-  fh->coll_way[0] = fh->coll_way[1] = 0; /* (a new view: no guess from the old one's calls) */
-  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_init(&fh->plans[dir], fh, fh->comm, dir);
-}
 
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p) {
   MPI_Offset b = p->dir == LMPIO__READ ? p->hints.ind_rd_buffer_size : p->hints.ind_wr_buffer_size;

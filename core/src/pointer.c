@@ -46,7 +46,7 @@
  * and an MPI_Exscan gives the positions (log(ranks) each).
  *
  * The state lives in fh->shared (struct lmpio__shared). */
-#include "internal.h"
+#include "run.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,11 @@
 /* The argument prologue of the data access calls: the checks every entry
  * makes (handle, access mode, pointer), the etypes a count makes in the
- * view, the range it covers, and the status.  Nothing here moves data. */
-#include "internal.h"
+ * view, the range it covers, and the status; and the plans made of a
+ * handle (a snapshot: the plan never sees the handle).  Nothing here moves
+ * data. */
+#include "run.h"
+
+#include <string.h>
 
 int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
                         const char *call) {
@@ -65,4 +69,51 @@ int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MP
                       (long long)offset, (long long)v->esize);
   if (n > 0) return lmpio__view_byte(v, end - 1, &last, call);
   return MPI_SUCCESS;
+}
+
+/* ---- plans of the handle --------------------------------------------------- */
+
+void lmpio__prologue_plan(lmpio__plan *p, lmpio_file fh, int dir) {
+  p->dir = dir;
+  p->fd = fh->fd;
+  p->drv = fh->drv;
+  p->fd_readable = fh->fd_readable;
+  p->fd_in_memory = fh->fd_in_memory;
+  p->path = fh->path;
+  p->disp = fh->view.disp;
+  p->ft = fh->view.ft;
+  lmpio__typemap_retain(p->ft);
+  p->contiguous = fh->view.contiguous;
+  p->atomic = fh->atomic;
+  p->lock_direct = fh->view.any_holes;
+  p->hints = fh->hints;
+  p->rep = fh->view.rep;
+  p->esize = fh->view.esize;
+  p->stats = fh->stats;
+  p->map = fh->map;
+  p->aggregator = 0;
+  p->rank = fh->rank;
+  p->size = fh->size;
+}
+
+void lmpio__prologue_coll_plan(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir) {
+  lmpio__prologue_plan(&cp->plan, fh, dir);
+  cp->comm = comm;
+  cp->rank = fh->rank;
+  cp->size = fh->size;
+  cp->one_node = fh->one_node;
+  cp->way = &fh->coll_way[dir];
+  cp->naggr = fh->naggr;
+  memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
+  cp->align = lmpio__fd_alignment(fh);
+}
+
+void lmpio__prologue_drop(lmpio_file fh) {
+  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_free(&fh->plans[dir]);
+}
+
+void lmpio__prologue_refresh(lmpio_file fh) {
+  lmpio__prologue_drop(fh);
+  fh->coll_way[0] = fh->coll_way[1] = 0; /* (a new view: no guess from the old one's calls) */
+  for (int dir = 0; dir < 2; dir++) lmpio__prologue_coll_plan(&fh->plans[dir], fh, fh->comm, dir);
 }

@@ -21,7 +21,7 @@
  * Pieces move point to point on the records' own communicator.  The input
  * is exhausted when a call finds no byte anywhere at end of input; every
  * rank knows it from the same gathered numbers, so all stop together. */
-#include "internal.h"
+#include "run.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -58,7 +58,7 @@
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
-#include "internal.h"
+#include "run.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -321,7 +321,7 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
   if (request && MPI_Grequest_start(job_query_fn, job_free_fn, cancel_fn, &x->job, &x->job.req) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
   if (request) *request = x->job.req;
-  lmpio__async_submit(fh, &x->job);
+  lmpio__async_submit(&fh->workers, &x->job);
   if (request) { /* on fh's list, with a reference of its own */
     lmpio__async_retain(&x->job);
     pthread_mutex_lock(&req_mu);
@@ -352,7 +352,7 @@ static int make_xfer(lmpio_file fh, int collective, MPI_Offset etpos, void *buf,
   x->job.run = run;
   x->job.dispose = dispose;
   x->job.lane = collective ? LMPIO__LANE_COLLECTIVE : LMPIO__LANE_INDEPENDENT;
-  x->fd = lmpio__async_fd(fh, x->job.lane);
+  x->fd = lmpio__async_fd(&fh->workers, x->job.lane);
   x->collective = collective;
   x->dir = dir;
   x->offset = etpos;
@@ -458,7 +458,7 @@ static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   }
   int rc = lmpio__check_range(&fh->view, x->offset, n, &x->pos, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__plan_init(&x->plan, fh, x->dir);
+  lmpio__prologue_plan(&x->plan, fh, x->dir);
   job_plan(x, &x->plan);
   x->planned = 1;
   return MPI_SUCCESS;
@@ -469,7 +469,7 @@ static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
  * the job's pre_rc), the worker runs the transfer from the first agreement
  * on. */
 static void plan_collective(lmpio_file fh, xfer *x, MPI_Comm comm) {
-  lmpio__coll_plan_init(&x->cplan, fh, comm, x->dir);
+  lmpio__prologue_coll_plan(&x->cplan, fh, comm, x->dir);
   job_plan(x, &x->cplan.plan);
   x->planned = 1;
 }
@@ -480,7 +480,7 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   MPI_Offset etpos, n = 0;
   int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   xfer *x = NULL;
-  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(&fh->workers, LMPIO__LANE_INDEPENDENT, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, etpos, buf, count, type, dir, &x, call);
   if (rc == MPI_SUCCESS && (rc = stage_user(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
   else if (rc == MPI_SUCCESS && (rc = plan_xfer(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
@@ -518,7 +518,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, etpos, &pos, call);
   MPI_Comm comm;
   xfer *x = NULL;
-  int mrc = lmpio__async_comm(fh, &comm, call);
+  int mrc = lmpio__async_comm(&fh->workers, &comm, call);
   if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
                                           dir, &x, call);
   /* A conversion that fails at initiation is this rank's argument error. */
@@ -534,7 +534,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
     if ((mrc = submit(fh, x, active ? NULL : request, call)) != MPI_SUCCESS) {
       drop_xfer(x);
     } else if (active) {
-      lmpio__async_join(fh, &x->job);
+      lmpio__async_join(&fh->workers, &x->job);
       rc = x->job.rc != MPI_SUCCESS ? x->job.rc : rc;
       lmpio__err_set_message(x->job.rc != MPI_SUCCESS ? x->job.msg : x->pre_msg);
       lmpio__async_release(&x->job);
@@ -584,7 +584,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     *request = MPI_REQUEST_NULL;
     MPI_Offset at, n;
     xfer *x = NULL;
-    int rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
+    int rc = lmpio__async_prepare(&fh->workers, LMPIO__LANE_INDEPENDENT, call);
     if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, 0, buf, count, type, dir, &x, call);
     /* A write of a user representation converts before the pointer moves. */
     if (rc == MPI_SUCCESS && fh->view.rep && !fh->view.rep->builtin) {
@@ -709,7 +709,7 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
   if (fh->split.job) { /* running in the background: its outcome, agreed by the worker */
     lmpio__job *job = fh->split.job;
     fh->split.job = NULL;
-    lmpio__async_join(fh, job);
+    lmpio__async_join(&fh->workers, job);
     fh->busy++; /* a read's conversion function may try to close fh */
     complete_on_caller(job);
     fh->busy--;

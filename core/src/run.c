@@ -4,7 +4,7 @@
  * read_shared (the pointer reserved, then the transfer) and the ordered
  * collectives (one prefix sum, the pointer moved once, then the transfer in
  * parallel).  Streams go through stream.c's server instead. */
-#include "internal.h"
+#include "run.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* The shared file pointer's calls: write_shared / read_shared, the ordered
  * collectives, seek_shared and get_position_shared.  The pointer's store
  * is pointer.c's, the transfers run.c's. */
-#include "internal.h"
+#include "run.h"
 
 int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset) {
   const char *call = "lmpio_file_get_position_shared";

@@ -55,6 +55,8 @@ lmpio__stats *lmpio__stats_new(void);
 void lmpio__stats_free(lmpio__stats *st);
 /* The sum of every thread's counters into v[LMPIO__S_N] (zeros for NULL). */
 void lmpio__stats_sum(lmpio__stats *st, long long *v);
+/* The values lmpio_file_get_stats returns (at most max; *n: how many there are). */
+void lmpio__stats_values(lmpio__stats *st, double *values, int max, int *n);
 /* The counters this thread used last (stats.c), and how it finds or makes
  * its block of st's (NULL: out of memory, not counted). */
 typedef struct {

@@ -41,7 +41,7 @@
  *
  * The stream's bytes are the data of the view: its datarep must be native
  * and its filetype without holes (set_view checks, file.c). */
-#include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 #include <limits.h>

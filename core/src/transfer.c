@@ -17,7 +17,7 @@
  * out with the representation's extents.  Sizes are 64-bit throughout; a
  * conversion function taking an int count is never given more than INT_MAX
  * items at once. */
-#include "internal.h"
+#include "path.h"
 #include "external32.h"
 
 #include <limits.h>

@@ -6,7 +6,7 @@
  * run per nesting level, not one entry per block.  A cursor walks the data
  * segments of the tree tiled forever, which serves both the filetype of a
  * view (tiled over the file) and a memory type (tiled `count` times). */
-#include "internal.h"
+#include "model.h"
 #include "external32.h"
 
 #include <limits.h>

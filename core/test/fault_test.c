@@ -8,7 +8,7 @@
  * file can be closed and opened again.  Prints the number of injection
  * points covered. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <sys/mman.h>

@@ -2,7 +2,7 @@
  * get_info and the README's table.  `hints_test --table` prints the table
  * as the README shows it. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 static void set(MPI_Info info, const char *k, const char *v) { MPI_Info_set(info, k, v); }
 

@@ -2,7 +2,7 @@
  * review (issue 9, items 1, 3, 4, 6, 9, 13).  Item 9 makes one rank's open
  * fail through the os table; the rest is the public API. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <stdint.h>
