@@ -34,6 +34,9 @@ EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_In
   const char *call = "MPI_File_open";
   if (!fh) return dropin__error(NULL, MPI_ERR_ARG, call, "fh is NULL");
   *fh = MPI_FILE_NULL;
+  /* Unknown hints in silence, unless LMPIO_HINT_WARNINGS=1: the program
+   * was written for any MPI (its hints are other libraries' often). */
+  lmpio_set_hint_warnings(0);
   /* The handle first: its allocation failing on one rank fails the open
    * on every rank (lmpio agrees on it) instead of leaving the others open. */
   dropin_file *f = dropin__file_new(LMPIO_FILE_NULL);

@@ -250,6 +250,13 @@ LMPIO_API void lmpio_fail_next_collective(int errorclass, const char *message);
  * file (its script ended) while rank 0 called write_at_all"). */
 LMPIO_API void lmpio_set_exiting(int flag);
 
+/* For layers over lmpio (an lmpio extension): whether unknown hint keys are
+ * reported on standard error when neither the hint lmpio_hint_warnings nor
+ * LMPIO_HINT_WARNINGS (0 or 1) says (1 by default).  The drop-in library
+ * sets 0: the programs it serves were not written for lmpio, and the
+ * standard says an implementation ignores the hints it does not know. */
+LMPIO_API void lmpio_set_hint_warnings(int on);
+
 /* For layers over lmpio (an lmpio extension; the drop-in library uses it):
  * who hears of a nonblocking operation that failed in the background.  By
  * default its request completes with the error, which MPI hands to

@@ -91,23 +91,38 @@ int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call) {
 /* The collective calls on a file, by the names messages give them.  A
  * call's identity is its index + 1 (0: a rank standing in for a call that
  * failed in its binding before it began, lmpio_fail_next_collective, which
- * matches any), shifted left once for the exiting flag. */
-static const char *const calls[] = {
-  "close", "set_view", "set_size", "preallocate", "set_info", "set_atomicity", "sync", "seek_shared",
-  "read_at_all", "write_at_all", "read_all", "write_all", "read_ordered", "write_ordered",
-  "read_at_all_begin", "write_at_all_begin", "read_all_begin", "write_all_begin",
-  "read_ordered_begin", "write_ordered_begin", "iread_at_all", "iwrite_at_all", "iread_all", "iwrite_all",
-  "read_records_ordered",
+ * matches any).  Calls that differ only in how each rank finds its position
+ * (an explicit offset or its own pointer) are one call for the matching:
+ * a rank with nothing to do that joins with write_all(NULL, 0) while the
+ * others call write_at_all, as PnetCDF does, is in the same call (OMPIO and
+ * ROMIO complete both).  kin: the index of the call it matches as. */
+static const struct {
+  const char *name;
+  int kin;
+} calls[] = {
+  {"close", 0}, {"set_view", 1}, {"set_size", 2}, {"preallocate", 3}, {"set_info", 4},
+  {"set_atomicity", 5}, {"sync", 6}, {"seek_shared", 7},
+  {"read_at_all", 8}, {"write_at_all", 9}, {"read_all", 8}, {"write_all", 9},
+  {"read_ordered", 12}, {"write_ordered", 13},
+  {"read_at_all_begin", 14}, {"write_at_all_begin", 15}, {"read_all_begin", 14}, {"write_all_begin", 15},
+  {"read_ordered_begin", 18}, {"write_ordered_begin", 19},
+  {"iread_at_all", 20}, {"iwrite_at_all", 21}, {"iread_all", 20}, {"iwrite_all", 21},
+  {"read_records_ordered", 24},
 };
 #define NCALLS ((long long)(sizeof calls / sizeof calls[0]))
+/* A word of the first agreement: (kin's identity * ID_SPAN + identity) << 1
+ * | exiting.  Ranks match when their words agree above ID_SPAN; the call's
+ * own identity is kept for the messages. */
+#define ID_SPAN (1LL << 18)
 
 static long long identity_of(const char *call) {
   const char *p = strncmp(call, "lmpio_file_", 11) == 0 ? call + 11 : call;
   size_t n = strlen(p);
   if (n > 2 && strcmp(p + n - 2, "_c") == 0) n -= 2; /* the large-count form is the same call */
   for (long long i = 0; i < NCALLS; i++)
-    if (strlen(calls[i]) == n && strncmp(calls[i], p, n) == 0) return i + 1;
-  return NCALLS + 1 + lmpio__hash(p) % 100000; /* not in the table (a new entry): still told apart */
+    if (strlen(calls[i].name) == n && strncmp(calls[i].name, p, n) == 0) return (calls[i].kin + 1) * ID_SPAN + i + 1;
+  long long other = NCALLS + 1 + lmpio__hash(p) % 100000; /* not in the table (a new entry): still told apart */
+  return other * ID_SPAN + other;
 }
 
 /* The names are the callers' string constants: the last one is kept. */
@@ -121,15 +136,18 @@ static long long identity(const char *call) {
   return last_id;
 }
 
+/* Whether two words of the first agreement name one call. */
+static int same_call(long long wa, long long wb) { return (wa >> 1) / ID_SPAN == (wb >> 1) / ID_SPAN; }
+
 static _Thread_local int exiting;
 
 void lmpio_set_exiting(int flag) { exiting = flag != 0; }
 
 /* "called write_at_all", "is closing the file (its script ended)" */
 static void phrase(char *out, size_t n, long long word) {
-  long long id = word >> 1;
+  long long id = (word >> 1) % ID_SPAN;
   int ends = (int)(word & 1);
-  const char *name = id >= 1 && id <= NCALLS ? calls[id - 1] : "another collective call";
+  const char *name = id >= 1 && id <= NCALLS ? calls[id - 1].name : "another collective call";
   if (ends && strcmp(name, "close") == 0) snprintf(out, n, "is closing the file (its script ended)");
   else snprintf(out, n, "called %s%s", name, ends ? " (its script ended)" : "");
 }
@@ -208,7 +226,7 @@ static int first_gather(MPI_Comm comm, int rank, int size, int rc, long long wor
   for (int r = 0; r < size; r++) {
     long long w = g[r * REC];
     if (w != 0 && a < 0) a = r;
-    else if (w != 0 && b < 0 && (w >> 1) != (g[a * REC] >> 1)) b = r;
+    else if (w != 0 && b < 0 && !same_call(w, g[a * REC])) b = r;
     if (g[r * REC + 1] != MPI_SUCCESS && root < 0) root = r;
   }
   int out = MPI_SUCCESS;
@@ -257,7 +275,7 @@ static int first_reduce(MPI_Comm comm, int rank, int size, int rc, long long wor
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   long long whi = r[1] >> RANK_BITS, wlo = WORD_TOP - (r[2] >> RANK_BITS);
   int rhi = size - 1 - (int)(r[1] & ((1 << RANK_BITS) - 1)), rlo = size - 1 - (int)(r[2] & ((1 << RANK_BITS) - 1));
-  if (r[1] != 0 && (whi >> 1) != (wlo >> 1))
+  if (r[1] != 0 && !same_call(whi, wlo))
     return rhi < rlo ? mismatch(rhi, whi, rlo, wlo, call) : mismatch(rlo, wlo, rhi, whi, call);
   if (r[0] > 0) return spread_failure(comm, rank, size - (int)r[0], rc);
   for (int i = 0; i < f->nmax; i++) f->max[i] = r[3 + 2 * MAX_VALUES + i];

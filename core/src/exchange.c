@@ -47,8 +47,11 @@ typedef struct {
   long long rec[MAX_LONGS];
 } record;
 
+/* sleepers: ranks asleep (or about to be) on one of this rank's records;
+ * its own line, written only by a rank going to sleep or waking. */
 typedef struct {
   record buf[2];
+  _Alignas(LINE) _Atomic int sleepers;
 } slot;
 
 typedef struct {
@@ -56,7 +59,6 @@ typedef struct {
   slot *slots;          /* NULL: MPI's collectives */
   long long seq;        /* exchanges made */
   int rank, size;
-  unsigned patience;    /* spins before yielding the core */
   int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
 } shm;
 
@@ -117,21 +119,10 @@ static void attach_segment(MPI_Comm comm, shm *s) {
     MPI_Comm_size(node, &nsize);
     MPI_Comm_free(&node);
   }
-  /* [not on one node, the processors this rank may run on]: OR over the
-   * ranks gives whether to go on and how many processors they share. */
-  unsigned long w[1 + sizeof(cpu_set_t) / sizeof(unsigned long)], any[1 + sizeof(cpu_set_t) / sizeof(unsigned long)];
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long c = 0; c < n && c < CPU_SETSIZE; c++) CPU_SET(c, &mine);
-  }
-  w[0] = nsize != s->size;
-  memcpy(w + 1, &mine, sizeof mine);
-  MPI_Allreduce(w, any, 1 + sizeof(cpu_set_t) / sizeof(unsigned long), MPI_UNSIGNED_LONG, MPI_BOR, comm);
-  if (any[0]) return;
-  cpu_set_t cpus;
-  memcpy(&cpus, any + 1, sizeof cpus);
+  /* (every rank on one node: the OR over the ranks of "not all here") */
+  int apart = nsize != s->size, any = 0;
+  MPI_Allreduce(&apart, &any, 1, MPI_INT, MPI_LOR, comm);
+  if (any) return;
   void *base = NULL;
   /* (a line more: the window need not start on one, see below) */
   MPI_Aint bytes = s->rank == 0 ? (MPI_Aint)sizeof(slot) * s->size + LINE : 0;
@@ -156,11 +147,6 @@ static void attach_segment(MPI_Comm comm, shm *s) {
    * the next line on.  Every process maps the segment at a page, so the
    * same bytes in each. */
   base = (char *)base + (LINE - (uintptr_t)base % LINE) % LINE;
-  /* The processors the ranks may run on (a cpuset, taskset or container
-   * may allow fewer than the machine has): fewer than the ranks, and a
-   * waiting rank soon lets the one it waits for have its processor. */
-  int cores = CPU_COUNT(&cpus);
-  s->patience = cores > 0 && s->size > cores ? 64 : 1u << 20;
   if (s->rank == 0) memset(base, 0, sizeof(slot) * (size_t)s->size);
   MPI_Barrier(comm); /* the zeroed slots before anyone publishes */
   s->slots = base;
@@ -175,11 +161,6 @@ int lmpio__exchange_shared(MPI_Comm comm) {
 const void *lmpio__exchange_records(MPI_Comm comm) {
   const shm *s = shm_of(comm);
   return s ? s->slots : NULL;
-}
-
-int lmpio__exchange_yields(MPI_Comm comm) {
-  const shm *s = shm_of(comm);
-  return s && s->slots && s->patience < 1024;
 }
 
 void lmpio__exchange_detach(MPI_Comm comm) {
@@ -198,10 +179,31 @@ static shm *ready(MPI_Comm comm) {
   return s && s->slots ? s : NULL;
 }
 
+/* The 32-bit word of a stamp that changes with every exchange (its low
+ * half): what a sleeping rank waits on. */
+static const void *stamp_word(const record *rec) {
+  return (const char *)&rec->stamp + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+}
+
+/* Sleeps until rank r's record of exchange seq has come (or a while has
+ * passed).  Dekker's handshake with the publisher: a sleeper counts itself
+ * in r's slot, then looks at the stamp; the publisher stores its stamp,
+ * then looks for sleepers; with both orders total (seq_cst), one of the two
+ * sees the other, so no wake is lost (and the timeout bounds a mistake). */
+static void sleep_on(shm *s, int r, int b, long long seq) {
+  slot *sl = &s->slots[r];
+  const record *rec = &sl->buf[b];
+  atomic_fetch_add(&sl->sleepers, 1);
+  long long stamp = atomic_load(&rec->stamp);
+  if (stamp >> LEN_BITS != seq) lmpio__os_sleep_on(stamp_word(rec), (unsigned)stamp, 10000);
+  atomic_fetch_sub(&sl->sleepers, 1);
+}
+
 /* Publishes this rank's record, then takes the others' as their stamps come
  * (in whatever order: at more ranks, a late one does not hold up reading
- * the rest).  Spinning, as MPI's own shared-memory transport does; with
- * more ranks than processors, yielding soon so the late rank gets one. */
+ * the rest).  Spinning briefly, as MPI's own shared-memory transport does,
+ * then giving the processor away: yielding, then sleeping on the first
+ * rank still awaited (lmpio__os_wait_round). */
 static void gather(shm *s, const long long *mine, int n, long long *all) {
   long long seq = ++s->seq;
   int b = (int)(seq & 1), sent = n;
@@ -211,10 +213,11 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
    * may be polling it) */
   if (sent > HEAD) memcpy(me->rec + HEAD, mine + HEAD, sizeof(long long) * (size_t)(sent - HEAD));
   memcpy(me->rec, mine, sizeof(long long) * (size_t)(sent < HEAD ? sent : HEAD));
-  atomic_store_explicit(&me->stamp, seq << LEN_BITS | sent, memory_order_release);
+  atomic_store(&me->stamp, seq << LEN_BITS | sent); /* (seq_cst: before the look for sleepers) */
+  if (atomic_load(&s->slots[s->rank].sleepers) > 0) lmpio__os_wake(stamp_word(me));
   memcpy(all + (size_t)s->rank * (size_t)n, mine, sizeof(long long) * (size_t)n);
   unsigned long long pending = (s->size == 64 ? ~0ULL : (1ULL << s->size) - 1) & ~(1ULL << s->rank);
-  for (unsigned spins = 0; pending; spins++) {
+  for (unsigned round = 0; pending;) {
     for (int r = 0; r < s->size; r++) {
       if (!(pending >> r & 1)) continue;
       const record *rec = &s->slots[r].buf[b];
@@ -236,7 +239,7 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       memset(out + got, 0, sizeof(long long) * (size_t)(n - got));
       pending &= ~(1ULL << r);
     }
-    if (pending && spins >= s->patience) sched_yield();
+    if (pending && lmpio__os_wait_round(&round)) sleep_on(s, __builtin_ctzll(pending), b, seq);
   }
 }
 

@@ -123,7 +123,10 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   lmpio__hints_same(&hints, rc == MPI_SUCCESS, same + 2);
   char labels[512] = "file names|access modes (amode)";
   lmpio__hints_same_labels(labels, sizeof labels);
-  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, NULL, 0, call);
+  /* (and whether every rank kept the nodes of comm from an open before) */
+  const lmpio__nodes *kept = lmpio__nodes_kept(comm);
+  long long missing = kept == NULL;
+  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, &missing, 1, call);
   if (rc != MPI_SUCCESS) return rc;
 
   /* The driver: a prefix names it, else the hint, else the file system
@@ -227,12 +230,18 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
    * caching one's care); the largest block any rank's file system reports,
    * so that every rank cuts the same file domains. */
   if (rc == MPI_SUCCESS) rc = lmpio__exchange_attach(fh->comm);
-  if (rc == MPI_SUCCESS) rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
+  int copied = MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && !missing && lmpio__nodes_copy(kept, &fh->nodes) < 0)
+    copied = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* (agreed below) */
+  if (rc == MPI_SUCCESS && missing) {
+    rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
+    if (rc == MPI_SUCCESS) lmpio__nodes_keep(comm, &fh->nodes);
+  }
   if (rc == MPI_SUCCESS) {
     int agg[LMPIO__MAX_AGGREGATORS], n = 0;
     long long max[2] = {fh->drv->id, fh->drv->block && fd >= 0 ? fh->drv->block(fd) : 0};
-    rc = lmpio__agree_values(fh->comm, choose_aggregators(fh, &fh->hints, agg, &n, call), NULL, 0, NULL, max, 2,
-                             call);
+    int own = copied != MPI_SUCCESS ? copied : choose_aggregators(fh, &fh->hints, agg, &n, call);
+    rc = lmpio__agree_values(fh->comm, own, NULL, 0, NULL, max, 2, call);
     if (rc == MPI_SUCCESS) set_aggregators(fh, agg, n);
     fh->one_node = fh->nodes.nnodes == 1;
     if (max[0] != fh->drv->id) {

@@ -45,8 +45,7 @@
  */
 #include "path.h"
 
-#include <sched.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +59,7 @@
 #define SEEN_MAPPED 3
 
 struct lmpio__filemap {
-  atomic_flag busy;   /* held while the mapping is used or changed */
+  pthread_mutex_t busy; /* held while the mapping is used or changed (by the caller's thread or the worker) */
   int fd, writable;
   char *base;         /* the mapping, or NULL */
   size_t len;
@@ -76,7 +75,17 @@ struct lmpio__filemap {
 lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
   lmpio__filemap *m = calloc(1, sizeof *m);
   if (!m) return NULL; /* (then every access makes its system call) */
-  atomic_flag_clear(&m->busy);
+  /* Adaptive: a brief spin, then the kernel (a window copy can be long, and
+   * a thread spinning for it keeps a processor from the holder). */
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+  int bad = pthread_mutex_init(&m->busy, &a);
+  pthread_mutexattr_destroy(&a);
+  if (bad) {
+    free(m);
+    return NULL;
+  }
   m->fd = fd;
   m->writable = writable;
   m->in_memory = in_memory;
@@ -84,13 +93,9 @@ lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
   return m;
 }
 
-static void take(lmpio__filemap *m) {
-  while (atomic_flag_test_and_set_explicit(&m->busy, memory_order_acquire)) sched_yield();
-}
+static void take(lmpio__filemap *m) { pthread_mutex_lock(&m->busy); }
 
-static void give(lmpio__filemap *m) {
-  atomic_flag_clear_explicit(&m->busy, memory_order_release);
-}
+static void give(lmpio__filemap *m) { pthread_mutex_unlock(&m->busy); }
 
 static void unmap(lmpio__filemap *m) {
   lmpio__os_munmap(m->base, m->len);
@@ -117,6 +122,7 @@ static MPI_Offset bound(const lmpio__filemap *m, int dir) {
 void lmpio__filemap_free(lmpio__filemap *m) {
   if (!m) return;
   unmap(m);
+  pthread_mutex_destroy(&m->busy);
   free(m);
 }
 

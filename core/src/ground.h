@@ -94,9 +94,6 @@ int lmpio__exchange_shared(MPI_Comm comm);
 /* The first rank's records in comm's segment, NULL without one (tests:
  * they start on a cache line). */
 const void *lmpio__exchange_records(MPI_Comm comm);
-/* Whether a rank waiting in comm's segment yields its processor soon
- * (the ranks have fewer processors than there are of them). */
-int lmpio__exchange_yields(MPI_Comm comm);
 /* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
 int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
 /* Whether this thread's last lmpio__pending handed out a binding's failure
@@ -134,6 +131,12 @@ int lmpio__nodes_find(MPI_Comm comm, lmpio__nodes *n, const char *call);
  * (needed for the leaders only).  Pure; -1 when out of memory. */
 int lmpio__nodes_build(lmpio__nodes *n, int size, const int *leader, const char *names, const int *name_at);
 void lmpio__nodes_free(lmpio__nodes *n);
+/* The layout kept on a communicator by lmpio__nodes_keep (an attribute,
+ * dropped with it), or NULL; and a copy of one (-1: out of memory).  Not
+ * collective: a caller agrees that every rank has one before using it. */
+const lmpio__nodes *lmpio__nodes_kept(MPI_Comm comm);
+int lmpio__nodes_copy(const lmpio__nodes *from, lmpio__nodes *to);
+void lmpio__nodes_keep(MPI_Comm comm, const lmpio__nodes *n);
 /* Whether list is a valid cb_config_list: 0, or -1. */
 int lmpio__nodes_config_check(const char *list);
 /* The cb_config_list in effect: list, or the default for the layout

@@ -3,6 +3,7 @@
 #include "ground.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +49,8 @@ static const hint_def table[] = {
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
     {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,
-     "report unknown hint keys on standard error (automatic: unless LMPIO_HINT_WARNINGS=0)"},
+     "report unknown hint keys on standard error (automatic: as LMPIO_HINT_WARNINGS says, 0 or 1; without it, on, "
+     "and off in the drop-in library)"},
 };
 #undef F
 #define NHINTS (int)(sizeof table / sizeof table[0])
@@ -203,26 +205,33 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
 
 /* ---- keys lmpio does not know ----------------------------------------------- */
 
-/* Keys accepted without a word: the reserved keys of the standard, ROMIO's
- * and OMPIO's common ones (lmpio ignores those it does not have), and the
- * keys lmpio's get_info reports (an info from get_info may be passed on). */
+/* Keys accepted without a word: the reserved keys of the standard, the keys
+ * ROMIO's and OMPIO's file systems read (lmpio ignores those it does not
+ * have: an unmodified program under the drop-in passes them), and the keys
+ * lmpio's get_info reports (an info from get_info may be passed on). */
 static const char *const reserved[] = {
     /* MPI (the standard's reserved file hints) */
     "access_style", "collective_buffering", "cb_block_size", "chunked", "chunked_item", "chunked_size",
     "filename", "file_perm", "io_node_list", "nb_proc", "num_io_nodes",
-    /* ROMIO */
-    "romio_no_indep_rw", "romio_cb_pfr", "romio_cb_fr_types", "romio_cb_fr_alignment", "romio_cb_ds_threshold",
-    "romio_cb_alltoall", "romio_filesystem_type", "romio_min_fdomain_size", "romio_visibility_immediate",
-    "romio_synchronized_flush", "romio_lustre_co_ratio", "romio_lustre_coll_threshold", "romio_lustre_ds_in_coll",
-    "romio_lustre_start_iodevice", "direct_read", "direct_write",
-    /* OMPIO */
-    "num_aggregators", "ompio_num_aggregators",
+    /* ROMIO: common, then by file system (PFS, XFS, Blue Gene; the others by prefix, below) */
+    "romio_no_indep_rw", "romio_cb_pfr", "romio_cb_fr_types", "romio_cb_fr_type", "romio_cb_fr_alignment",
+    "romio_cb_ds_threshold", "romio_cb_alltoall", "romio_filesystem_type", "romio_min_fdomain_size",
+    "romio_visibility_immediate", "romio_synchronized_flush", "romio_aggregator_list", "start_iodevice",
+    "pfs_svr_buf", "direct_read", "direct_write",
+    "bg_nodes_pset",
+    /* OMPIO: its collective components, Lustre, GPFS (and SIOX) */
+    "num_aggregators", "ompio_num_aggregators", "bytes_per_agg", "cycle_buffer_size", "aggregators_cutoff_threshold",
+    "max_aggregators_ratio", "grouping_option", "overwrite_amode", "pipeline_buffer_size", "use_accelerator_buffers",
+    "verbose_info_parsing", "coll_timing_info", "stripe_size", "stripe_width", "useSIOXLib",
     /* lmpio's get_info */
     "lmpio_version", "lmpio_fs_driver_reason", "lmpio_aggregators", "lmpio_fd_alignment", "lmpio_unknown_hints",
 };
-/* Prefixes of keys that belong to MPI itself or to libraries that pass
- * their own hints through the file's info (PnetCDF). */
-static const char *const prefixes[] = {"mpi_", "nc_", "pnetcdf_"};
+/* Prefixes of keys that belong to MPI itself, to libraries that pass their
+ * own hints through the file's info (PnetCDF), and to ROMIO's and OMPIO's
+ * file systems (Lustre, PanFS, PVFS2, DAOS; GPFS: IBM_largeblock_io,
+ * OMPIO's gpfsAccessRange, sioxByteRange, ...). */
+static const char *const prefixes[] = {"mpi_", "nc_", "pnetcdf_", "romio_lustre_", "panfs_", "romio_pvfs2_",
+                                       "romio_daos_", "IBM_", "gpfs", "siox"};
 #define NRESERVED (int)(sizeof reserved / sizeof reserved[0])
 #define NPREFIXES (int)(sizeof prefixes / sizeof prefixes[0])
 
@@ -303,11 +312,19 @@ static const char *nearest(const char *key) {
 /* The keys reported so far by this process (once per key). */
 static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
 static char reported[4096];
+/* The report when neither the hint nor LMPIO_HINT_WARNINGS says: on, but
+ * off under a layer that serves programs not written for lmpio. */
+static _Atomic int warn_by_default = 1;
+
+void lmpio_set_hint_warnings(int on) { warn_by_default = on != 0; }
 
 void lmpio__hints_warn(const lmpio__hints *h, const char *list, int rank) {
   if (rank != 0 || !*list || h->hint_warnings == LMPIO__HINT_DISABLE) return;
-  const char *env = getenv("LMPIO_HINT_WARNINGS");
-  if (h->hint_warnings == LMPIO__HINT_AUTOMATIC && env && strcmp(env, "0") == 0) return;
+  if (h->hint_warnings == LMPIO__HINT_AUTOMATIC) {
+    const char *env = getenv("LMPIO_HINT_WARNINGS");
+    int on = env && *env ? strcmp(env, "0") != 0 : warn_by_default;
+    if (!on) return;
+  }
   pthread_mutex_lock(&reported_lock);
   for (const char *p = list; *p;) {
     const char *comma = strchr(p, ',');

@@ -137,4 +137,20 @@ MPI_Offset lmpio__os_block_size(int fd);
 int lmpio__os_class(int e);
 int lmpio__os_error(int e, const char *call, const char *what, const char *path);
 
+/* Waiting for another process or thread without taking its processor:
+ * lmpio__os_wait_round(&round) once per turn of a wait whose condition did
+ * not hold pauses briefly for the first turns (the other is running and
+ * about to store), then yields the processor for a few, and returns 1 when
+ * the caller should sleep in the kernel now (lmpio__os_sleep_on, or a
+ * blocking call of its own).  The machine's load decides, not a
+ * communicator's size: a rank waiting for one that has no processor gives
+ * its own away (DESIGN.md, Scale). */
+int lmpio__os_wait_round(unsigned *round);
+/* Sleeps until the 32-bit word at addr (in memory shared between processes
+ * or not) no longer holds seen, a wake on addr, or timeout_us; spurious
+ * returns are allowed (the caller checks its condition again). */
+void lmpio__os_sleep_on(const void *addr, unsigned seen, long timeout_us);
+/* Wakes every process or thread sleeping on addr. */
+void lmpio__os_wake(const void *addr);
+
 #endif

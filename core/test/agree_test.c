@@ -107,9 +107,24 @@ static void test_seek_shared_overflow(void) {
   tl_unlink(path);
 }
 
+/* Whether the ranks pretend to be on more than one node (LMPIO_TEST_NODES,
+ * nodes.c): then a write agrees on the arguments before any data moves. */
+static int apart(void) {
+  const char *n = getenv("LMPIO_TEST_NODES");
+  if (!n || !strchr(n, ',')) return 0;
+  size_t first = strcspn(n, ",");
+  for (const char *p = n; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len != first || strncmp(p, n, len) != 0) return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
 /* A binding's argument error on one rank fails the collective everywhere
  * (lmpio_fail_next_collective), only once; that rank writes nothing (the
- * others, each moving its own data on one node, have written theirs). */
+ * others, each moving its own data on one node, have written theirs;
+ * across nodes nobody has). */
 static void test_fail_next_collective(void) {
   char *path = tl_path("pending");
   lmpio_file fh;
@@ -122,7 +137,7 @@ static void test_fail_next_collective(void) {
   TL_CHECK(strstr(lmpio_last_error_message(), "bad argument #3") != NULL);
   MPI_Offset size = -1;
   TL_OK(lmpio_file_get_size(fh, &size));
-  TL_EQ(size, 8 * (tl_size - 1));
+  TL_EQ(size, apart() ? 0 : 8 * (tl_size - 1));
   /* every kind of collective takes it */
   if (tl_rank == last) lmpio_fail_next_collective(MPI_ERR_ARG, "bad offset");
   TL_RC(lmpio_file_set_size(fh, 100), MPI_ERR_ARG);
@@ -180,10 +195,11 @@ static void test_different_calls(void) {
   lmpio_file fh;
   TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
   int last = tl_size - 1;
-  /* every pair of kinds: the last rank calls b, the others a */
+  /* every pair of kinds: the last rank calls b, the others a (write_all
+   * and write_at_all are one call: test_position_forms) */
   for (int a = 0; a < K_N; a++)
     for (int b = 0; b < K_N; b++) {
-      if (a == b) continue;
+      if (a == b || (a == K_WRITE_AT_ALL && b == K_WRITE_ALL) || (a == K_WRITE_ALL && b == K_WRITE_AT_ALL)) continue;
       int rc = call_kind(&fh, tl_rank == last ? b : a);
       TL_EQ(rc, MPI_ERR_NOT_SAME);
       char want[200];
@@ -206,6 +222,87 @@ static void test_different_calls(void) {
   tl_unlink(path);
 }
 
+/* Collective calls that differ only in how a rank finds its position are
+ * one call: a rank with nothing to do joins with write_all(NULL, 0) while
+ * the others call write_at_all, as PnetCDF does (failed with
+ * MPI_ERR_NOT_SAME on every rank, the data written all the same).  The
+ * same for reads, the nonblocking forms and the split forms. */
+static void test_position_forms(void) {
+  char *path = tl_path("forms");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  int idle = tl_size - 1; /* the rank with nothing to do */
+  for (int form = 0; form < 3; form++) {
+    int v[2] = {10 * form + tl_rank, 100 + tl_rank}, w[2] = {-1, -1};
+    MPI_Offset at = 8 * (MPI_Offset)tl_rank + 64 * form;
+    MPI_Request rq;
+    MPI_Status st;
+    int n = -1;
+    if (form == 0) {
+      TL_OK(tl_rank == idle ? lmpio_file_write_all(fh, NULL, 0, MPI_BYTE, &st)
+                            : lmpio_file_write_at_all(fh, at, v, 2, MPI_INT, &st));
+    } else if (form == 1) {
+      TL_OK(tl_rank == idle ? lmpio_file_iwrite_all(fh, NULL, 0, MPI_BYTE, &rq)
+                            : lmpio_file_iwrite_at_all(fh, at, v, 2, MPI_INT, &rq));
+      TL_OK(MPI_Wait(&rq, &st));
+    } else {
+      TL_OK(tl_rank == idle ? lmpio_file_write_all_begin(fh, NULL, 0, MPI_BYTE)
+                            : lmpio_file_write_at_all_begin(fh, at, v, 2, MPI_INT));
+      TL_OK(tl_rank == idle ? lmpio_file_write_all_end(fh, NULL, &st) : lmpio_file_write_at_all_end(fh, v, &st));
+    }
+    MPI_Get_count(&st, MPI_INT, &n);
+    TL_EQ(n, tl_rank == idle ? 0 : 2);
+    /* reads: the idle rank the other way round, in the pointer's form */
+    if (form == 0) {
+      TL_OK(tl_rank == idle ? lmpio_file_read_all(fh, NULL, 0, MPI_BYTE, &st)
+                            : lmpio_file_read_at_all(fh, at, w, 2, MPI_INT, &st));
+    } else if (form == 1) {
+      TL_OK(tl_rank == idle ? lmpio_file_iread_all(fh, NULL, 0, MPI_BYTE, &rq)
+                            : lmpio_file_iread_at_all(fh, at, w, 2, MPI_INT, &rq));
+      TL_OK(MPI_Wait(&rq, &st));
+    } else {
+      TL_OK(tl_rank == idle ? lmpio_file_read_all_begin(fh, NULL, 0, MPI_BYTE)
+                            : lmpio_file_read_at_all_begin(fh, at, w, 2, MPI_INT));
+      TL_OK(tl_rank == idle ? lmpio_file_read_all_end(fh, NULL, &st) : lmpio_file_read_at_all_end(fh, w, &st));
+    }
+    if (tl_rank != idle) TL_CHECK(w[0] == v[0] && w[1] == v[1]);
+  }
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, tl_size == 1 ? 0 : 128 + 8 * (tl_size - 1));
+  /* still different calls: write_all against read_at_all */
+  if (tl_size > 1) {
+    int v[2] = {1, 2};
+    TL_RC(tl_rank == idle ? lmpio_file_write_all(fh, v, 2, MPI_INT, MPI_STATUS_IGNORE)
+                          : lmpio_file_read_at_all(fh, 0, v, 2, MPI_INT, MPI_STATUS_IGNORE),
+          MPI_ERR_NOT_SAME);
+    TL_CHECK(strstr(lmpio_last_error_message(), "called write_all") != NULL);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
+/* What a call that fails because ranks are in different calls leaves: on
+ * one node each rank moves its own data before the ranks learn of it
+ * (README, "Collective calls return the same error class"), so the ranks
+ * in write_at_all have written theirs; the rank in another call nothing.
+ * Across nodes a write agrees first: nothing is written. */
+static void test_mismatch_leaves(void) {
+  if (tl_size < 2) return;
+  char *path = tl_path("leaves");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  int v[2] = {7, 8};
+  int last = tl_size - 1;
+  TL_RC(tl_rank == last ? lmpio_file_sync(fh) : lmpio_file_write_at_all(fh, 8 * tl_rank, v, 2, MPI_INT, MPI_STATUS_IGNORE),
+        MPI_ERR_NOT_SAME);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, apart() ? 0 : 8 * (tl_size - 1));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("ranks failing with different classes agree on class and message", test_different_classes);
@@ -213,5 +310,8 @@ int main(int argc, char **argv) {
   tl_run("seek_shared past 2^63 is MPI_ERR_ARG, not an overflow", test_seek_shared_overflow);
   tl_run("lmpio_fail_next_collective fails the collective on every rank", test_fail_next_collective);
   tl_run("ranks in different collective calls on a file fail, naming both calls", test_different_calls);
+  tl_run("write_all(NULL, 0) on one rank meets write_at_all on the others (reads, nonblocking, split too)",
+         test_position_forms);
+  tl_run("ranks in different calls: the ranks moving their own data have moved it", test_mismatch_leaves);
   return tl_finish();
 }

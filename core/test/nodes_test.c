@@ -355,6 +355,44 @@ static void test_one_node(void) {
   tl_unlink(path);
 }
 
+/* The layout found at an open is kept on the caller's communicator (an
+ * attribute): the next open on it copies it (no split, no gathers), the
+ * same on every rank; a pretended layout is neither kept nor taken; a
+ * communicator freed drops what it kept. */
+static void test_kept(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  TL_CHECK(lmpio__nodes_kept(comm) == NULL);
+  char *path = tl_path("kept");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  const lmpio__nodes *k = lmpio__nodes_kept(comm);
+  TL_CHECK(k != NULL);
+  if (k) {
+    TL_EQ(k->size, tl_size);
+    TL_EQ(k->nnodes, fh->nodes.nnodes);
+    for (int r = 0; r < tl_size; r++) TL_EQ(k->node_of[r], fh->nodes.node_of[r]);
+    TL_CHECK(k->node_of != fh->nodes.node_of && strcmp(k->names, fh->nodes.names) == 0);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  /* again: taken from the communicator, the same layout */
+  TL_OK(lmpio_file_open(comm, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_CHECK(lmpio__nodes_kept(comm) == k);
+  TL_EQ(fh->nodes.nnodes, 1);
+  TL_EQ(fh->nodes.first[1], tl_size);
+  TL_OK(lmpio_file_close(&fh));
+  /* pretending: not taken (two nodes), and nothing new kept */
+  pretend_two_nodes();
+  TL_CHECK(lmpio__nodes_kept(comm) == NULL);
+  TL_OK(lmpio_file_open(comm, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  unsetenv("LMPIO_TEST_NODES");
+  TL_EQ(fh->nodes.nnodes, tl_size > 1 ? 2 : 1);
+  TL_CHECK(lmpio__nodes_kept(comm) == k);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Comm_free(&comm); /* (drops it: ASan would see a double free or a leak's use) */
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("aggregators from the node layout", test_choice);
@@ -363,5 +401,6 @@ int main(int argc, char **argv) {
   tl_run("two nodes: aggregators placed by node, only they write", test_two_nodes);
   tl_run("file domains aligned to the stripe or the block", test_alignment);
   tl_run("one node: every rank aggregates", test_one_node);
+  tl_run("the layout is kept on the communicator for the next open", test_kept);
   return tl_finish();
 }
