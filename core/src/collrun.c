@@ -532,12 +532,16 @@ static int choose(coll *c, const long long *red, long long len_sum, const long l
 
 /* Prepares my side: memory stream, data range, file range (and for a
  * two-phase read, the data before end of file).  Fills c. */
-static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type, int twophase_read) {
-  int rc = lmpio__typemap_get(type, &c->m, c->call);
+static int setup(coll *c, MPI_Offset pos, MPI_Count count, MPI_Datatype type, const lmpio__tm_node *m,
+                 int twophase_read) {
+  int rc = MPI_SUCCESS;
+  if (m) lmpio__typemap_retain(m); /* (the entry's lookup) */
+  else rc = lmpio__typemap_get(type, &m, c->call);
   if (rc != MPI_SUCCESS) {
     c->m = NULL;
     return rc;
   }
+  c->m = m;
   if (lmpio__stream_init(&c->ms, c->buf, c->m, count) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
   c->pos = pos;
@@ -584,7 +588,8 @@ static int independent_here(const lmpio__coll_plan *cp, int eligible) {
 /* This rank moves its own data (n etypes from data byte pos) through cp's
  * plan.  *fbytes: the file data bytes filled. */
 static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, void *buf, MPI_Count count,
-                    MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
+                    MPI_Datatype type, const lmpio__tm_node *m, MPI_Count *bytes, MPI_Offset *fbytes,
+                    const char *call) {
   *bytes = 0;
   *fbytes = 0;
   if (n == 0) return MPI_SUCCESS;
@@ -592,7 +597,7 @@ static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, vo
   lmpio__plan_view(&cp->plan, &v);
   int rc = lmpio__check_range(&v, pos / v.esize, n, &pos, call);
   if (rc != MPI_SUCCESS) return rc;
-  return lmpio__transfer(&cp->plan, pos, buf, count, type, bytes, fbytes, call);
+  return lmpio__transfer_node(&cp->plan, pos, buf, count, type, m, bytes, fbytes, call);
 }
 
 /* Each rank its own part, then the call's one exchange: which call every
@@ -600,16 +605,17 @@ static int own_part(const lmpio__coll_plan *cp, MPI_Offset pos, MPI_Offset n, vo
  * nothing; the others have moved theirs when they learn of it, and every
  * rank returns the failing rank's class and message. */
 static int independent(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
-                       MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes, const char *call) {
-  if (rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
+                       MPI_Count count, MPI_Datatype type, const lmpio__tm_node *m, MPI_Count *bytes,
+                       MPI_Offset *fbytes, const char *call) {
+  if (rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, m, bytes, fbytes, call);
   rc = lmpio__agree_first(cp->comm, rc, NULL, call);
   if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
   return rc;
 }
 
 int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
-                         MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes,
-                         const char *call) {
+                         MPI_Count count, MPI_Datatype type, const lmpio__tm_node *m, MPI_Count *bytes,
+                         MPI_Offset *fbytes, const char *call) {
   *bytes = 0;
   *fbytes = 0;
   int size = cp->size, dir = cp->plan.dir;
@@ -617,7 +623,7 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
    * not overlap itself (the same on every rank: they are set collectively,
    * and an overlapping filetype only on a read-only file). */
   int eligible = cp->plan.rep == NULL && !cp->plan.atomic && cp->plan.ft->monotone;
-  if (independent_here(cp, eligible)) return independent(cp, rc, pos, n, buf, count, type, bytes, fbytes, call);
+  if (independent_here(cp, eligible)) return independent(cp, rc, pos, n, buf, count, type, m, bytes, fbytes, call);
 
   coll c;
   memset(&c, 0, sizeof c);
@@ -645,8 +651,8 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
    * slower call.  (On one node reads always go so: independent_here.) */
   int guess = dir == LMPIO__READ && !*cp->way && cp->plan.hints.cb_read == LMPIO__HINT_AUTOMATIC &&
               lmpio__agree_gathers(size);
-  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type, dir == LMPIO__READ && !guess);
-  if (guess && rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
+  if (rc == MPI_SUCCESS && eligible) rc = setup(&c, pos, count, type, m, dir == LMPIO__READ && !guess);
+  if (guess && rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, m, bytes, fbytes, call);
 
   /* 1. Everyone's range and argument check: the call's first agreement. */
   int nonempty = rc == MPI_SUCCESS && c.end > c.start;
@@ -669,7 +675,7 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
   c.rdsp = c.sdsp + size;
   c.cnt2 = c.sdsp + 2 * size; /* and 3 * size: scratch counts */
   if (!twophase) { /* (the ranks span nodes, and their data do not interleave) */
-    rc = own_part(cp, pos, n, buf, count, type, bytes, fbytes, call);
+    rc = own_part(cp, pos, n, buf, count, type, m, bytes, fbytes, call);
     coll_free(&c);
     return lmpio__agree(cp->comm, rc, 0, call);
   }
@@ -705,14 +711,16 @@ int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, M
   /* A count that is not whole etypes fails this rank's part (and, through
    * the call's exchange, every rank's call). */
   MPI_Offset n = 0, pos = 0;
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
+  const lmpio__tm_node *m = NULL; /* the type's layout in the file: looked up once */
+  if (rc == MPI_SUCCESS) rc = lmpio__etypes_held(fh, count, type, &n, &m, call);
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, use_fp ? fh->fp : offset, &pos, call);
   lmpio__hold_all(fh);
   MPI_Count bytes = 0;
   MPI_Offset fbytes = 0;
   lmpio__coll_plan own;
   const lmpio__coll_plan *cp = lmpio__coll_plan_of(fh, dir, &own);
-  rc = lmpio__coll_transfer(cp, rc, pos, n, buf, count, type, &bytes, &fbytes, call);
+  rc = lmpio__coll_transfer(cp, rc, pos, n, buf, count, type, fh->view.rep ? NULL : m, &bytes, &fbytes, call);
+  if (m) lmpio__typemap_release(m);
   if (cp == &own) lmpio__coll_plan_free(&own);
   if (use_fp) fh->fp += fbytes / fh->view.esize;
   lmpio__release(fh);

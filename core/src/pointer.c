@@ -379,11 +379,12 @@ static int check_view(lmpio_file fh, const char *call) {
 }
 
 int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, MPI_Offset *at,
-                          MPI_Offset *n, const char *call) {
+                          MPI_Offset *n, const lmpio__tm_node **held, const char *call) {
   *at = *n = 0;
+  if (held) *held = NULL;
   int rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__etypes_held(fh, count, type, n, held, call);
   if (rc == MPI_SUCCESS && *n > 0) {
     /* Reserve the range first: concurrent calls then never overlap. */
     shstate *st = st_of(fh);
@@ -440,15 +441,17 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
 }
 
 int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
-                           MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call) {
+                           MPI_Offset *at, MPI_Offset *n, int *agreed, const lmpio__tm_node **held,
+                           const char *call) {
   shstate *st = st_of(fh);
   int rc = lmpio__pending(pre_rc, call);
   *n = 0;
   *at = 0;
   *agreed = 1;
+  if (held) *held = NULL;
   if (rc == MPI_SUCCESS) rc = lmpio__check_access(fh, count, type, dir, LMPIO__SHARED, call);
   if (rc == MPI_SUCCESS) rc = check_view(fh, call);
-  if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, n, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__etypes_held(fh, count, type, n, held, call);
   MPI_Offset before = 0, total = *n;
   lmpio__shared_note_move(fh);
   rc = ordered_positions(fh, st, rc, *n, &before, &total, call);

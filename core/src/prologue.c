@@ -44,11 +44,18 @@ int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MP
 
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call) {
+  return lmpio__etypes_held(fh, count, type, n, NULL, call);
+}
+
+int lmpio__etypes_held(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
+                       const lmpio__tm_node **held, const char *call) {
   const lmpio__tm_node *m; /* sizes as in the file */
+  if (held) *held = NULL;
   int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
   if (rc != MPI_SUCCESS) return rc;
   rc = lmpio__etypes_of(fh, count, m, n, call);
-  lmpio__typemap_release(m);
+  if (held && rc == MPI_SUCCESS) *held = m;
+  else lmpio__typemap_release(m);
   return rc;
 }
 

@@ -196,7 +196,7 @@ static int run(lmpio__job *job) {
     if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
     if (x->standin) lmpio__set_standin(); /* on the worker's thread, for its first agreement */
     MPI_Offset fbytes;
-    rc = lmpio__coll_transfer(&x->cplan, x->pre_rc, x->pos, x->n, x->buf, x->count, x->type, &bytes, &fbytes,
+    rc = lmpio__coll_transfer(&x->cplan, x->pre_rc, x->pos, x->n, x->buf, x->count, x->type, NULL, &bytes, &fbytes,
                               x->call);
   } else {
     MPI_Offset fbytes;
@@ -592,7 +592,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
       if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
       if (rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
     }
-    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, NULL, call);
     if (rc == MPI_SUCCESS) {
       x->offset = at;
       rc = plan_xfer(fh, x, n, call);
@@ -671,7 +671,7 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
        * agreed by the worker like any collective's. */
       MPI_Offset at, n;
       int agreed;
-      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, call);
+      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, NULL, call);
       if (rc != MPI_SUCCESS && agreed) return rc;
       lmpio__job *job = NULL;
       rc = collective_later(fh, at, FP_SHARED, buf, count, type, dir, NULL, &job, rc, call);

@@ -8,30 +8,39 @@
 
 #include <stdlib.h>
 
+/* The transfer of n etypes, count items of type whose layout in the file
+ * is m (the caller's), at etype offset of fh's view. */
+static int access_held(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                       const lmpio__tm_node *m, MPI_Offset n, MPI_Count *bytes, MPI_Offset *etypes,
+                       const char *call) {
+  MPI_Offset pos, fbytes = 0;
+  int rc;
+  if (n == 0) return MPI_SUCCESS;
+  if ((rc = lmpio__check_range(&fh->view, offset, n, &pos, call)) != MPI_SUCCESS) return rc;
+  lmpio__hold(fh);
+  lmpio__plan own;
+  const lmpio__plan *p = lmpio__plan_of(fh, dir, &own);
+  /* A native view: the type's layout in memory is its layout in the file,
+   * looked up once for the count and the transfer. */
+  rc = lmpio__transfer_node(p, pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes, call);
+  if (p == &own) lmpio__plan_free(&own);
+  lmpio__release(fh);
+  *etypes = fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
+  return rc;
+}
+
 int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
                   int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call) {
   *bytes = 0;
   *etypes = 0;
   if (offset < 0) return lmpio__err(MPI_ERR_ARG, call, "negative offset %lld", (long long)offset);
-  /* A native view: the type's layout in memory is its layout in the file,
-   * looked up once for the count and the transfer. */
   const lmpio__tm_node *m;
   int rc = lmpio__typemap_get_rep(type, fh->view.rep, &m, call);
   if (rc != MPI_SUCCESS) return rc;
-  MPI_Offset n, pos, fbytes = 0;
-  if ((rc = lmpio__etypes_of(fh, count, m, &n, call)) != MPI_SUCCESS || n == 0 ||
-      (rc = lmpio__check_range(&fh->view, offset, n, &pos, call)) != MPI_SUCCESS) {
-    lmpio__typemap_release(m);
-    return rc;
-  }
-  lmpio__hold(fh);
-  lmpio__plan own;
-  const lmpio__plan *p = lmpio__plan_of(fh, dir, &own);
-  rc = lmpio__transfer_node(p, pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes, call);
-  if (p == &own) lmpio__plan_free(&own);
-  lmpio__release(fh);
+  MPI_Offset n;
+  if ((rc = lmpio__etypes_of(fh, count, m, &n, call)) == MPI_SUCCESS)
+    rc = access_held(fh, offset, buf, count, type, dir, m, n, bytes, etypes, call);
   lmpio__typemap_release(m);
-  *etypes = fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
   return rc;
 }
 
@@ -57,11 +66,13 @@ int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype
     lmpio__set_status(status, bytes);
     return rc;
   }
-  int rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+  const lmpio__tm_node *m;
+  int rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, &m, call);
   if (rc == MPI_SUCCESS && n > 0) {
     MPI_Offset moved;
-    rc = lmpio__access(fh, at, buf, count, type, dir, &bytes, &moved, call);
+    rc = access_held(fh, at, buf, count, type, dir, m, n, &bytes, &moved, call);
   }
+  if (m) lmpio__typemap_release(m);
   lmpio__set_status(status, bytes);
   return rc;
 }
@@ -75,9 +86,11 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
   }
   MPI_Offset at, n, moved;
   int agreed;
-  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, call);
+  const lmpio__tm_node *m;
+  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, &m, call);
+  if (rc == MPI_SUCCESS && n > 0) rc = access_held(fh, at, buf, count, type, dir, m, n, bytes, &moved, call);
+  if (m) lmpio__typemap_release(m);
   if (rc != MPI_SUCCESS && agreed) return rc;
-  if (rc == MPI_SUCCESS && n > 0) rc = lmpio__access(fh, at, buf, count, type, dir, bytes, &moved, call);
   if (fh->size == 1) return rc;
   /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
    * the outcome of the transfers is agreed even though it costs a second

@@ -108,7 +108,11 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
                         const char *call);
 /* The same for items whose layout in the file is m (looked up once). */
 int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
-/* Number of etypes that count items of type make in the view, or an error. */
+/* Number of etypes that count items of type make in the view, or an error;
+ * _held also gives the type's layout in the file (held: NULL, or where it
+ * goes, which the caller releases; NULL on failure). */
+int lmpio__etypes_held(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
+                       const lmpio__tm_node **held, const char *call);
 int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_Offset *n,
                         const char *call);
 /* Checks that n etypes from etype `offset` of view v have file offsets that
@@ -167,7 +171,7 @@ int lmpio__shared_get(lmpio_file fh, MPI_Offset *value, const char *call);
 /* The checks of write_shared / read_shared, then the pointer moves by the
  * *n etypes requested: the access is to start at etype *at. */
 int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, MPI_Offset *at,
-                          MPI_Offset *n, const char *call);
+                          MPI_Offset *n, const lmpio__tm_node **held, const char *call);
 /* The blocking write_shared / read_shared. */
 int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
                          MPI_Status *status, const char *call);
@@ -182,7 +186,8 @@ int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type,
  * once it returns: independent shared-pointer calls may follow at once (a
  * split _begin returns to the program). */
 int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pre_rc,
-                           MPI_Offset *at, MPI_Offset *n, int *agreed, const char *call);
+                           MPI_Offset *at, MPI_Offset *n, int *agreed, const lmpio__tm_node **held,
+                           const char *call);
 
 /* ---- stream: non-seekable files through rank 0 (stream.c) -------------- */
 
@@ -229,16 +234,17 @@ void lmpio__records_free(lmpio_file fh);
  * Fails on every rank while a split collective is active. */
 int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call);
-/* The transfer under them, from the call's first agreement on, on cp alone
- * (never the handle): the blocking calls' and the background jobs'.  rc:
- * this rank's outcome of the entry's checks; n etypes from data byte pos.
- * Returns the agreed outcome; *bytes: for the status; *fbytes: the file
- * data bytes the individual pointer moves past. */
 /* The data byte of the view where a collective access at etype etpos
  * starts, or MPI_ERR_ARG when it overflows. */
 int lmpio__coll_position(lmpio_file fh, MPI_Offset etpos, MPI_Offset *pos, const char *call);
+/* The transfer under them, from the call's first agreement on, on cp alone
+ * (never the handle): the blocking calls' and the background jobs'.  rc:
+ * this rank's outcome of the entry's checks; n etypes from data byte pos;
+ * m: type's layout (native views), which the caller holds, or NULL: looked
+ * up.  Returns the agreed outcome; *bytes: for the status; *fbytes: the
+ * file data bytes the individual pointer moves past. */
 int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_Offset n, void *buf,
-                         MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *fbytes,
-                         const char *call);
+                         MPI_Count count, MPI_Datatype type, const lmpio__tm_node *m, MPI_Count *bytes,
+                         MPI_Offset *fbytes, const char *call);
 
 #endif
