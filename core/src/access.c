@@ -3,22 +3,23 @@
  * counts and moves; the plan, the engine and the conversion driver move the
  * data. */
 #include "run.h"
+#include "calls.h"
 
 #include <errno.h>
 
-#define INDEPENDENT(name, args, offset, use_fp, buf, dir)                                      \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_INDEP, dir, lmpio__independent(fh, offset, use_fp, (void *)buf, count, \
-                                                               datatype, dir, status, "lmpio_file_" #name)); \
+#define INDEPENDENT(name, pointer, coll, form, dir, C, sfx)                                             \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = lmpio__independent(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer,     \
+                                (void *)buf, count, datatype, LMPIO__##dir, status, "lmpio_file_" #name #sfx); \
+    lmpio__stats_call(st, LMPIO__K_INDEP, LMPIO__##dir, t0);                                              \
+    return rc;                                                                                            \
   }
-INDEPENDENT(read_at, (lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
-INDEPENDENT(write_at, (lmpio_file fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
-INDEPENDENT(read, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
-INDEPENDENT(write, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)
-INDEPENDENT(read_at_c, (lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
-INDEPENDENT(write_at_c, (lmpio_file fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
-INDEPENDENT(read_c, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
-INDEPENDENT(write_c, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)
+#define DEFINE(name, pointer, coll, form, dir) INDEPENDENT(name, pointer, coll, form, dir, int, )
+#define DEFINE_C(name, pointer, coll, form, dir) INDEPENDENT(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_INDEPENDENT(DEFINE)
+LMPIO__CALLS_INDEPENDENT(DEFINE_C)
 
 int lmpio_file_seek(lmpio_file fh, MPI_Offset offset, int whence) {
   const char *call = "lmpio_file_seek";

@@ -304,3 +304,5 @@ int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call)
   if (lmpio__agree_gathers(size)) return first_gather(comm, rank, size, rc, word, f, call);
   return first_reduce(comm, rank, size, rc, word, f, call);
 }
+
+int lmpio__agree_knows(const char *call) { return identity_of(call) % ID_SPAN <= NCALLS; }

@@ -1,16 +1,18 @@
 /* The blocking collective calls (*_all); collrun.c runs them. */
 #include "run.h"
+#include "calls.h"
 
-#define COLLECTIVE(name, args, offset, use_fp, buf, dir)                                           \
-  int lmpio_file_##name args {                                                                     \
-    LMPIO__COUNTED(fh, LMPIO__K_COLL, dir, lmpio__collective(fh, offset, use_fp, (void *)buf, count, datatype, \
-                                                             dir, status, MPI_SUCCESS, "lmpio_file_" #name)); \
+#define COLLECTIVE(name, pointer, coll, form, dir, C, sfx)                                               \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = lmpio__collective(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer,      \
+                               (void *)buf, count, datatype, LMPIO__##dir, status, MPI_SUCCESS,           \
+                               "lmpio_file_" #name #sfx);                                                 \
+    lmpio__stats_call(st, LMPIO__K_COLL, LMPIO__##dir, t0);                                               \
+    return rc;                                                                                            \
   }
-COLLECTIVE(read_at_all, (lmpio_file fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
-COLLECTIVE(write_at_all, (lmpio_file fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
-COLLECTIVE(read_all, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
-COLLECTIVE(write_all, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)
-COLLECTIVE(read_at_all_c, (lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__READ)
-COLLECTIVE(write_at_all_c, (lmpio_file fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), offset, 0, buf, LMPIO__WRITE)
-COLLECTIVE(read_all_c, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__READ)
-COLLECTIVE(write_all_c, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), 0, 1, buf, LMPIO__WRITE)
+#define DEFINE(name, pointer, coll, form, dir) COLLECTIVE(name, pointer, coll, form, dir, int, )
+#define DEFINE_C(name, pointer, coll, form, dir) COLLECTIVE(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_COLLECTIVE(DEFINE)
+LMPIO__CALLS_COLLECTIVE(DEFINE_C)

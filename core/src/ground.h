@@ -75,6 +75,9 @@ typedef struct {
   int gathered;
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+/* Whether call is one the first agreement tells apart by name (calls_test:
+ * every collective call of calls.h). */
+int lmpio__agree_knows(const char *call);
 
 /* 0, or MPI_ERR_OTHER when a conversion function runs on this thread
  * (lmpio__err_in_conversion): an agreement refuses the call at once. */

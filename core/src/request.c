@@ -59,6 +59,7 @@
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
 #include "run.h"
+#include "calls.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -609,36 +610,32 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
   return finish(rc, &st, r, request);
 }
 
-#define IACCESS(name, how, args, offset, use_fp, buf, dir)                                      \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, how(fh, offset, use_fp, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
+/* The nonblocking calls: independent, collective or shared-pointer (by
+ * coll and pointer; a shared-pointer call has no offset). */
+static int shared_nb(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count, MPI_Datatype type,
+                     int dir, MPI_Request *request, const char *call) {
+  (void)offset, (void)use_fp;
+  return shared(fh, buf, count, type, dir, request, call);
+}
+#define NB_RUN_INDEP_EXPLICIT independent
+#define NB_RUN_INDEP_INDIVIDUAL independent
+#define NB_RUN_COLL_EXPLICIT collective
+#define NB_RUN_COLL_INDIVIDUAL collective
+#define NB_RUN_INDEP_SHARED shared_nb
+#define NONBLOCKING(name, pointer, coll, form, dir, C, sfx)                                              \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = NB_RUN_##coll##_##pointer(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer, \
+                                       (void *)buf, count, datatype, LMPIO__##dir, request,              \
+                                       "lmpio_file_" #name #sfx);                                        \
+    lmpio__stats_call(st, LMPIO__K_NB, LMPIO__##dir, t0);                                                 \
+    return rc;                                                                                            \
   }
-#define ISHARED(name, args, buf, dir)                                                           \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, shared(fh, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
-  }
-#define IARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
-#define IARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
-IACCESS(iread_at, independent, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at, independent, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread, independent, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite, independent, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
-IACCESS(iread_at_all, collective, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_all, collective, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_all, collective, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_all, collective, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
-ISHARED(iread_shared, IARGS(int, void *), buf, LMPIO__READ)
-ISHARED(iwrite_shared, IARGS(int, const void *), buf, LMPIO__WRITE)
-IACCESS(iread_at_c, independent, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_c, independent, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_c, independent, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_c, independent, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
-IACCESS(iread_at_all_c, collective, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_all_c, collective, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_all_c, collective, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_all_c, collective, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
-ISHARED(iread_shared_c, IARGS(MPI_Count, void *), buf, LMPIO__READ)
-ISHARED(iwrite_shared_c, IARGS(MPI_Count, const void *), buf, LMPIO__WRITE)
+#define DEFINE_NB(name, pointer, coll, form, dir) NONBLOCKING(name, pointer, coll, form, dir, int, )
+#define DEFINE_NB_C(name, pointer, coll, form, dir) NONBLOCKING(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_NONBLOCKING(DEFINE_NB)
+LMPIO__CALLS_NONBLOCKING(DEFINE_NB_C)
 
 /* ---- split collectives --------------------------------------------------- */
 
@@ -722,29 +719,27 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
   return rc;
 }
 
-#define LMPIO__SPLIT_DIR(kind) ((kind) % 2 == LMPIO__SPLIT_READ_ORDERED % 2 ? LMPIO__READ : LMPIO__WRITE)
-#define SPLIT(name, C, args, offset, use_fp, buf, kind)                                          \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_SPLIT, LMPIO__SPLIT_DIR(kind), split_begin(fh, offset, use_fp, (void *)buf, count, datatype, kind, "lmpio_file_" #name)); \
+/* The split collectives' first halves; the kind of each (by pointer). */
+#define SPLIT_KIND_EXPLICIT(dir) LMPIO__SPLIT_##dir##_AT_ALL
+#define SPLIT_KIND_INDIVIDUAL(dir) LMPIO__SPLIT_##dir##_ALL
+#define SPLIT_KIND_SHARED(dir) LMPIO__SPLIT_##dir##_ORDERED
+#define SPLIT(name, pointer, coll, form, dir, C, sfx)                                                    \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = split_begin(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer, (void *)buf, \
+                         count, datatype, SPLIT_KIND_##pointer(dir), "lmpio_file_" #name #sfx);          \
+    lmpio__stats_call(st, LMPIO__K_SPLIT, LMPIO__##dir, t0);                                              \
+    return rc;                                                                                            \
   }
+#define DEFINE_SPLIT(name, pointer, coll, form, dir) SPLIT(name, pointer, coll, form, dir, int, )
+#define DEFINE_SPLIT_C(name, pointer, coll, form, dir) SPLIT(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_SPLIT(DEFINE_SPLIT)
+LMPIO__CALLS_SPLIT(DEFINE_SPLIT_C)
 #define SPLIT_END(name, B, kind)                                                                \
   int lmpio_file_##name(lmpio_file fh, B buf, MPI_Status *status) {                            \
     return split_end(fh, kind, buf, status, "lmpio_file_" #name);                              \
   }
-#define SARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype)
-#define SARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype)
-SPLIT(read_at_all_begin, int, SARGS_AT(int, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
-SPLIT(write_at_all_begin, int, SARGS_AT(int, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
-SPLIT(read_all_begin, int, SARGS(int, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
-SPLIT(write_all_begin, int, SARGS(int, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
-SPLIT(read_ordered_begin, int, SARGS(int, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
-SPLIT(write_ordered_begin, int, SARGS(int, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
-SPLIT(read_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
-SPLIT(write_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
-SPLIT(read_all_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
-SPLIT(write_all_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
-SPLIT(read_ordered_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
-SPLIT(write_ordered_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
 SPLIT_END(read_at_all_end, void *, LMPIO__SPLIT_READ_AT_ALL)
 SPLIT_END(write_at_all_end, const void *, LMPIO__SPLIT_WRITE_AT_ALL)
 SPLIT_END(read_all_end, void *, LMPIO__SPLIT_READ_ALL)

@@ -2,6 +2,7 @@
  * collectives, seek_shared and get_position_shared.  The pointer's store
  * is pointer.c's, the transfers run.c's. */
 #include "run.h"
+#include "calls.h"
 
 int lmpio_file_get_position_shared(lmpio_file fh, MPI_Offset *offset) {
   const char *call = "lmpio_file_get_position_shared";
@@ -32,16 +33,21 @@ static int ordered_call(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
   return rc;
 }
 
-#define SHARED(name, fn, args, buf, dir)                                                   \
-  int lmpio_file_##name args {                                                             \
-    LMPIO__COUNTED(fh, fn == ordered_call ? LMPIO__K_ORDERED : LMPIO__K_SHARED, dir,       \
-                   fn(fh, (void *)buf, count, datatype, dir, status, "lmpio_file_" #name)); \
+/* write_shared / read_shared run lmpio__shared_access, the ordered calls
+ * ordered_call (by coll: INDEP or ORDERED). */
+#define RUN_INDEP lmpio__shared_access
+#define RUN_ORDERED ordered_call
+#define KIND_INDEP LMPIO__K_SHARED
+#define KIND_ORDERED LMPIO__K_ORDERED
+#define SHARED(name, pointer, coll, form, dir, C, sfx)                                                   \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = RUN_##coll(fh, (void *)buf, count, datatype, LMPIO__##dir, status, "lmpio_file_" #name #sfx); \
+    lmpio__stats_call(st, KIND_##coll, LMPIO__##dir, t0);                                                 \
+    return rc;                                                                                            \
   }
-SHARED(read_ordered, ordered_call, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
-SHARED(write_ordered, ordered_call, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
-SHARED(read_ordered_c, ordered_call, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
-SHARED(write_ordered_c, ordered_call, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
-SHARED(read_shared, lmpio__shared_access, (lmpio_file fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
-SHARED(write_shared, lmpio__shared_access, (lmpio_file fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
-SHARED(read_shared_c, lmpio__shared_access, (lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__READ)
-SHARED(write_shared_c, lmpio__shared_access, (lmpio_file fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status), buf, LMPIO__WRITE)
+#define DEFINE(name, pointer, coll, form, dir) SHARED(name, pointer, coll, form, dir, int, )
+#define DEFINE_C(name, pointer, coll, form, dir) SHARED(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_SHARED(DEFINE)
+LMPIO__CALLS_SHARED(DEFINE_C)
