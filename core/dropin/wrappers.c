@@ -158,3 +158,15 @@ EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) { return dropin__file_c2f(file); }
 EXPORT MPI_Fint MPI_File_c2f(MPI_File file) __attribute__((alias("PMPI_File_c2f")));
 EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return dropin__file_f2c(file); }
 EXPORT MPI_File MPI_File_f2c(MPI_Fint file) __attribute__((alias("PMPI_File_f2c")));
+
+/* The file error-handler calls on a file (errhandler.c does the rest). */
+#define ON_EH(name, params, fn, arg)                                                                  \
+  EXPORT int PMPI_File_##name params {                                                             \
+    dropin_file *f = dropin__file_get(file);                                                       \
+    if (file != MPI_FILE_NULL && !f) return dropin__error(NULL, MPI_ERR_FILE, "MPI_File_" #name, "invalid file handle"); \
+    return dropin__eh_##fn(f, arg, "MPI_File_" #name);                                             \
+  }                                                                                                \
+  EXPORT int MPI_File_##name params __attribute__((alias("PMPI_File_" #name)));
+ON_EH(set_errhandler, (MPI_File file, MPI_Errhandler errhandler), set, errhandler)
+ON_EH(get_errhandler, (MPI_File file, MPI_Errhandler *errhandler), get, errhandler)
+ON_EH(call_errhandler, (MPI_File file, int errorcode), call, errorcode)
