@@ -1,4 +1,5 @@
-/* The collective data access calls (*_all): two-phase collective buffering,
+/* The collective run under the *_all calls (their entries: collective.c,
+ * request.c): two-phase collective buffering,
  * in the steps of ROMIO's ad_write_coll / ad_read_coll:
  *
  *  1. my_range:      the file bytes [start, end) my access touches; the
@@ -21,12 +22,14 @@
  *                    stripe (hint striping_unit) or the file system's block
  *                    when the domains are that large; each domain is done in
  *                    rounds of windows of at most cb_buffer_size bytes.
- *  4. my_pieces:     for each window, the (offset, length) pieces of my
- *                    access in it, as strided vectors (a strided view gives
- *                    one vector per window), and the contiguous range of my
- *                    data stream they hold.  Counts go by MPI_Alltoall, the
- *                    vectors and the data by MPI_Alltoallv; contiguous user
- *                    memory is sent from and received into directly.
+ *  4. the rounds (round_trip): round_requests (my_pieces: for each window,
+ *                    the (offset, length) pieces of my access in it, as
+ *                    strided vectors, a strided view giving one vector per
+ *                    window, and the contiguous range of my data stream
+ *                    they hold); round_counts (MPI_Alltoall); round_buffers
+ *                    (allocated, agreed); round_vectors and round_data (the
+ *                    exchange, MPI_Alltoallv; contiguous user memory is sent
+ *                    from and received into directly), around
  *  5. agg_write / agg_read: an aggregator writes its window with one pwrite
  *                    (reading it first, under a byte-range lock, when the
  *                    pieces leave holes), or reads the covered extent once
@@ -292,15 +295,12 @@ static MPI_Offset my_next_round(coll *c, MPI_Offset r) {
   return next;
 }
 
-/* One round: returns 1 when every rank must stop (a rank failed); *prc is
- * this rank's own outcome; *next the next round any rank has data in. */
-static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
-  int rc = *prc;
-  const lmpio__coll_plan *cp = c->cp;
-  int size = cp->size;
-  size_t nsv = 0;
-  MPI_Offset sbytes = 0;
-  /* My pieces for every aggregator's window of this round. */
+/* Round step 1, my requests: my pieces for every aggregator's window of
+ * round r (c->sv, counted in c->scnt); *nsv pieces, *sbytes data bytes. */
+static int round_requests(coll *c, MPI_Offset r, int rc, size_t *nsv, MPI_Offset *sbytes) {
+  int size = c->cp->size;
+  *nsv = 0;
+  *sbytes = 0;
   for (int j = 0; j < 3 * size; j++) c->scnt[j] = 0;
   for (int k = 0; k < c->naggr && rc == MPI_SUCCESS; k++) {
     MPI_Offset ws, we, a = 0, b = 0;
@@ -313,16 +313,24 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
       if (a > b) a = b;
     }
     c->d0[k] = a;
-    size_t before = nsv;
-    if (b > a && my_pieces(c, c->pos + a, c->pos + b, &nsv) < 0)
+    size_t before = *nsv;
+    if (b > a && my_pieces(c, c->pos + a, c->pos + b, nsv) < 0)
       rc = lmpio__err(MPI_ERR_NO_MEM, c->call, "out of memory");
-    c->scnt[3 * c->agg[k]] = (long long)(nsv - before);
+    c->scnt[3 * c->agg[k]] = (long long)(*nsv - before);
     c->scnt[3 * c->agg[k] + 1] = b - a;
-    sbytes += b - a;
+    *sbytes += b - a;
   }
+  return rc;
+}
+
+/* Round step 2, the counts: every rank's pieces and bytes for every other,
+ * and the next round each has data in (-1: it failed).  Returns 1 when
+ * every rank must stop. */
+static int round_counts(coll *c, MPI_Offset r, int rc, int *prc, MPI_Offset *next) {
+  int size = c->cp->size;
   MPI_Offset mine = my_next_round(c, r);
   for (int j = 0; j < size; j++) c->scnt[3 * j + 2] = rc != MPI_SUCCESS ? -1 : mine;
-  if (MPI_Alltoall(c->scnt, 3, MPI_LONG_LONG, c->rcnt, 3, MPI_LONG_LONG, cp->comm) != MPI_SUCCESS) {
+  if (MPI_Alltoall(c->scnt, 3, MPI_LONG_LONG, c->rcnt, 3, MPI_LONG_LONG, c->cp->comm) != MPI_SUCCESS) {
     *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoall failed");
     return 1;
   }
@@ -332,23 +340,27 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     stop |= c->rcnt[3 * j + 2] < 0;
     if (c->rcnt[3 * j + 2] < *next) *next = c->rcnt[3 * j + 2];
   }
-  if (stop) {
-    *prc = rc;
-    return 1;
-  }
+  if (stop) *prc = rc;
+  return stop;
+}
 
-  /* Buffers for this round; every rank says whether it has them. */
-  long long nrv = 0, rbytes = 0;
-  int ncontrib = 0;
+/* Round step 3, the buffers of the round; every rank says whether it has
+ * them.  *nrv: the pieces this rank receives, *ncontrib: from how many
+ * ranks.  Returns 1 when every rank must stop. */
+static int round_buffers(coll *c, size_t nsv, MPI_Offset sbytes, long long *nrv, int *ncontrib, int *prc) {
+  int size = c->cp->size;
+  long long rbytes = 0;
+  *nrv = 0;
+  *ncontrib = 0;
   for (int j = 0; j < size; j++) {
-    nrv += c->rcnt[3 * j];
+    *nrv += c->rcnt[3 * j];
     rbytes += c->rcnt[3 * j + 1];
-    ncontrib += c->rcnt[3 * j + 1] > 0;
+    *ncontrib += c->rcnt[3 * j + 1] > 0;
   }
   long long fail = 0;
-  if (nrv * (long long)sizeof(vec) > INT_MAX || rbytes > INT_MAX || sbytes > INT_MAX ||
+  if (*nrv * (long long)sizeof(vec) > INT_MAX || rbytes > INT_MAX || sbytes > INT_MAX ||
       (long long)nsv * (long long)sizeof(vec) > INT_MAX) fail = 1;
-  else if (grow((void **)&c->rv, &c->rv_cap, (size_t)nrv, sizeof(vec)) < 0) fail = 1;
+  else if (grow((void **)&c->rv, &c->rv_cap, (size_t)*nrv, sizeof(vec)) < 0) fail = 1;
   else if (c->dir == LMPIO__WRITE && grow((void **)&c->rd, &c->rd_cap, (size_t)rbytes, 1) < 0) fail = 1;
   else if (c->dir == LMPIO__READ && grow((void **)&c->sd, &c->sd_cap, (size_t)rbytes, 1) < 0) fail = 1;
   else if (!c->direct && grow((void **)(c->dir == LMPIO__WRITE ? &c->sd : &c->rd),
@@ -356,12 +368,17 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     fail = 1;
   int frc = fail ? lmpio__err(MPI_ERR_NO_MEM, c->call, "cannot allocate the buffers of a collective round")
                  : MPI_SUCCESS;
-  if (lmpio__agree_values(cp->comm, MPI_SUCCESS, NULL, 0, NULL, &fail, 1, c->call) != MPI_SUCCESS || fail) {
+  if (lmpio__agree_values(c->cp->comm, MPI_SUCCESS, NULL, 0, NULL, &fail, 1, c->call) != MPI_SUCCESS || fail) {
     if (frc != MPI_SUCCESS) *prc = frc;
     return 1;
   }
+  return 0;
+}
 
-  /* The vectors, to the aggregators. */
+/* Round step 4, the exchange of the pieces: the vectors, to the
+ * aggregators.  Returns 1 when every rank must stop. */
+static int round_vectors(coll *c, int *prc) {
+  int size = c->cp->size;
   int *sc = c->cnt2 + size, *rc2 = c->cnt2; /* counts in bytes */
   int so = 0, ro = 0;
   for (int j = 0; j < size; j++) {
@@ -372,15 +389,21 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     c->rdsp[j] = ro;
     ro += rc2[j];
   }
-  if (MPI_Alltoallv(c->sv, sc, c->sdsp, MPI_BYTE, c->rv, rc2, c->rdsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
+  if (MPI_Alltoallv(c->sv, sc, c->sdsp, MPI_BYTE, c->rv, rc2, c->rdsp, MPI_BYTE, c->cp->comm) != MPI_SUCCESS) {
     *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
     return 1;
   }
+  return 0;
+}
 
-  /* The data: my stream range for aggregator k is [d0[k], d0[k] + bytes). */
-  int *mycnt = sc, *mydsp = c->sdsp, *thcnt = rc2, *thdsp = c->rdsp;
-  so = 0;
-  ro = 0;
+/* Round step 5, the data and the aggregators' I/O: my stream range for
+ * aggregator k is [d0[k], d0[k] + bytes); a write sends, then the
+ * aggregators write; a read: the aggregators read, then send.  Returns 1
+ * when every rank must stop. */
+static int round_data(coll *c, int rc, long long nrv, int ncontrib, int *prc) {
+  int size = c->cp->size;
+  int *mycnt = c->cnt2 + size, *mydsp = c->sdsp, *thcnt = c->cnt2, *thdsp = c->rdsp;
+  int so = 0, ro = 0;
   for (int j = 0; j < size; j++) { mycnt[j] = 0; mydsp[j] = 0; }
   for (int k = 0; k < c->naggr; k++) {
     int j = c->agg[k];
@@ -398,14 +421,14 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
     if (!c->direct)
       for (int k = 0; k < c->naggr; k++)
         if (mycnt[c->agg[k]] > 0) copy_mem(c, c->sd + mydsp[c->agg[k]], c->d0[k], mycnt[c->agg[k]]);
-    if (MPI_Alltoallv(mine_buf, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(mine_buf, mycnt, mydsp, MPI_BYTE, c->rd, thcnt, thdsp, MPI_BYTE, c->cp->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_write(c, (size_t)nrv, ncontrib);
   } else {
     if (rc == MPI_SUCCESS && c->me >= 0) rc = agg_read(c, (size_t)nrv);
-    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine_buf, mycnt, mydsp, MPI_BYTE, cp->comm) != MPI_SUCCESS) {
+    if (MPI_Alltoallv(c->sd, thcnt, thdsp, MPI_BYTE, mine_buf, mycnt, mydsp, MPI_BYTE, c->cp->comm) != MPI_SUCCESS) {
       *prc = lmpio__err(MPI_ERR_OTHER, c->call, "MPI_Alltoallv failed");
       return 1;
     }
@@ -415,6 +438,21 @@ static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
   }
   *prc = rc;
   return 0;
+}
+
+/* One round, in its named steps: returns 1 when every rank must stop (a
+ * rank failed); *prc is this rank's own outcome; *next the next round any
+ * rank has data in. */
+static int round_trip(coll *c, MPI_Offset r, int *prc, MPI_Offset *next) {
+  size_t nsv;
+  MPI_Offset sbytes;
+  long long nrv;
+  int ncontrib;
+  int rc = round_requests(c, r, *prc, &nsv, &sbytes);
+  if (round_counts(c, r, rc, prc, next)) return 1;
+  if (round_buffers(c, nsv, sbytes, &nrv, &ncontrib, prc)) return 1;
+  if (round_vectors(c, prc)) return 1;
+  return round_data(c, rc, nrv, ncontrib, prc);
 }
 
 /* The round buffers are kept per thread from one call to the next (up to
