@@ -73,7 +73,7 @@ typedef struct {
   /* domains */
   int naggr, me;           /* me: my aggregator index or -1 */
   const int *agg;          /* rank of aggregator k (cp's) */
-  MPI_Offset gmin, gmax, base, fd, cb;
+  MPI_Offset gmin, gmax, base, domain, cb; /* the span, where domain 0 starts, a domain's bytes, a window's */
   MPI_Offset rounds;
   /* buffers, grown as needed */
   vec *sv, *rv;
@@ -116,10 +116,10 @@ static int my_range(coll *c) {
 
 /* Window of aggregator k in round r: [*ws, *we), empty when *ws >= *we. */
 static void window(const coll *c, int k, int r, MPI_Offset *ws, MPI_Offset *we) {
-  MPI_Offset dlo = c->base + (MPI_Offset)k * c->fd;
+  MPI_Offset dlo = c->base + (MPI_Offset)k * c->domain;
   MPI_Offset lo = dlo + (MPI_Offset)r * c->cb;
   MPI_Offset hi = lo + c->cb;
-  if (hi > dlo + c->fd) hi = dlo + c->fd;
+  if (hi > dlo + c->domain) hi = dlo + c->domain;
   if (lo < c->gmin) lo = c->gmin;
   if (hi > c->gmax) hi = c->gmax;
   *ws = lo;
@@ -134,18 +134,18 @@ static void file_domains(coll *c, MPI_Offset cb_size) {
     if (c->agg[k] == c->cp->rank) c->me = k;
   MPI_Offset span = c->gmax - c->gmin, align = c->cp->align;
   c->base = c->gmin;
-  c->fd = (span + c->naggr - 1) / c->naggr;
-  if (c->fd >= align) {
+  c->domain = (span + c->naggr - 1) / c->naggr;
+  if (c->domain >= align) {
     c->base = c->gmin / align * align;
-    c->fd = (c->gmax - c->base + c->naggr - 1) / c->naggr;
-    c->fd = (c->fd + align - 1) / align * align;
+    c->domain = (c->gmax - c->base + c->naggr - 1) / c->naggr;
+    c->domain = (c->domain + align - 1) / align * align;
   }
-  if (c->fd < 1) c->fd = 1;
+  if (c->domain < 1) c->domain = 1;
   MPI_Offset cb = cb_size < 1 ? 1 : cb_size;
   if (cb > MAX_CB_TOTAL / c->naggr) cb = MAX_CB_TOTAL / c->naggr;
-  if (cb > c->fd) cb = c->fd;
+  if (cb > c->domain) cb = c->domain;
   c->cb = cb;
-  c->rounds = (c->fd + cb - 1) / cb;
+  c->rounds = (c->domain + cb - 1) / cb;
 }
 
 /* ---- 4. my pieces ----------------------------------------------------- */
@@ -279,7 +279,7 @@ static MPI_Offset my_next_round(coll *c, MPI_Offset r) {
   MPI_Offset next = c->rounds;
   if (c->total == 0) return next;
   for (int k = 0; k < c->naggr; k++) {
-    MPI_Offset dlo = c->base + (MPI_Offset)k * c->fd, dhi = dlo + c->fd;
+    MPI_Offset dlo = c->base + (MPI_Offset)k * c->domain, dhi = dlo + c->domain;
     if (dhi > c->gmax) dhi = c->gmax;
     MPI_Offset ws = dlo + (r + 1) * c->cb;
     if (ws < c->start) ws = c->start;

@@ -465,7 +465,7 @@ static int nodes_to_info(lmpio_file fh, MPI_Info info) {
     used += (size_t)w;
   }
   if (MPI_Info_set(info, "lmpio_aggregators", v) != MPI_SUCCESS) return MPI_ERR_INFO;
-  snprintf(v, sizeof v, "%lld", (long long)lmpio__fd_alignment(fh));
+  snprintf(v, sizeof v, "%lld", (long long)lmpio__domain_alignment(fh));
   return MPI_Info_set(info, "lmpio_fd_alignment", v) != MPI_SUCCESS ? MPI_ERR_INFO : MPI_SUCCESS;
 }
 

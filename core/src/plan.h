@@ -59,7 +59,7 @@ typedef struct {
   int *way;             /* the handle's coll_way of the direction (run.h) */
   int naggr;            /* two-phase aggregators, and their ranks */
   int aggr[LMPIO__MAX_AGGREGATORS];
-  MPI_Offset align;     /* of the file domains (lmpio__fd_alignment) */
+  MPI_Offset align;     /* of the file domains (lmpio__domain_alignment) */
 } lmpio__coll_plan;
 
 void lmpio__coll_plan_free(lmpio__coll_plan *cp);

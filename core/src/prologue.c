@@ -112,7 +112,7 @@ void lmpio__prologue_coll_plan(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm com
   cp->way = &fh->coll_way[dir];
   cp->naggr = fh->naggr;
   memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
-  cp->align = lmpio__fd_alignment(fh);
+  cp->align = lmpio__domain_alignment(fh);
 }
 
 void lmpio__prologue_drop(lmpio_file fh) {

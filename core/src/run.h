@@ -145,7 +145,7 @@ static inline void lmpio__hold_all(lmpio_file fh) {
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
 /* The alignment of two-phase file domains: the hint striping_unit, else
  * the file system's block size. */
-static inline MPI_Offset lmpio__fd_alignment(const struct lmpio_file_s *fh) {
+static inline MPI_Offset lmpio__domain_alignment(const struct lmpio_file_s *fh) {
   return fh->hints.striping_unit > 0 ? fh->hints.striping_unit : fh->fs_block;
 }
 
