@@ -144,14 +144,14 @@ int lmpio__async_available(void) {
 static int own_descriptor(int fd) {
   struct stat st;
   if (lmpio__os_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
-  int flags = fcntl(fd, F_GETFL);
+  int flags = lmpio__os_flags(fd);
   if (flags < 0) return -1;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   int own = lmpio__os_open(path, (flags & (O_ACCMODE | O_DIRECT | O_SYNC | O_DSYNC)) | O_CLOEXEC, 0);
   struct stat st2;
   if (own >= 0 && (lmpio__os_fstat(own, &st2) != 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
-    close(own); /* not the same file after all */
+    lmpio__os_close(own); /* not the same file after all */
     own = -1;
   }
   return own;

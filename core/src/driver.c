@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 /* unlock for drivers whose clients need nothing more than the lock's
  * release (local, coherent): the kernel or the lock manager makes the bytes
@@ -136,8 +135,7 @@ static long long caching_pread(int fd, void *buf, MPI_Offset len, MPI_Offset off
     got += more;
     MPI_Offset want = size - off < len ? size - off : len;
     if (got >= want) return got;
-    struct timespec pause = {0, 1000000L << attempt}; /* 1 ms, 2 ms, ... 128 ms */
-    nanosleep(&pause, NULL);
+    lmpio__os_pause_ms(1L << attempt); /* 1 ms, 2 ms, ... 128 ms */
   }
   errno = ESTALE;
   return -1;

@@ -95,7 +95,7 @@ static long long kernel_file_key(int fd) {
     if (!fgets(id, sizeof id, f)) id[0] = '\0';
     fclose(f);
   }
-  if (!id[0]) gethostname(id, sizeof id - 1);
+  if (!id[0]) lmpio__os_hostname(id, sizeof id);
   struct stat sb;
   unsigned long long dev = 0, ino = 0;
   if (lmpio__os_fstat(fd, &sb) == 0) {
@@ -204,7 +204,7 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
   if (fh->rank == 0) {
     static unsigned serial;
     char host[64] = "";
-    gethostname(host, sizeof host - 1);
+    lmpio__os_hostname(host, sizeof host);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     unsigned long long id = (unsigned long long)lmpio__hash(host) ^ ((unsigned long long)getpid() << 24) ^
