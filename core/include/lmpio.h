@@ -20,6 +20,7 @@
 #define LMPIO_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -271,6 +272,22 @@ LMPIO_API void lmpio_set_hint_warnings(int on);
 typedef void lmpio_request_failure_fn(void *arg, MPI_Request request, lmpio_file fh, int errorclass,
                                       const char *message);
 LMPIO_API void lmpio_request_failures(lmpio_request_failure_fn *fn, void *arg);
+
+/* Long waits (an lmpio extension): a thread that has waited
+ * LMPIO_HANG_REPORT seconds (60 by default; 0: never) inside one blocking
+ * call of lmpio prints "lmpio: rank R has waited S s in CALL (WHERE)" on
+ * standard error, and again at doubling intervals.  lmpio's collective
+ * calls watch their own waits; a binding wraps its own blocking calls
+ * (communicator collectives, message waits) in lmpio_watch_begin(name) ...
+ * lmpio_watch_end() (nested pairs count as the outer one; one clock read a
+ * call), and gives the place WHERE with lmpio_watch_where: fn(arg, buf, n)
+ * is called from another thread while this thread is inside the call
+ * (never after it returned), and writes the place into buf, e.g. the
+ * script's "file.lua:12". */
+typedef void lmpio_where_fn(void *arg, char *buf, size_t n);
+LMPIO_API void lmpio_watch_begin(const char *call);
+LMPIO_API void lmpio_watch_end(void);
+LMPIO_API void lmpio_watch_where(lmpio_where_fn *fn, void *arg);
 
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */

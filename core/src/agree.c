@@ -72,8 +72,11 @@ int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
   for (int i = 0; i < nmax; i++) v[1 + 2 * nsame + i] = max[i];
   if (size == 1) {
     memcpy(r, v, sizeof(long long) * (size_t)n);
-  } else if (lmpio__exchange_max(comm, v, n, r) != MPI_SUCCESS) {
-    return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+  } else {
+    lmpio_watch_begin(call);
+    int x = lmpio__exchange_max(comm, v, n, r);
+    lmpio_watch_end();
+    if (x != MPI_SUCCESS) return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }
   for (int i = 0; i < nmax; i++) max[i] = r[1 + 2 * nsame + i];
   if (r[0] > 0) return size == 1 ? rc : spread_failure(comm, rank, size - (int)r[0], rc);
@@ -163,7 +166,7 @@ static int mismatch(int ra, long long wa, int rb, long long wb, const char *call
 #ifndef GATHER_MAX
 #define GATHER_MAX 64
 #endif
-#define SLOTS 10                 /* values of a rank's record (same, max, sum, mine) */
+#define SLOTS 11                 /* values of a rank's record (same, max, sum, mine) */
 #define REC (2 + SLOTS)          /* [identity, class, slots...] */
 /* (One count for every call: ranks in different calls meet in one
  * MPI_Allgather.  Through a shared segment a record's trailing zeros are not
@@ -218,7 +221,10 @@ static int first_gather(MPI_Comm comm, int rank, int size, int rc, long long wor
   for (int i = 0; i < f->nmine; i++) *slot++ = f->mine[i];
   long long *g = size <= GATHER_MAX ? all : malloc(sizeof(long long) * REC * (size_t)size);
   if (!g) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* (only when the tests lift GATHER_MAX) */
-  if (lmpio__exchange(comm, mine, REC, g) != MPI_SUCCESS) {
+  lmpio_watch_begin(call);
+  int x = lmpio__exchange(comm, mine, REC, g);
+  lmpio_watch_end();
+  if (x != MPI_SUCCESS) {
     if (g != all) free(g);
     return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   }
@@ -271,8 +277,10 @@ static int first_reduce(MPI_Comm comm, int rank, int size, int rc, long long wor
   for (int i = 0; i < f->nsum; i++) v[NMAXPART + i] = f->sum[i];
   if (vec_type == MPI_DATATYPE_NULL || vec_op == MPI_OP_NULL) /* the same on every rank */
     return lmpio__err(MPI_ERR_OTHER, call, "cannot make the agreement's reduction");
-  if (MPI_Allreduce(v, r, 1, vec_type, vec_op, comm) != MPI_SUCCESS)
-    return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
+  lmpio_watch_begin(call);
+  int x = MPI_Allreduce(v, r, 1, vec_type, vec_op, comm);
+  lmpio_watch_end();
+  if (x != MPI_SUCCESS) return lmpio__err(MPI_ERR_OTHER, call, "agreement between ranks failed");
   long long whi = r[1] >> RANK_BITS, wlo = WORD_TOP - (r[2] >> RANK_BITS);
   int rhi = size - 1 - (int)(r[1] & ((1 << RANK_BITS) - 1)), rlo = size - 1 - (int)(r[2] & ((1 << RANK_BITS) - 1));
   if (r[1] != 0 && !same_call(whi, wlo))

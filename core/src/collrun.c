@@ -115,7 +115,7 @@ static int my_range(coll *c) {
 /* ---- 3. file domains -------------------------------------------------- */
 
 /* Window of aggregator k in round r: [*ws, *we), empty when *ws >= *we. */
-static void window(const coll *c, int k, int r, MPI_Offset *ws, MPI_Offset *we) {
+static void window(const coll *c, int k, MPI_Offset r, MPI_Offset *ws, MPI_Offset *we) {
   MPI_Offset dlo = c->base + (MPI_Offset)k * c->domain;
   MPI_Offset lo = dlo + (MPI_Offset)r * c->cb;
   MPI_Offset hi = lo + c->cb;
@@ -646,6 +646,16 @@ static int independent(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_O
                        MPI_Count count, MPI_Datatype type, const lmpio__tm_node *m, MPI_Count *bytes,
                        MPI_Offset *fbytes, const char *call) {
   if (rc == MPI_SUCCESS) rc = own_part(cp, pos, n, buf, count, type, m, bytes, fbytes, call);
+  /* lmpio_collective_outcome=local (the same on every rank): no exchange,
+   * each rank its own outcome, as OMPIO.  (A binding's stand-in for a
+   * failed call meets no one either: its rank alone fails.) */
+  if (cp->plan.hints.collective_outcome == LMPIO__OUTCOME_LOCAL) {
+    int refused = lmpio__agree_refuses(call); /* (from a conversion function, as when agreed) */
+    if (refused != MPI_SUCCESS) rc = refused;
+    else (void)lmpio__take_standin();
+    if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
+    return rc;
+  }
   rc = lmpio__agree_first(cp->comm, rc, NULL, call);
   if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
   return rc;

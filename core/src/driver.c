@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* unlock for drivers whose clients need nothing more than the lock's
  * release (local, coherent): the kernel or the lock manager makes the bytes
@@ -252,7 +253,7 @@ const char *lmpio__driver_prefix(const char *name, int *id, char *why, size_t n)
   *id = -1;
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
     size_t len = strlen(prefixes[i].prefix);
-    if (strncmp(name, prefixes[i].prefix, len) != 0) continue;
+    if (strncasecmp(name, prefixes[i].prefix, len) != 0) continue; /* (any case, as ROMIO takes them) */
     *id = prefixes[i].id;
     snprintf(why, n, "the file name's prefix \"%.*s\"", (int)len, name);
     return name + len;

@@ -123,27 +123,31 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   lmpio__hints_same(&hints, rc == MPI_SUCCESS, same + 2);
   char labels[512] = "file names|access modes (amode)";
   lmpio__hints_same_labels(labels, sizeof labels);
-  /* (and whether every rank kept the nodes of comm from an open before) */
-  const lmpio__nodes *kept = lmpio__nodes_kept(comm);
-  long long missing = kept == NULL;
-  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, &missing, 1, call);
-  if (rc != MPI_SUCCESS) return rc;
-
   /* The driver: a prefix names it, else the hint, else the file system
-   * (below, once the file is open). */
+   * (below, once the file is open).  A prefix comes first: an info from
+   * get_info, passed on, names the driver of another file. */
   char why[256] = "";
   int drv_id = -1;
-  const char *path = lmpio__driver_prefix(filename, &drv_id, why, sizeof why);
-  if (hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
+  const char *path = rc == MPI_SUCCESS ? lmpio__driver_prefix(filename, &drv_id, why, sizeof why) : "";
+  if (drv_id < 0 && hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
     drv_id = hints.fs_driver - 1;
     snprintf(why, sizeof why, "the hint lmpio_fs_driver");
   }
-  int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
   /* Rank 0 looks whether the path is a stream (a pipe, a FIFO, a terminal,
-   * "/dev/stdout"): then only rank 0 opens it (stream.c). */
+   * "/dev/stdout"): then only rank 0 opens it (stream.c).  Its answer, and
+   * whether every rank kept the nodes of comm from an open before, come
+   * with the agreement on the arguments: [missing, kind, errno]. */
   int kind[2] = {0, 0}; /* the kind, errno */
-  if (rank == 0 && lmpio__pipe_kind(path, &kind[0]) < 0) kind[1] = errno;
-  MPI_Bcast(kind, 2, MPI_INT, 0, comm);
+  if (rank == 0 && rc == MPI_SUCCESS && lmpio__pipe_kind(path, &kind[0]) < 0) kind[1] = errno;
+  const lmpio__nodes *kept = lmpio__nodes_kept(comm);
+  long long known[3] = {kept == NULL, kind[0], kind[1]}; /* (only rank 0's kind and errno are not 0) */
+  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, known, 3, call);
+  if (rc != MPI_SUCCESS) return rc;
+  long long missing = known[0];
+  kind[0] = (int)known[1];
+  kind[1] = (int)known[2];
+
+  int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
   int stream = kind[0] == 2 || (kind[0] == 1 && (amode & MPI_MODE_SEQUENTIAL));
   if (kind[1] != 0) {
     errno = kind[1];

@@ -11,14 +11,15 @@
 #include <string.h>
 #include <strings.h>
 
-enum { SIZE, MODE, RANKS, COUNT, LIST, DRIVER };
+enum { SIZE, MODE, RANKS, COUNT, LIST, DRIVER, OUTCOME };
 
 typedef struct {
   const char *key;
   size_t field;      /* offset in lmpio__hints */
   int kind;          /* SIZE: bytes > 0; MODE: disable/enable/automatic; RANKS: 1..ranks;
                         COUNT: a number > 0; LIST: a cb_config_list;
-                        DRIVER: automatic or a file-system driver's name */
+                        DRIVER: automatic or a file-system driver's name;
+                        OUTCOME: agreed or local */
   long long def;     /* default; 0 for SIZE, RANKS, COUNT, LIST: none (the hint was not given) */
   int agree;         /* every rank must pass the same value */
   const char *what;  /* for the README */
@@ -48,6 +49,9 @@ static const hint_def table[] = {
      "enabled, only below the size seen before a pwrite of the handle that has returned)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
+    {"lmpio_collective_outcome", F(collective_outcome), OUTCOME, LMPIO__OUTCOME_AGREED, 1,
+     "agreed: every collective call succeeds on every rank or fails on every rank with one class; local: a collective "
+     "call in which each rank moves only its own data makes no exchange, and each rank returns its own outcome (as OMPIO)"},
     {"lmpio_hint_warnings", F(hint_warnings), MODE, LMPIO__HINT_AUTOMATIC, 0,
      "report unknown hint keys on standard error (automatic: as LMPIO_HINT_WARNINGS says, 0 or 1; without it, on, "
      "and off in the drop-in library)"},
@@ -65,6 +69,7 @@ static const char *modes[] = {"disable", "enable", "automatic"};
  * file is a stream or it is not). */
 static const char *drivers[] = {"automatic", "local", "coherent", "caching", "stream"};
 #define NDRIVERS (int)(sizeof drivers / sizeof drivers[0] - 1)
+static const char *outcomes[] = {"agreed", "local"};
 
 /* The largest value in effect of a RANKS hint. */
 static int max_ranks(int nranks) { return nranks < LMPIO__MAX_AGGREGATORS ? nranks : LMPIO__MAX_AGGREGATORS; }
@@ -79,7 +84,7 @@ void lmpio__hints_default(lmpio__hints *h, int nranks) {
   (void)nranks; /* cb_nodes: not given, the nodes decide (nodes.c) */
   for (int i = 0; i < NHINTS; i++) {
     const hint_def *d = &table[i];
-    if (d->kind == MODE || d->kind == DRIVER) *mode_field(h, d) = (int)d->def;
+    if (d->kind == MODE || d->kind == DRIVER || d->kind == OUTCOME) *mode_field(h, d) = (int)d->def;
     else if (d->kind == LIST) list_field(h, d)[0] = '\0';
     else *size_field(h, d) = d->def;
   }
@@ -94,6 +99,14 @@ static int parse_one(lmpio__hints *h, const hint_def *d, const char *val, int nr
       }
     return lmpio__err(MPI_ERR_INFO_VALUE, call,
                       "hint %s=\"%s\": the value must be automatic, local, coherent or caching", d->key, val);
+  }
+  if (d->kind == OUTCOME) {
+    for (int m = 0; m < 2; m++)
+      if (strcasecmp(val, outcomes[m]) == 0) {
+        *mode_field(h, d) = m;
+        return MPI_SUCCESS;
+      }
+    return lmpio__err(MPI_ERR_INFO_VALUE, call, "hint %s=\"%s\": the value must be agreed or local", d->key, val);
   }
   if (d->kind == MODE) {
     /* Any case, as ROMIO and OMPIO take them ("ENABLE" is common). */
@@ -152,7 +165,8 @@ void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out) {
   for (int i = 0; i < NHINTS && n < LMPIO__HINTS_SAME; i++) {
     if (!table[i].agree) continue;
     lmpio__hints *m = (lmpio__hints *)h;
-    long long v = table[i].kind == MODE || table[i].kind == DRIVER ? *mode_field(m, &table[i])
+    long long v = table[i].kind == MODE || table[i].kind == DRIVER || table[i].kind == OUTCOME
+                      ? *mode_field(m, &table[i])
                   : table[i].kind == LIST                          ? lmpio__hash(list_field(m, &table[i]))
                                                                    : *size_field(m, &table[i]);
     out[n++] = ok ? v : 0;
@@ -176,6 +190,7 @@ int lmpio__hints_to_info(const lmpio__hints *h, MPI_Info info) {
     if (d->kind == RANKS || d->kind == LIST) continue;
     if (d->kind == MODE) snprintf(v, sizeof v, "%s", modes[*mode_field((lmpio__hints *)h, d)]);
     else if (d->kind == DRIVER) snprintf(v, sizeof v, "%s", drivers[*mode_field((lmpio__hints *)h, d)]);
+    else if (d->kind == OUTCOME) snprintf(v, sizeof v, "%s", outcomes[*mode_field((lmpio__hints *)h, d)]);
     else if (d->def == 0 && *size_field((lmpio__hints *)h, d) == 0) continue;
     else snprintf(v, sizeof v, "%lld", (long long)*size_field((lmpio__hints *)h, d));
     if (MPI_Info_set(info, d->key, v) != MPI_SUCCESS) return MPI_ERR_INFO;
@@ -192,9 +207,11 @@ const char *lmpio__hints_row(int i, char *buf, size_t n) {
                        : d->kind == COUNT ? "1 up"
                        : d->kind == LIST  ? "`host:n`, `host:*`, `*:n`, `*:*`, comma-separated"
                        : d->kind == DRIVER ? "`automatic`, `local`, `coherent`, `caching`"
+                       : d->kind == OUTCOME ? "`agreed`, `local`, in any case"
                                           : "bytes, 1 to 2^50";
   if (d->kind == MODE) snprintf(def, sizeof def, "%s", modes[d->def]);
   else if (d->kind == DRIVER) snprintf(def, sizeof def, "%s", drivers[d->def]);
+  else if (d->kind == OUTCOME) snprintf(def, sizeof def, "%s", outcomes[d->def]);
   else if (d->kind == RANKS) snprintf(def, sizeof def, "as `cb_config_list` allows, at most %d", LMPIO__MAX_AGGREGATORS);
   else if (d->kind == LIST) snprintf(def, sizeof def, "`*:1`; on one node `*:*`");
   else if (d->def == 0) snprintf(def, sizeof def, "none");
@@ -363,6 +380,8 @@ static const struct {
      "`lock`; else chosen at open"},
     {"LMPIO_STATS", "every file prints its statistics at close, and calls are timed (stats.c)", "`0`; else on when set"},
     {"LMPIO_HINT_WARNINGS", "unknown hint keys are reported (hints.c; see Unknown hint keys)", "`0`, `1`"},
+    {"LMPIO_HANG_REPORT", "a rank waiting that many seconds in a collective call's agreement says where, again at doubling intervals (watch.c)",
+     "seconds; default 60, `0`: off"},
     {"LMPIO_TEST_NODES", "tests only: the node of each rank, `a,a,b,b`, in place of what MPI says (nodes.c)",
      "node names, comma-separated"},
 };

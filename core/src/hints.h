@@ -13,6 +13,8 @@
 enum { LMPIO__HINT_DISABLE, LMPIO__HINT_ENABLE, LMPIO__HINT_AUTOMATIC };
 /* Values of lmpio_fs_driver (read at open): automatic, or the driver. */
 enum { LMPIO__HINT_FS_AUTOMATIC };
+/* Values of lmpio_collective_outcome. */
+enum { LMPIO__OUTCOME_AGREED, LMPIO__OUTCOME_LOCAL };
 
 typedef struct {
   MPI_Offset ind_rd_buffer_size, ind_wr_buffer_size; /* data sieving windows */
@@ -25,6 +27,7 @@ typedef struct {
   char cb_config_list[MPI_MAX_INFO_VAL + 1];        /* aggregators per node; "": not given */
   MPI_Offset striping_factor, striping_unit;        /* 0: not given */
   int fs_driver;                                    /* lmpio_fs_driver: automatic, or 1 + LMPIO__FS_* */
+  int collective_outcome;                           /* lmpio_collective_outcome: agreed or local */
   int hint_warnings;                                /* lmpio_hint_warnings: report unknown keys */
 } lmpio__hints;
 
@@ -37,7 +40,7 @@ int lmpio__hints_parse(lmpio__hints *h, MPI_Info info, int nranks, const char *c
  * into out[LMPIO__HINTS_SAME] (zeros when ok is 0, a rank that failed), and
  * their labels for lmpio__agree_values ("values of the hint cb_nodes|..."),
  * appended to what buf holds. */
-#define LMPIO__HINTS_SAME 7
+#define LMPIO__HINTS_SAME 8
 void lmpio__hints_same(const lmpio__hints *h, int ok, long long *out);
 void lmpio__hints_same_labels(char *buf, size_t n);
 /* The values in effect, set into info: those given or defaulted; not

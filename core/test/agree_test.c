@@ -303,6 +303,57 @@ static void test_mismatch_leaves(void) {
   tl_unlink(path);
 }
 
+/* lmpio_collective_outcome=local: a collective call in which each rank
+ * moves its own data makes no exchange (300 calls do not reach the 128th
+ * exchange, where the shared segment is made) and each rank returns its own
+ * outcome; the hint must be the same on every rank; set_info switches it;
+ * across nodes (two-phase) the calls still agree. */
+static void test_local_outcome(void) {
+  char *path = tl_path("local");
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_collective_outcome", "local");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+  MPI_Info got;
+  char v[64];
+  int flag = 0;
+  TL_OK(lmpio_file_get_info(fh, &got));
+  MPI_Info_get(got, "lmpio_collective_outcome", sizeof v - 1, v, &flag);
+  TL_CHECK(flag && strcmp(v, "local") == 0);
+  MPI_Info_free(&got);
+  int x[2] = {tl_rank, -tl_rank}, y[2];
+  for (int i = 0; i < 300 && !tl_case_failed; i++) {
+    TL_OK(lmpio_file_write_at_all(fh, 8 * tl_rank, x, 2, MPI_INT, MPI_STATUS_IGNORE));
+    TL_OK(lmpio_file_read_at_all(fh, 8 * tl_rank, y, 2, MPI_INT, MPI_STATUS_IGNORE));
+  }
+  TL_CHECK(y[0] == x[0] && y[1] == x[1]);
+  TL_CHECK(!lmpio__exchange_shared(fh->comm) || apart());
+  /* one rank's bad argument: its own failure alone (agreed: every rank's) */
+  int last = tl_size - 1, rc = lmpio_file_write_at_all(fh, tl_rank == last ? -8 : 8 * tl_rank, x, 2, MPI_INT,
+                                                        MPI_STATUS_IGNORE);
+  if (apart()) TL_EQ(rc, MPI_ERR_ARG); /* two-phase across nodes: agreed */
+  else TL_EQ(rc, tl_rank == last ? MPI_ERR_ARG : MPI_SUCCESS);
+  /* the same on every rank, or the open fails */
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Info_set(info, "lmpio_collective_outcome", tl_rank == last ? "agreed" : "local");
+  if (tl_size > 1) {
+    TL_RC(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, info, &fh), MPI_ERR_NOT_SAME);
+    TL_CHECK(strstr(lmpio_last_error_message(), "lmpio_collective_outcome") != NULL);
+  }
+  /* set_info: from agreed to local */
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_RC(lmpio_file_write_at_all(fh, tl_rank == last ? -8 : 8 * tl_rank, x, 2, MPI_INT, MPI_STATUS_IGNORE),
+        MPI_ERR_ARG);
+  MPI_Info_set(info, "lmpio_collective_outcome", "LOCAL");
+  TL_OK(lmpio_file_set_info(fh, info));
+  rc = lmpio_file_write_at_all(fh, tl_rank == last ? -8 : 8 * tl_rank, x, 2, MPI_INT, MPI_STATUS_IGNORE);
+  TL_EQ(rc, tl_rank == last || apart() ? MPI_ERR_ARG : MPI_SUCCESS);
+  TL_OK(lmpio_file_close(&fh));
+  MPI_Info_free(&info);
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("ranks failing with different classes agree on class and message", test_different_classes);
@@ -313,5 +364,6 @@ int main(int argc, char **argv) {
   tl_run("write_all(NULL, 0) on one rank meets write_at_all on the others (reads, nonblocking, split too)",
          test_position_forms);
   tl_run("ranks in different calls: the ranks moving their own data have moved it", test_mismatch_leaves);
+  tl_run("lmpio_collective_outcome=local: no exchange, each rank its own outcome", test_local_outcome);
   return tl_finish();
 }

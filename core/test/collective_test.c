@@ -614,6 +614,54 @@ static void test_read_guess(void) {
   tl_unlink(path);
 }
 
+/* ---- far offsets ------------------------------------------------------ */
+
+/* The last rank writes 8 bytes at 2^61 (and at 2^40 + 3), the others 8 at
+ * their own small offsets, then every rank reads its bytes back.  Two-phase
+ * computed an aggregator's window with the round number in an int: far
+ * from the others' data (about 2^56 and beyond) the round wrapped, nothing
+ * was written, and every rank got MPI_SUCCESS with count 8 (the file stayed
+ * small; the read left the buffer unfilled).  On tmpfs the bytes must land;
+ * where the file system refuses the offset (ext4: "File too large"), every
+ * rank must fail with the same class, never succeed without the bytes. */
+static void far_case(const char *path, MPI_Offset far, int must_land) {
+  lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  if (fh == LMPIO_FILE_NULL) return;
+  int last = tl_size - 1;
+  MPI_Offset at = tl_rank == last ? far : 8 * (MPI_Offset)tl_rank;
+  long long v = 0x0102030405060708LL + tl_rank, w = 0;
+  MPI_Status st;
+  int n = -1, rc = lmpio_file_write_at_all(fh, at, &v, 1, MPI_LONG_LONG, &st);
+  int lo = rc, hi = rc;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  TL_EQ(lo, hi); /* one class on every rank */
+  if (must_land) TL_OK(rc);
+  if (rc == MPI_SUCCESS) {
+    MPI_Get_count(&st, MPI_LONG_LONG, &n);
+    TL_EQ(n, 1);
+    MPI_Offset size = -1;
+    TL_OK(lmpio_file_get_size(fh, &size));
+    TL_EQ(size, far + 8);
+    TL_OK(lmpio_file_read_at_all(fh, at, &w, 1, MPI_LONG_LONG, &st));
+    MPI_Get_count(&st, MPI_LONG_LONG, &n);
+    TL_EQ(n, 1);
+    TL_EQ(w, v);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  lmpio_file_delete(path, MPI_INFO_NULL);
+}
+
+static void test_far_offsets(void) {
+  char shm[256];
+  snprintf(shm, sizeof shm, "/dev/shm/lmpio-far-%s", strrchr(tl_path("far"), '/') + 1);
+  if (access("/dev/shm", W_OK) == 0) {
+    far_case(shm, (MPI_Offset)1 << 61, 1);
+    far_case(shm, ((MPI_Offset)1 << 40) + 3, 1);
+  }
+  far_case(tl_path("far"), (MPI_Offset)1 << 61, 0); /* the test directory's file system decides */
+}
+
 static void each(const char *name, void (*fn)(void)) {
   for (size_t h = 0; h < NHINTS; h++) {
     cur = &HINTS[h];
@@ -637,5 +685,6 @@ int main(int argc, char **argv) {
   each("write-only file keeps its holes", test_write_only);
   each("contiguous reads that do not interleave: one exchange a call", test_read_exchanges);
   each("interleaved reads across nodes: the first guesses independent, the next go two-phase", test_read_guess);
+  each("far offsets (2^40, 2^61): the bytes land, or every rank fails alike", test_far_offsets);
   return tl_finish();
 }

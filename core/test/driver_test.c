@@ -51,7 +51,8 @@ static void t_statfs(void) {
 
 static void t_prefix(void) {
   static const struct { const char *prefix, *driver; } cases[] = {
-      {"nfs:", "caching"}, {"ufs:", "local"}, {"lustre:", "coherent"}, {"gpfs:", "coherent"}};
+      {"nfs:", "caching"}, {"ufs:", "local"}, {"lustre:", "coherent"}, {"gpfs:", "coherent"},
+      {"NFS:", "caching"}, {"Lustre:", "coherent"}}; /* (any case, as ROMIO: "NFS:" failed NO_SUCH_FILE) */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *path = tl_path("prefix");
     char name[4200], driver[64], why[512];
@@ -60,6 +61,17 @@ static void t_prefix(void) {
     TL_CHECK(strcmp(driver, cases[i].driver) == 0);
     TL_CHECK(strstr(why, cases[i].prefix) != NULL);
     /* The prefix is not part of the name: the file is at path. */
+    TL_CHECK(access(path, F_OK) == 0);
+    /* The prefix comes before the hint: an info from another file's
+     * get_info (lmpio_fs_driver=local) does not override it (it gave the
+     * local driver to "nfs:..."). */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "lmpio_fs_driver", strcmp(cases[i].driver, "local") == 0 ? "coherent" : "local");
+    open_with(name, info, driver, why);
+    MPI_Info_free(&info);
+    TL_CHECK(strcmp(driver, cases[i].driver) == 0);
+    TL_CHECK(strstr(why, cases[i].prefix) != NULL);
     TL_CHECK(access(path, F_OK) == 0);
     tl_unlink(path);
   }
@@ -400,7 +412,7 @@ static void t_removed_before_reopen(void) {
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("driver chosen by the file system's statfs type", t_statfs);
-  tl_run("driver chosen by a ROMIO prefix (nfs:, ufs:, lustre:, gpfs:)", t_prefix);
+  tl_run("driver chosen by a ROMIO prefix (nfs:, ufs:, lustre:, gpfs:, any case), before the hint", t_prefix);
   tl_run("driver forced by the hint lmpio_fs_driver; a bad value refused", t_hint);
   tl_run("caching: interleaved writes with holes go piece by piece under a lock that drops the cache, flushed before unlocking", t_caching_sieve);
   tl_run("caching: a short read under a stale size is read again; one that stays short fails", t_caching_short_read);

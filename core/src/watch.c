@@ -1,0 +1,145 @@
+/* Hangs that explain themselves: a thread that has waited LMPIO_HANG_REPORT
+ * seconds (60 by default; 0: never) inside one blocking call of lmpio says
+ * so on standard error, "lmpio: rank 1 has waited 60 s in write_at_all
+ * (heat.lua:42)", and again at doubling intervals, so that a job whose
+ * ranks went into different collective calls (one in a file's collective,
+ * another in a barrier of another communicator, which no agreement can
+ * see) names where each rank is.
+ *
+ * A waiting thread only notes its call and the time in a slot of its own
+ * (one clock read a call); a watchdog thread, started at the first wait,
+ * looks at the slots now and then and prints.  The place in a script comes
+ * from the binding's where function, called by the watchdog while the
+ * waiting thread is inside the call: the slot's state tells the watchdog
+ * that the thread is still there, and a thread leaving waits for a report
+ * being made of it to finish (its script's frames must not change under
+ * the where function). */
+#include "ground.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOTS 256 /* threads of a process that may wait at once; more are not watched */
+
+enum { FREE, IDLE, WAITING, READING };
+
+typedef struct {
+  _Atomic int state;
+  const char *call;
+  double since;      /* CLOCK_MONOTONIC seconds */
+  double next;       /* when the next report is due */
+  lmpio_where_fn *where;
+  void *arg;
+} slot;
+
+static slot slots[SLOTS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static double every;   /* LMPIO_HANG_REPORT; 0: off */
+static int rank = -1;  /* in MPI_COMM_WORLD, read by the first wait */
+static _Thread_local slot *mine;
+static _Thread_local int unwatched; /* no slot was left */
+static _Thread_local int depth;     /* begins not yet ended (a wait inside a watched call is that call's) */
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void report(slot *s, double t) {
+  char where[512] = "";
+  if (s->where) s->where(s->arg, where, sizeof where);
+  where[sizeof where - 1] = '\0';
+  const char *call = s->call ? s->call : "a call";
+  if (strncmp(call, "lmpio_file_", 11) == 0) call += 11;
+  fprintf(stderr, "lmpio: rank %d has waited %.0f s in %s%s%s%s\n", rank, t - s->since, call, where[0] ? " (" : "",
+          where, where[0] ? ")" : "");
+  fflush(stderr);
+}
+
+static void *watchdog(void *unused) {
+  (void)unused;
+  for (;;) {
+    double tick = every / 4 < 0.25 ? every / 4 : 0.25;
+    struct timespec pause = {(time_t)tick, (long)((tick - (double)(time_t)tick) * 1e9)};
+    nanosleep(&pause, NULL);
+    double t = now();
+    for (int i = 0; i < SLOTS; i++) {
+      slot *s = &slots[i];
+      int expect = WAITING;
+      if (atomic_load_explicit(&s->state, memory_order_acquire) != WAITING || t < s->next) continue;
+      if (!atomic_compare_exchange_strong(&s->state, &expect, READING)) continue;
+      if (t >= s->next) { /* (read again: the thread may have left and come back) */
+        report(s, t);
+        s->next = s->since + 2 * (s->next - s->since); /* 60 s, 120 s, 240 s... */
+      }
+      atomic_store_explicit(&s->state, WAITING, memory_order_release);
+    }
+  }
+  return NULL;
+}
+
+static void start(void) {
+  const char *env = getenv("LMPIO_HANG_REPORT");
+  every = env && *env ? atof(env) : 60;
+  if (every <= 0) return;
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  pthread_attr_t a;
+  pthread_t t;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &a, watchdog, NULL) != 0) every = 0; /* (no reports, nothing else lost) */
+  pthread_attr_destroy(&a);
+}
+
+/* This thread's slot, taken at its first use. */
+static slot *own(void) {
+  if (mine || unwatched) return mine;
+  for (int i = 0; i < SLOTS; i++) {
+    int expect = FREE;
+    if (atomic_compare_exchange_strong(&slots[i].state, &expect, IDLE)) return mine = &slots[i];
+  }
+  unwatched = 1;
+  return NULL;
+}
+
+void lmpio_watch_begin(const char *call) {
+  if (depth++ > 0) return;
+  pthread_once(&once, start);
+  if (every <= 0) return;
+  slot *s = own();
+  if (!s) return;
+  s->call = call;
+  s->since = now();
+  s->next = s->since + every;
+  atomic_store_explicit(&s->state, WAITING, memory_order_release);
+}
+
+void lmpio_watch_end(void) {
+  if (depth > 0 && --depth > 0) return;
+  slot *s = mine;
+  if (!s) return;
+  int expect = WAITING;
+  /* A report being made of this wait ends first (it reads the script). */
+  while (!atomic_compare_exchange_weak(&s->state, &expect, IDLE)) {
+    if (expect != WAITING && expect != READING) return; /* (never begun) */
+    expect = WAITING;
+    sched_yield();
+  }
+}
+
+void lmpio_watch_where(lmpio_where_fn *fn, void *arg) {
+  slot *s = own();
+  if (!s) return;
+  s->where = fn;
+  s->arg = arg;
+}
