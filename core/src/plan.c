@@ -16,6 +16,7 @@
  *    pieces that continue a regular pattern merge into strided vectors. */
 #include "path.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,4 +310,42 @@ int lmpio__plan_next(lmpio__plan_iter *it, MPI_Offset bound, int decide, lmpio__
     else w->lock = p->lock_direct ? LMPIO__LOCK_SHARED : LMPIO__LOCK_NONE;
   }
   return 1;
+}
+
+/* ---- decisions for the whole access ------------------------------------- */
+
+/* Calls of fewer data bytes do not pay for a mapping (engine.c says why). */
+#define MAP_MIN 1048576
+
+int lmpio__plan_may_map(const lmpio__plan *p, MPI_Offset total) {
+  int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
+  return !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
+         (hint == LMPIO__HINT_ENABLE || (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN));
+}
+
+int lmpio__plan_needs_kept_map(const lmpio__plan *p) {
+  /* (automatic writes on a disk file system: only through the kept mapping) */
+  return p->dir == LMPIO__WRITE && p->hints.map_writes == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory;
+}
+
+int lmpio__plan_lock_range(const lmpio__plan *p, MPI_Offset pos, MPI_Offset total, MPI_Offset *lo, MPI_Offset *hi) {
+  *lo = *hi = 0;
+  /* A monotone view: the first and last bytes bound the access; a
+   * filetype that overlaps itself (read-only files) locks from disp on. */
+  if (!p->ft->monotone) {
+    *lo = p->disp;
+    *hi = INT64_MAX;
+  } else if (p->contiguous) {
+    *lo = p->disp + p->ft->data_lb + pos;
+    *hi = *lo + total;
+  } else {
+    lmpio__cursor c;
+    if (lmpio__cursor_init(&c, p->ft, p->ft->extent) != MPI_SUCCESS) return MPI_ERR_NO_MEM;
+    lmpio__cursor_seek(&c, pos);
+    *lo = p->disp + lmpio__cursor_peek(&c);
+    lmpio__cursor_seek(&c, pos + total - 1);
+    *hi = p->disp + lmpio__cursor_peek(&c) + 1;
+    lmpio__cursor_free(&c);
+  }
+  return MPI_SUCCESS;
 }

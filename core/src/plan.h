@@ -63,6 +63,15 @@ typedef struct {
 } lmpio__coll_plan;
 
 void lmpio__coll_plan_free(lmpio__coll_plan *cp);
+/* Whether an access of total data bytes may go through a mapping of the
+ * file (the driver, the hints, its size), and whether it then needs the
+ * handle's kept mapping to serve it (automatic writes on a disk file
+ * system); the engine finds out the rest (the file's size, the mapping). */
+int lmpio__plan_may_map(const lmpio__plan *p, MPI_Offset total);
+int lmpio__plan_needs_kept_map(const lmpio__plan *p);
+/* The range atomic mode locks for data bytes [pos, pos + total): *lo, *hi;
+ * MPI_ERR_NO_MEM when it cannot be found. */
+int lmpio__plan_lock_range(const lmpio__plan *p, MPI_Offset pos, MPI_Offset total, MPI_Offset *lo, MPI_Offset *hi);
 /* The sieve window size of the plan's direction. */
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p);
 

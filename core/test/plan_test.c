@@ -159,6 +159,29 @@ static void test_strided_write_locks(void) {
   MPI_Type_free(&t);
 }
 
+static void test_whole_access(void) {
+  MPI_Datatype t = strided_type();
+  lmpio__plan p;
+  make_plan(&p, LMPIO__READ, t, 0);
+  /* Atomic mode's one lock: from the first data byte to the last. */
+  MPI_Offset lo, hi;
+  TL_OK(lmpio__plan_lock_range(&p, 4, 80, &lo, &hi));
+  TL_EQ(lo, 4);
+  TL_EQ(hi, 644);
+  /* A mapping: not for 80 bytes unless the hint asks; never for a
+   * contiguous view. */
+  TL_EQ(lmpio__plan_may_map(&p, 80), 0);
+  TL_EQ(lmpio__plan_may_map(&p, 1 << 20), 1);
+  p.hints.map_reads = LMPIO__HINT_ENABLE;
+  TL_EQ(lmpio__plan_may_map(&p, 80), 1);
+  TL_EQ(lmpio__plan_needs_kept_map(&p), 0); /* (reads map their own windows) */
+  lmpio__plan_free(&p);
+  make_plan(&p, LMPIO__WRITE, MPI_BYTE, 0);
+  TL_EQ(lmpio__plan_may_map(&p, 1 << 20), 0);
+  lmpio__plan_free(&p);
+  MPI_Type_free(&t);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   (void)tl_path; /* no files here */
@@ -167,5 +190,6 @@ int main(int argc, char **argv) {
   tl_run("plan: a strided read is one sieved window: head, strided blocks, tail", test_strided_read_sieves);
   tl_run("plan: windows end within the bound", test_strided_windows_bounded);
   tl_run("plan: a strided write sieves under an exclusive lock, or goes direct under a shared one", test_strided_write_locks);
+  tl_run("plan: the whole access's lock in atomic mode, and whether it may go through a mapping", test_whole_access);
   return tl_finish();
 }
