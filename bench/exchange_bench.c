@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ground.h"
 
 enum { MAXN = 64 };
 

@@ -52,7 +52,8 @@ dropin_file *dropin__file_of(const struct lmpio_file_s *fh);
  * MPI_FILE_NULL's); NULL when out of memory. */
 dropin_file *dropin__file_new(lmpio_file fh);
 void dropin__file_free(dropin_file *f);
-MPI_File dropin__file_handle(dropin_file *f);
+/* The MPI_File of f (NULL: MPI_FILE_NULL): its address. */
+static inline MPI_File dropin__file_handle(dropin_file *f) { return f ? (MPI_File)f : MPI_FILE_NULL; }
 MPI_Fint dropin__file_c2f(MPI_File file);
 MPI_File dropin__file_f2c(MPI_Fint i);
 
@@ -69,5 +70,10 @@ int dropin__return(dropin_file *f, int rc, const char *call);
 /* An error the drop-in found itself (a bad handle, an argument): recorded
  * as the detailed message of the call, then as dropin__return. */
 int dropin__error(dropin_file *f, int cls, const char *call, const char *message);
+/* MPI_File_set_errhandler, _get_errhandler, _call_errhandler on f (found
+ * by wrappers.c; NULL: MPI_FILE_NULL). */
+int dropin__eh_set(dropin_file *f, MPI_Errhandler errhandler, const char *call);
+int dropin__eh_get(dropin_file *f, MPI_Errhandler *errhandler, const char *call);
+int dropin__eh_call(dropin_file *f, int errorcode, const char *call);
 
 #endif

@@ -231,18 +231,14 @@ EXPORT int PMPI_File_create_errhandler(MPI_File_errhandler_function *function, M
   return MPI_SUCCESS;
 }
 
-EXPORT int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
-  const char *call = "MPI_File_set_errhandler";
-  dropin_file *f = dropin__file_get(file);
-  if (file != MPI_FILE_NULL && !f) return dropin__error(NULL, MPI_ERR_FILE, call, "invalid file handle");
+/* MPI_File_set_errhandler, _get_errhandler and _call_errhandler once
+ * wrappers.c found the file (f NULL: MPI_FILE_NULL). */
+int dropin__eh_set(dropin_file *f, MPI_Errhandler errhandler, const char *call) {
   int rc = dropin__eh_assign(dropin__eh_of(f), errhandler);
   return rc == MPI_SUCCESS ? rc : dropin__error(f, rc, call, "not a file error handler");
 }
 
-EXPORT int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) {
-  const char *call = "MPI_File_get_errhandler";
-  dropin_file *f = dropin__file_get(file);
-  if (file != MPI_FILE_NULL && !f) return dropin__error(NULL, MPI_ERR_FILE, call, "invalid file handle");
+int dropin__eh_get(dropin_file *f, MPI_Errhandler *errhandler, const char *call) {
   if (!errhandler) return dropin__error(f, MPI_ERR_ARG, call, "errhandler is NULL");
   dropin_eh *eh = dropin__eh_of(f);
   pthread_mutex_lock(&lock);
@@ -251,10 +247,7 @@ EXPORT int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) {
   return rc == MPI_SUCCESS ? rc : dropin__error(f, rc, call, "cannot take a reference to the handler");
 }
 
-EXPORT int PMPI_File_call_errhandler(MPI_File file, int errorcode) {
-  const char *call = "MPI_File_call_errhandler";
-  dropin_file *f = dropin__file_get(file);
-  if (file != MPI_FILE_NULL && !f) return dropin__error(NULL, MPI_ERR_FILE, call, "invalid file handle");
+int dropin__eh_call(dropin_file *f, int errorcode, const char *call) {
   char text[MPI_MAX_ERROR_STRING + 64];
   char name[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
@@ -266,12 +259,6 @@ EXPORT int PMPI_File_call_errhandler(MPI_File file, int errorcode) {
 
 EXPORT int MPI_File_create_errhandler(MPI_File_errhandler_function *function, MPI_Errhandler *errhandler)
   __attribute__((alias("PMPI_File_create_errhandler")));
-EXPORT int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
-  __attribute__((alias("PMPI_File_set_errhandler")));
-EXPORT int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
-  __attribute__((alias("PMPI_File_get_errhandler")));
-EXPORT int MPI_File_call_errhandler(MPI_File file, int errorcode)
-  __attribute__((alias("PMPI_File_call_errhandler")));
 
 /* The Fortran binding of MPI_File_create_errhandler (mpif.h and the mpi
  * module): the library's own would make a handler the drop-in cannot call

@@ -84,8 +84,6 @@ void dropin__file_free(dropin_file *f) {
   free(f);
 }
 
-MPI_File dropin__file_handle(dropin_file *f) { return f ? (MPI_File)f : MPI_FILE_NULL; }
-
 MPI_Fint dropin__file_c2f(MPI_File file) {
   if (file == MPI_FILE_NULL) return 0;
   dropin_file *f = dropin__file_get(file);

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include "dropin.h"
+#include "calls.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -89,73 +90,14 @@ ON_FILE(set_view,
 ON_FILE(get_view, (MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep),
         (f->fh, disp, etype, filetype, datarep))
 
-/* Data access: the blocking calls with a status, the nonblocking ones
- * with a request, for one count type (int; MPI_Count for the _c calls). */
-#define ACCESS_CALLS(COUNT, C)                                                                          \
-  ON_FILE(read_at##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count, MPI_Datatype datatype,    \
-                       MPI_Status *status), (f->fh, offset, buf, count, datatype, status))               \
-  ON_FILE(read_at_all##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                       \
-                           MPI_Datatype datatype, MPI_Status *status),                                    \
-          (f->fh, offset, buf, count, datatype, status))                                                  \
-  ON_FILE(write_at##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                    \
-                        MPI_Datatype datatype, MPI_Status *status),                                       \
-          (f->fh, offset, buf, count, datatype, status))                                                  \
-  ON_FILE(write_at_all##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                \
-                            MPI_Datatype datatype, MPI_Status *status),                                   \
-          (f->fh, offset, buf, count, datatype, status))                                                  \
-  ON_FILE(iread_at##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count, MPI_Datatype datatype,   \
-                        MPI_Request *request), (f->fh, offset, buf, count, datatype, request))           \
-  ON_FILE(iwrite_at##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,                   \
-                         MPI_Datatype datatype, MPI_Request *request),                                    \
-          (f->fh, offset, buf, count, datatype, request))                                                 \
-  ON_FILE(iread_at_all##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                      \
-                            MPI_Datatype datatype, MPI_Request *request),                                 \
-          (f->fh, offset, buf, count, datatype, request))                                                 \
-  ON_FILE(iwrite_at_all##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,               \
-                             MPI_Datatype datatype, MPI_Request *request),                                \
-          (f->fh, offset, buf, count, datatype, request))                                                 \
-  ON_FILE(read##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status),     \
-          (f->fh, buf, count, datatype, status))                                                          \
-  ON_FILE(read_all##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status), \
-          (f->fh, buf, count, datatype, status))                                                          \
-  ON_FILE(write##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,                   \
-                     MPI_Status *status), (f->fh, buf, count, datatype, status))                         \
-  ON_FILE(write_all##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,               \
-                         MPI_Status *status), (f->fh, buf, count, datatype, status))                     \
-  ON_FILE(iread##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request),  \
-          (f->fh, buf, count, datatype, request))                                                         \
-  ON_FILE(iwrite##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,                  \
-                      MPI_Request *request), (f->fh, buf, count, datatype, request))                     \
-  ON_FILE(iread_all##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                     \
-                         MPI_Request *request), (f->fh, buf, count, datatype, request))                  \
-  ON_FILE(iwrite_all##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,              \
-                          MPI_Request *request), (f->fh, buf, count, datatype, request))                 \
-  ON_FILE(read_shared##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                   \
-                           MPI_Status *status), (f->fh, buf, count, datatype, status))                   \
-  ON_FILE(write_shared##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,            \
-                            MPI_Status *status), (f->fh, buf, count, datatype, status))                  \
-  ON_FILE(iread_shared##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                  \
-                            MPI_Request *request), (f->fh, buf, count, datatype, request))               \
-  ON_FILE(iwrite_shared##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,           \
-                             MPI_Request *request), (f->fh, buf, count, datatype, request))              \
-  ON_FILE(read_ordered##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype,                  \
-                            MPI_Status *status), (f->fh, buf, count, datatype, status))                  \
-  ON_FILE(write_ordered##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype,           \
-                             MPI_Status *status), (f->fh, buf, count, datatype, status))                 \
-  ON_FILE(read_at_all_begin##C, (MPI_File fh, MPI_Offset offset, void *buf, COUNT count,                 \
-                                 MPI_Datatype datatype), (f->fh, offset, buf, count, datatype))          \
-  ON_FILE(write_at_all_begin##C, (MPI_File fh, MPI_Offset offset, const void *buf, COUNT count,          \
-                                  MPI_Datatype datatype), (f->fh, offset, buf, count, datatype))         \
-  ON_FILE(read_all_begin##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype),               \
-          (f->fh, buf, count, datatype))                                                                  \
-  ON_FILE(write_all_begin##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype),        \
-          (f->fh, buf, count, datatype))                                                                  \
-  ON_FILE(read_ordered_begin##C, (MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype),           \
-          (f->fh, buf, count, datatype))                                                                  \
-  ON_FILE(write_ordered_begin##C, (MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype),    \
-          (f->fh, buf, count, datatype))
-
-ACCESS_CALLS(int, )
+/* Data access: every call of the list (core/src/calls.h), with an int
+ * count and with an MPI_Count one (the _c calls). */
+#define WRAP(name, pointer, coll, form, dir)                                                \
+  ON_FILE(name, LMPIO__CALL_PARAMS(MPI_File, int, pointer, form, dir), LMPIO__CALL_ARGS(f->fh, pointer, form))
+#define WRAP_C(name, pointer, coll, form, dir)                                              \
+  ON_FILE(name##_c, LMPIO__CALL_PARAMS(MPI_File, MPI_Count, pointer, form, dir),              \
+          LMPIO__CALL_ARGS(f->fh, pointer, form))
+LMPIO__CALLS(WRAP)
 
 ON_FILE(seek, (MPI_File fh, MPI_Offset offset, int whence), (f->fh, offset, whence))
 ON_FILE(get_position, (MPI_File fh, MPI_Offset *offset), (f->fh, offset))
@@ -194,7 +136,7 @@ EXPORT int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_func
 /* Large counts: where the MPI library's header declares the MPI-4.0 _c
  * calls (MPICH 4; Open MPI 4.1 does not), they are lmpio's too. */
 #if MPI_VERSION >= 4
-ACCESS_CALLS(MPI_Count, _c)
+LMPIO__CALLS(WRAP_C)
 ON_FILE(get_type_extent_c, (MPI_File fh, MPI_Datatype datatype, MPI_Count *extent), (f->fh, datatype, extent))
 
 EXPORT int PMPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn,
@@ -216,3 +158,15 @@ EXPORT MPI_Fint PMPI_File_c2f(MPI_File file) { return dropin__file_c2f(file); }
 EXPORT MPI_Fint MPI_File_c2f(MPI_File file) __attribute__((alias("PMPI_File_c2f")));
 EXPORT MPI_File PMPI_File_f2c(MPI_Fint file) { return dropin__file_f2c(file); }
 EXPORT MPI_File MPI_File_f2c(MPI_Fint file) __attribute__((alias("PMPI_File_f2c")));
+
+/* The file error-handler calls on a file (errhandler.c does the rest). */
+#define ON_EH(name, params, fn, arg)                                                                  \
+  EXPORT int PMPI_File_##name params {                                                             \
+    dropin_file *f = dropin__file_get(file);                                                       \
+    if (file != MPI_FILE_NULL && !f) return dropin__error(NULL, MPI_ERR_FILE, "MPI_File_" #name, "invalid file handle"); \
+    return dropin__eh_##fn(f, arg, "MPI_File_" #name);                                             \
+  }                                                                                                \
+  EXPORT int MPI_File_##name params __attribute__((alias("PMPI_File_" #name)));
+ON_EH(set_errhandler, (MPI_File file, MPI_Errhandler errhandler), set, errhandler)
+ON_EH(get_errhandler, (MPI_File file, MPI_Errhandler *errhandler), get, errhandler)
+ON_EH(call_errhandler, (MPI_File file, int errorcode), call, errorcode)

@@ -13,7 +13,7 @@
  * per rank (the caller may add values of its own to be gathered: the ranges
  * of a collective access, the sizes of an ordered one); above, an
  * MPI_Allreduce of a fixed vector (MAX, and SUM for its last values). */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,17 +43,9 @@ static int not_same(int i, const char *labels, const char *call) {
   return lmpio__err(MPI_ERR_NOT_SAME, call, "ranks passed different %.*s", len, label);
 }
 
-/* Conversion functions running on this thread (internal.h).  A Lua
- * converter that called read_at_all of its own file on the one rank whose
- * data it converted met the other rank's next agreement instead (the
- * outcome of the call they were both in) and left one rank waiting in
- * MPI_Bcast: seen hanging, 2 ranks. */
-static _Thread_local int converting;
-
-void lmpio__agree_converting(int delta) { converting += delta; }
-
+/* Conversion functions running on this thread (error.c counts them). */
 int lmpio__agree_refuses(const char *call) {
-  if (!converting) return MPI_SUCCESS;
+  if (!lmpio__err_in_conversion()) return MPI_SUCCESS;
   (void)lmpio__take_standin(); /* (a binding's stand-in was for this call, which meets no one) */
   return lmpio__err(MPI_ERR_OTHER, call,
                     "called from a conversion function of a data representation: the standard makes a collective "
@@ -62,7 +54,7 @@ int lmpio__agree_refuses(const char *call) {
 
 int lmpio__agree_values(MPI_Comm comm, int rc, const long long *same, int nsame,
                         const char *labels, long long *max, int nmax, const char *call) {
-  if (converting) return lmpio__agree_refuses(call);
+  if (lmpio__err_in_conversion()) return lmpio__agree_refuses(call);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -302,7 +294,7 @@ static int first_reduce(MPI_Comm comm, int rank, int size, int rc, long long wor
 }
 
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call) {
-  if (converting) return lmpio__agree_refuses(call);
+  if (lmpio__err_in_conversion()) return lmpio__agree_refuses(call);
   lmpio__first none;
   if (!f) {
     memset(&none, 0, sizeof none);
@@ -320,3 +312,5 @@ int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call)
   if (lmpio__agree_gathers(size)) return first_gather(comm, rank, size, rc, word, f, call);
   return first_reduce(comm, rank, size, rc, word, f, call);
 }
+
+int lmpio__agree_knows(const char *call) { return identity_of(call) % ID_SPAN <= NCALLS; }

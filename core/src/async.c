@@ -35,7 +35,7 @@
  *
  * This file knows nothing of what a job does: it calls the job's run
  * function, given by the layer above. */
-#include "internal.h"
+#include "ground.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -144,22 +144,22 @@ int lmpio__async_available(void) {
 static int own_descriptor(int fd) {
   struct stat st;
   if (lmpio__os_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
-  int flags = fcntl(fd, F_GETFL);
+  int flags = lmpio__os_flags(fd);
   if (flags < 0) return -1;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   int own = lmpio__os_open(path, (flags & (O_ACCMODE | O_DIRECT | O_SYNC | O_DSYNC)) | O_CLOEXEC, 0);
   struct stat st2;
   if (own >= 0 && (lmpio__os_fstat(own, &st2) != 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
-    close(own); /* not the same file after all */
+    lmpio__os_close(own); /* not the same file after all */
     own = -1;
   }
   return own;
 }
 
 /* The handle's worker of a lane: from the pool, or a new thread. */
-static int worker_of(lmpio_file fh, int lane, const char *call) {
-  if (fh->async[lane]) return MPI_SUCCESS;
+static int worker_of(lmpio__workers *ws, int lane, const char *call) {
+  if (ws->lane[lane]) return MPI_SUCCESS;
   pthread_mutex_lock(&pool_mu);
   lmpio__worker *w = pool;
   if (w) pool = w->next;
@@ -173,33 +173,33 @@ static int worker_of(lmpio_file fh, int lane, const char *call) {
       pthread_cond_destroy(&w->cv);
       pthread_mutex_destroy(&w->mu);
       free(w);
-      return lmpio__err(MPI_ERR_OTHER, call, "cannot start the worker thread of file \"%s\"", fh->path);
+      return lmpio__err(MPI_ERR_OTHER, call, "cannot start the worker thread of file \"%s\"", ws->path);
     }
   }
   w->next = NULL;
   w->comm = MPI_COMM_NULL;
   w->comm_req = MPI_REQUEST_NULL;
-  w->fd = own_descriptor(fh->fd);
-  fh->async[lane] = w;
+  w->fd = own_descriptor(ws->fd);
+  ws->lane[lane] = w;
   return MPI_SUCCESS;
 }
 
-int lmpio__async_prepare(lmpio_file fh, int lane, const char *call) { return worker_of(fh, lane, call); }
+int lmpio__async_prepare(lmpio__workers *ws, int lane, const char *call) { return worker_of(ws, lane, call); }
 
-int lmpio__async_fd(lmpio_file fh, int lane) {
-  const lmpio__worker *w = fh->async[lane];
-  return w && w->fd >= 0 ? w->fd : fh->fd;
+int lmpio__async_fd(lmpio__workers *ws, int lane) {
+  const lmpio__worker *w = ws->lane[lane];
+  return w && w->fd >= 0 ? w->fd : ws->fd;
 }
 
 /* The duplicate is made with MPI_Comm_idup, which does not wait for the
  * other ranks: the worker completes it before its first job runs. */
-int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call) {
-  int rc = worker_of(fh, LMPIO__LANE_COLLECTIVE, call);
+int lmpio__async_comm(lmpio__workers *ws, MPI_Comm *comm, const char *call) {
+  int rc = worker_of(ws, LMPIO__LANE_COLLECTIVE, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__worker *w = fh->async[LMPIO__LANE_COLLECTIVE];
+  lmpio__worker *w = ws->lane[LMPIO__LANE_COLLECTIVE];
   if (w->comm == MPI_COMM_NULL) {
     MPI_Request req;
-    if (MPI_Comm_idup(fh->comm, &w->comm, &req) != MPI_SUCCESS) {
+    if (MPI_Comm_idup(ws->comm, &w->comm, &req) != MPI_SUCCESS) {
       w->comm = MPI_COMM_NULL;
       return lmpio__err(MPI_ERR_OTHER, call, "MPI_Comm_idup failed");
     }
@@ -211,13 +211,13 @@ int lmpio__async_comm(lmpio_file fh, MPI_Comm *comm, const char *call) {
   return MPI_SUCCESS;
 }
 
-void lmpio__async_submit(lmpio_file fh, lmpio__job *job) {
+void lmpio__async_submit(lmpio__workers *ws, lmpio__job *job) {
   job->next = NULL;
   job->done = 0;
   job->rc = MPI_SUCCESS;
   job->msg[0] = '\0';
   job->refs = 2; /* the worker's, and the request's or the joiner's */
-  lmpio__worker *w = fh->async[job->lane];
+  lmpio__worker *w = ws->lane[job->lane];
   pthread_mutex_lock(&w->mu);
   if (w->tail) w->tail->next = job;
   else w->head = job;
@@ -227,8 +227,8 @@ void lmpio__async_submit(lmpio_file fh, lmpio__job *job) {
   pthread_mutex_unlock(&w->mu);
 }
 
-void lmpio__async_join(lmpio_file fh, lmpio__job *job) {
-  lmpio__worker *w = fh->async[job->lane];
+void lmpio__async_join(lmpio__workers *ws, lmpio__job *job) {
+  lmpio__worker *w = ws->lane[job->lane];
   pthread_mutex_lock(&w->mu);
   while (!job->done) pthread_cond_wait(&w->cv, &w->mu);
   pthread_mutex_unlock(&w->mu);
@@ -245,23 +245,23 @@ static void wait_lane(lmpio__worker *w) {
   pthread_mutex_unlock(&w->mu);
 }
 
-void lmpio__async_wait_independent(lmpio_file fh) { wait_lane(fh->async[LMPIO__LANE_INDEPENDENT]); }
+void lmpio__async_wait_independent(lmpio__workers *ws) { wait_lane(ws->lane[LMPIO__LANE_INDEPENDENT]); }
 
-void lmpio__async_wait(lmpio_file fh) {
-  wait_lane(fh->async[LMPIO__LANE_INDEPENDENT]);
-  wait_lane(fh->async[LMPIO__LANE_COLLECTIVE]);
+void lmpio__async_wait(lmpio__workers *ws) {
+  wait_lane(ws->lane[LMPIO__LANE_INDEPENDENT]);
+  wait_lane(ws->lane[LMPIO__LANE_COLLECTIVE]);
 }
 
-void lmpio__async_close(lmpio_file fh) {
-  lmpio__async_wait(fh);
+void lmpio__async_close(lmpio__workers *ws) {
+  lmpio__async_wait(ws);
   for (int lane = 0; lane < 2; lane++) {
-    lmpio__worker *w = fh->async[lane];
+    lmpio__worker *w = ws->lane[lane];
     if (!w) continue;
     if (w->comm_req != MPI_REQUEST_NULL) MPI_Wait(&w->comm_req, MPI_STATUS_IGNORE); /* no job used it */
     if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
     if (w->fd >= 0) lmpio__os_close(w->fd);
     w->fd = -1;
-    fh->async[lane] = NULL;
+    ws->lane[lane] = NULL;
     pthread_mutex_lock(&pool_mu);
     w->next = pool;
     pool = w;

@@ -42,6 +42,8 @@ struct lmpio__driver {
    * (a caching client whose idea of the size is stale re-reads; if it still
    * cannot, the read fails with ESTALE rather than return zeros). */
   long long (*pread)(int fd, void *buf, MPI_Offset len, MPI_Offset off);
+  /* A full write (retrying short writes and EINTR). */
+  long long (*pwrite)(int fd, const void *buf, MPI_Offset len, MPI_Offset off);
   /* The size of the file as the server knows it. */
   int (*size)(int fd, MPI_Offset *size);
   /* MPI_File_sync: what this process wrote is on storage, and what it reads
@@ -72,14 +74,6 @@ struct lmpio__driver {
   /* Writes with holes may store their pieces into a writable mapping of
    * the file, which leaves the holes alone (no read-modify-write). */
   int map_writes;
-  /* Handle-level operations; NULL where the generic path serves. */
-  /* write_shared / read_shared, and the ordered collectives. */
-  int (*shared)(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir, MPI_Count *bytes,
-                const char *call);
-  int (*ordered)(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir, MPI_Count *bytes,
-                 int pre_rc, const char *call);
-  /* Refuses a view the file cannot have (MPI error class, message set). */
-  int (*check_view)(lmpio_file fh, const lmpio__view *v, const char *call);
   /* Why the file has no size (get_size refuses it), or NULL. */
   const char *no_size;
   /* Nonblocking operations may run in the background (else they complete
@@ -87,11 +81,6 @@ struct lmpio__driver {
   int background, has_helper;
 };
 
-extern const lmpio__driver lmpio__driver_local, lmpio__driver_coherent, lmpio__driver_caching,
-    lmpio__driver_stream;
-/* unlock for drivers whose clients need nothing more than the lock's
- * release (local, coherent). */
-int lmpio__driver_unlock_plain(int fd, int wrote, MPI_Offset off, MPI_Offset len);
 /* By id (LMPIO__FS_*). */
 const lmpio__driver *lmpio__driver_by_id(int id);
 

@@ -2,7 +2,7 @@
  * place where data moves between memory and the file: packing and unpacking
  * through the memory-type cursor, the sieved read-modify-write under its
  * byte-range lock, and end of file. */
-#include "internal.h"
+#include "path.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -106,7 +106,7 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
   unsigned gen = 0;
   MPI_Offset seen = dir == LMPIO__WRITE ? lmpio__filemap_seen(p->map, &gen) : 0;
   long long t0 = lmpio__stats_io_now();
-  long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : lmpio__os_pwrite_all(p->fd, mem, len, off);
+  long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : p->drv->pwrite(p->fd, mem, len, off);
   if (t0)
     lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
                    lmpio__stats_now() - t0);
@@ -231,11 +231,10 @@ static int lock(const lmpio__plan *p, int excl, MPI_Offset lo, MPI_Offset len) {
  * rank's extending write could wipe the stores), so a call's first window
  * of a file not yet written through the handle is sieved.
  *
- * Both for calls of at least MAP_MIN data bytes (a smaller one does not pay
- * for the mapping), in windows of up to MAP_WINDOW file bytes; a window
+ * Both for calls of at least MAP_MIN data bytes (plan.c: a smaller one does
+ * not pay for the mapping), in windows of up to MAP_WINDOW file bytes; a window
  * that reaches past the size the file had at the start of the call, or
  * cannot be mapped, goes the usual way. */
-#define MAP_MIN 1048576
 #define MAP_WINDOW 4194304
 
 typedef struct {
@@ -440,39 +439,18 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
   /* Atomic mode locks the whole range once (the windows then take none). */
   MPI_Offset lo = 0, hi = 0;
   if (p->atomic) {
-    /* A monotone view: the first and last bytes bound the access; a
-     * filetype that overlaps itself (read-only files) locks from disp on. */
-    if (!p->ft->monotone) {
-      lo = p->disp;
-      hi = INT64_MAX;
-    } else if (p->contiguous) {
-      lo = p->disp + p->ft->data_lb + pos;
-      hi = lo + total;
-    } else {
-      lmpio__cursor c;
-      if (lmpio__cursor_init(&c, p->ft, p->ft->extent) != MPI_SUCCESS) {
-        rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
-      } else {
-        lmpio__cursor_seek(&c, pos);
-        lo = p->disp + lmpio__cursor_peek(&c);
-        lmpio__cursor_seek(&c, pos + total - 1);
-        hi = p->disp + lmpio__cursor_peek(&c) + 1;
-        lmpio__cursor_free(&c);
-      }
-    }
+    if (lmpio__plan_lock_range(p, pos, total, &lo, &hi) != MPI_SUCCESS)
+      rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
     if (rc == MPI_SUCCESS && lock(p, p->dir == LMPIO__WRITE, lo, hi - lo) < 0) {
       rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
       hi = lo;
     }
   }
+  /* Through a mapping when the plan says so, given the file's size now and
+   * whether the handle's kept mapping serves it. */
   MPI_Offset size = 0;
-  int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
-  int map = !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
-            (hint == LMPIO__HINT_ENABLE ||
-             (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN)) &&
-            p->drv->size(p->fd, &size) == 0;
-  /* (automatic writes on a disk file system: only through the kept mapping) */
-  if (map && wr && hint == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory && !lmpio__filemap_serves(p->map, size)) map = 0;
+  int map = lmpio__plan_may_map(p, total) && p->drv->size(p->fd, &size) == 0;
+  if (map && lmpio__plan_needs_kept_map(p) && !lmpio__filemap_serves(p->map, size)) map = 0;
   int eof = 0;
   if (rc == MPI_SUCCESS) rc = run_range(p, &e, s, pos, pos + total, map, size, &eof, call);
   if (p->atomic && hi > lo && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, lo, hi - lo) < 0 && rc == MPI_SUCCESS)

@@ -1,5 +1,5 @@
 /* Error classes and the per-thread detailed message. */
-#include "internal.h"
+#include "ground.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,3 +116,38 @@ int lmpio__pending(int rc, const char *call) {
   if (rc != MPI_SUCCESS) return rc;
   return lmpio__err(cls, call, "%s", pending_message);
 }
+
+/* Why the last conversion or extent function failed, in its own words
+ * (per thread): set through lmpio_conversion_error_detail. */
+static _Thread_local char conversion_detail[512];
+
+void lmpio_conversion_error_detail(const char *text) {
+  snprintf(conversion_detail, sizeof conversion_detail, "%s", text ? text : "");
+}
+
+void lmpio__err_clear_detail(void) { conversion_detail[0] = '\0'; }
+
+void lmpio__err_detail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(conversion_detail, sizeof conversion_detail, fmt, ap);
+  va_end(ap);
+}
+
+int lmpio__err_conversion(int cls, const char *call, const char *what) {
+  int rc = lmpio__err(cls, call, "%s%s%s", what, conversion_detail[0] ? ": " : "", conversion_detail);
+  conversion_detail[0] = '\0';
+  return rc;
+}
+
+/* Conversion and extent functions running on this thread.  A Lua
+ * converter that called read_at_all of its own file on the one rank whose
+ * data it converted met the other rank's next agreement instead (the
+ * outcome of the call they were both in) and left one rank waiting in
+ * MPI_Bcast: seen hanging, 2 ranks.  So every agreement refuses such a
+ * call (agree.c). */
+static _Thread_local int converting;
+
+void lmpio__err_converting(int delta) { converting += delta; }
+
+int lmpio__err_in_conversion(void) { return converting; }

@@ -25,7 +25,7 @@
  * current one, never a later one.  Every rank makes the same exchanges on a
  * communicator in the same order, as MPI's collectives require; the sequence
  * number is the count of them. */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <sched.h>

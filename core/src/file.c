@@ -1,6 +1,6 @@
 /* The file handle's lifecycle: open, close, delete; amode; hints; views;
  * size, preallocation, sync and atomicity. */
-#include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -88,7 +88,7 @@ static void free_handle(lmpio_file fh) {
     lmpio__exchange_detach(fh->comm);
     MPI_Comm_free(&fh->comm);
   }
-  lmpio__plan_drop(fh);
+  lmpio__prologue_drop(fh);
   lmpio__view_free(&fh->view);
   lmpio__filemap_free(fh->map);
   lmpio__stats_free(fh->stats);
@@ -199,6 +199,8 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   }
   if (rc == MPI_SUCCESS) {
     fh->fd = fd;
+    fh->workers.fd = fd;
+    fh->workers.path = fh->path;
     fh->amode = amode;
     fh->fd_readable = readable;
     fh->fd_in_memory = lmpio__os_in_memory(fd);
@@ -225,6 +227,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   rc = lmpio__agree(comm, rc, 0, call);
   if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  if (rc == MPI_SUCCESS) fh->workers.comm = fh->comm;
   if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(comm, lmpio__pipe_comm(fh, call), 0, call);
   /* The nodes and the aggregators; the most cautious driver any rank chose
    * (ranks whose clients differ, one caches, one does not, all take the
@@ -269,7 +272,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     return rc;
   }
   note_unknown(fh, info);
-  lmpio__plan_refresh(fh);
+  lmpio__prologue_refresh(fh);
   *fhp = fh;
   return MPI_SUCCESS;
 }
@@ -283,7 +286,7 @@ int lmpio_file_close(lmpio_file *fhp) {
   if (fh->busy > 0)
     return lmpio__err(MPI_ERR_FILE, call, "file \"%s\" is in use by a call in progress on this rank", fh->path);
   /* Outstanding nonblocking operations finish first (async.c). */
-  lmpio__async_wait(fh);
+  lmpio__async_wait(&fh->workers);
   /* A failure a binding asked for fails the close everywhere, and every
    * rank keeps its handle; so does a rank that entered another call. */
   lmpio__pipe_enter(fh, call);
@@ -303,10 +306,10 @@ int lmpio_file_close(lmpio_file *fhp) {
   if (rc != MPI_SUCCESS) return rc;
   if (fh->drv->refresh && fh->fd >= 0 && fh->drv->refresh(fh->fd) < 0 && flushed == MPI_SUCCESS)
     flushed = lmpio__os_error(errno, call, "cannot refresh the client's cache of", fh->path);
-  lmpio__requests_close(fh); /* freed requests' reads convert now (request.c) */
-  lmpio__async_close(fh);
+  if (fh->requests_close) fh->requests_close(fh); /* freed requests' reads convert now (request.c) */
+  lmpio__async_close(&fh->workers);
   if (summary) lmpio__stats_summary(fh->stats, fh->comm, fh->path);
-  lmpio__stage_trim();
+  lmpio__transfer_trim();
   if (fh->split.job) { /* a split collective never ended: its transfer is done */
     lmpio__async_release(fh->split.job);
     fh->split.job = NULL;
@@ -348,7 +351,7 @@ int lmpio_file_delete(const char *filename, MPI_Info info) {
 
 /* set_size and preallocate: arguments agreed, rank 0 acts, outcome agreed. */
 static int resize(lmpio_file fh, MPI_Offset size, int grow_only, const char *call) {
-  lmpio__async_wait(fh); /* outstanding nonblocking operations first */
+  lmpio__async_wait(&fh->workers); /* outstanding nonblocking operations first */
   lmpio__pipe_enter(fh, call);
   int rc = lmpio__pending(MPI_SUCCESS, call);
   if (rc == MPI_SUCCESS && size < 0) rc = lmpio__err(MPI_ERR_ARG, call, "negative size %lld", (long long)size);
@@ -432,7 +435,7 @@ static int set_hints(lmpio_file fh, MPI_Info info, int rc, const char *call) {
     fh->hints = h;
     set_aggregators(fh, agg, n);
     note_unknown(fh, info);
-    lmpio__plan_refresh(fh);
+    lmpio__prologue_refresh(fh);
   }
   return rc;
 }
@@ -466,7 +469,7 @@ static int nodes_to_info(lmpio_file fh, MPI_Info info) {
     used += (size_t)w;
   }
   if (MPI_Info_set(info, "lmpio_aggregators", v) != MPI_SUCCESS) return MPI_ERR_INFO;
-  snprintf(v, sizeof v, "%lld", (long long)lmpio__fd_alignment(fh));
+  snprintf(v, sizeof v, "%lld", (long long)lmpio__domain_alignment(fh));
   return MPI_Info_set(info, "lmpio_fd_alignment", v) != MPI_SUCCESS ? MPI_ERR_INFO : MPI_SUCCESS;
 }
 
@@ -495,14 +498,14 @@ int lmpio_file_set_atomicity(lmpio_file fh, int flag) {
   const char *call = "lmpio_file_set_atomicity";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  lmpio__async_wait(fh); /* outstanding nonblocking operations keep the mode they started with */
+  lmpio__async_wait(&fh->workers); /* outstanding nonblocking operations keep the mode they started with */
   lmpio__pipe_enter(fh, call);
   rc = lmpio__pending(MPI_SUCCESS, call);
   lmpio__first f = {.same = (long long[]){rc == MPI_SUCCESS && flag != 0}, .nsame = 1, .labels = "atomicity flags"};
   rc = lmpio__agree_first(fh->comm, rc, &f, call);
   if (rc == MPI_SUCCESS) {
     fh->atomic = flag != 0;
-    lmpio__plan_refresh(fh);
+    lmpio__prologue_refresh(fh);
   }
   return rc;
 }
@@ -520,7 +523,7 @@ int lmpio_file_sync(lmpio_file fh) {
   const char *call = "lmpio_file_sync";
   int rc = check_fh(fh, call);
   if (rc) return rc;
-  lmpio__async_wait(fh); /* what outstanding writes wrote is synced too */
+  lmpio__async_wait(&fh->workers); /* what outstanding writes wrote is synced too */
   lmpio__pipe_enter(fh, call); /* a stream: written as it came, nothing to sync */
   rc = lmpio__pending(MPI_SUCCESS, call);
   lmpio__filemap_stamp(fh->map); /* (writes through the mapping left the modification time) */
@@ -537,7 +540,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
                         MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   const char *call = "lmpio_file_set_view";
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  lmpio__async_wait(fh); /* outstanding operations use the view they started with */
+  lmpio__async_wait(&fh->workers); /* outstanding operations use the view they started with */
   lmpio__pipe_enter(fh, call);
   lmpio__view nv;
   memset(&nv, 0, sizeof nv);
@@ -567,7 +570,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   lmpio__hints h = fh->hints;
   if (rc == MPI_SUCCESS) rc = lmpio__view_build(&nv, disp, etype, filetype, datarep, !(fh->amode & MPI_MODE_RDONLY), call);
-  if (rc == MPI_SUCCESS && fh->drv->check_view) rc = fh->drv->check_view(fh, &nv, call);
+  if (rc == MPI_SUCCESS && fh->drv->id == LMPIO__FS_STREAM) rc = lmpio__pipe_check_view(fh, &nv, call);
   int agg[LMPIO__MAX_AGGREGATORS], n = 0;
   if (rc == MPI_SUCCESS) rc = lmpio__hints_parse(&h, info, fh->size, call);
   if (rc == MPI_SUCCESS) rc = choose_aggregators(fh, &h, agg, &n, call);
@@ -594,7 +597,7 @@ int lmpio_file_set_view(lmpio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->hints = h;
   set_aggregators(fh, agg, n);
   note_unknown(fh, info);
-  lmpio__plan_refresh(fh);
+  lmpio__prologue_refresh(fh);
   return lmpio__shared_reset(fh, call);
 }
 
@@ -638,4 +641,12 @@ int lmpio_file_get_type_extent(lmpio_file fh, MPI_Datatype datatype, MPI_Aint *e
 
 int lmpio_file_get_type_extent_c(lmpio_file fh, MPI_Datatype datatype, MPI_Count *extent) {
   return type_extent(fh, datatype, extent, "lmpio_file_get_type_extent_c");
+}
+
+int lmpio_file_get_stats(lmpio_file fh, double *values, int max, int *n) {
+  const char *call = "lmpio_file_get_stats";
+  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
+  if (max < 0 || (max > 0 && !values)) return lmpio__err(MPI_ERR_ARG, call, "values is NULL or max negative");
+  lmpio__stats_values(fh->stats, values, max, n);
+  return MPI_SUCCESS;
 }

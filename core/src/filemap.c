@@ -43,7 +43,7 @@
  * modification time: sync and close do, when the mapping was written.  The
  * hints' "enable" maps every small access.
  */
-#include "internal.h"
+#include "path.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The hints lmpio knows, in one table: defaults, parsing, validation,
  * get_info and the README's table all come from it. */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -359,4 +359,35 @@ void lmpio__hints_warn(const lmpio__hints *h, const char *list, int rank) {
     p = comma + 1;
   }
   pthread_mutex_unlock(&reported_lock);
+}
+
+/* The environment variables the core reads, where it reads them (getenv,
+ * each in its own file): one table for the README's (hints_test checks the
+ * README against it, and that every LMPIO_* variable of core/src is in it). */
+static const struct {
+  const char *name, *meaning, *values;
+} knobs[] = {
+    {"LMPIO_ASYNC", "nonblocking and split operations run in the background (async.c); `0`: they complete when they start",
+     "`0`; else on"},
+    {"LMPIO_ASYNC_BIND", "the background worker keeps the core the launcher bound the rank to (async.c)", "`1`; else unbound"},
+    {"LMPIO_AGREE_GATHER_MAX", "the most ranks whose values the first agreement gathers (agree.c; above, it reduces them)",
+     "a count (tests); default 64"},
+    {"LMPIO_SHM_AGREEMENT", "the agreement of ranks on one node goes through shared memory (exchange.c); `0` on any rank: off",
+     "`0`; else on"},
+    {"LMPIO_SHM_AGREEMENT_AT", "the exchange of a file from which its agreement goes through shared memory (exchange.c)",
+     "1 up; default 128"},
+    {"LMPIO_SHARED_FP", "the shared file pointer's store (pointer.c); `lock` on any rank: the fcntl-locked helper file",
+     "`lock`; else chosen at open"},
+    {"LMPIO_STATS", "every file prints its statistics at close, and calls are timed (stats.c)", "`0`; else on when set"},
+    {"LMPIO_HINT_WARNINGS", "unknown hint keys are reported (hints.c; see Unknown hint keys)", "`0`, `1`"},
+    {"LMPIO_HANG_REPORT", "a rank waiting that many seconds in a collective call's agreement says where, again at doubling intervals (watch.c)",
+     "seconds; default 60, `0`: off"},
+    {"LMPIO_TEST_NODES", "tests only: the node of each rank, `a,a,b,b`, in place of what MPI says (nodes.c)",
+     "node names, comma-separated"},
+};
+
+const char *lmpio__hints_env_row(int i, char *buf, size_t n) {
+  if (i < 0 || i >= (int)(sizeof knobs / sizeof knobs[0])) return NULL;
+  snprintf(buf, n, "| `%s` | %s | %s |", knobs[i].name, knobs[i].meaning, knobs[i].values);
+  return buf;
 }

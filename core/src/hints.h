@@ -57,5 +57,8 @@ void lmpio__hints_warn(const lmpio__hints *h, const char *list, int rank);
 /* Row i of the README's table of hints ("| key | default | values |"), or
  * NULL past the last row. */
 const char *lmpio__hints_row(int i, char *buf, size_t n);
+/* Row i of the README's table of environment variables (NULL past the
+ * last): every LMPIO_* variable the core reads. */
+const char *lmpio__hints_env_row(int i, char *buf, size_t n);
 
 #endif

@@ -6,7 +6,7 @@
  * bounds it to count instances, joins runs that continue one another (the
  * instances of a predefined type, say) and skips whole instances by
  * arithmetic. */
-#include "internal.h"
+#include "model.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
  * LMPIO_TEST_NODES (for tests only) names the node of each rank, "a,a,b,b",
  * in place of what MPI says, so that one machine runs the multi-node path;
  * every rank must see the same value. */
-#include "internal.h"
+#include "ground.h"
 
 #include <ctype.h>
 #include <pthread.h>

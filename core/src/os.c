@@ -1,6 +1,6 @@
 /* System calls through one table; EINTR and short-transfer loops; errno to
  * MPI error class.  The only file of the core that calls the system. */
-#include "internal.h"
+#include "ground.h"
 
 #include <linux/futex.h>
 #include <linux/magic.h>
@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include <string.h>
@@ -29,15 +30,44 @@ static int real_sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int
   return sync_file_range(fd, offset, nbytes, flags);
 }
 
-const lmpio__os_table lmpio__os_real = {
-    real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction, futimens};
+static int real_getfl(int fd) { return fcntl(fd, F_GETFL); }
 
-lmpio__os_table lmpio__os = {
-    real_open, close, fstat, fstatfs, ftruncate, posix_fallocate, fsync,
-    unlink,    pread, pwrite, real_fcntl_lock, mmap, munmap, opendir, readdir, closedir,
-    real_sync_file_range, read, write, stat, real_dup, posix_fadvise, real_statx, sigaction, futimens};
+#define REAL_TABLE                                                                                        \
+  {                                                                                                       \
+    .open = real_open, .close = close, .fstat = fstat, .fstatfs = fstatfs, .ftruncate = ftruncate,       \
+    .fallocate = posix_fallocate, .fsync = fsync, .unlink = unlink, .pread = pread, .pwrite = pwrite,    \
+    .fcntl_lock = real_fcntl_lock, .mmap = mmap, .munmap = munmap, .opendir = opendir,                   \
+    .readdir = readdir, .closedir = closedir, .sync_file_range = real_sync_file_range, .read = read,     \
+    .write = write, .stat = stat, .dup = real_dup, .fadvise = posix_fadvise, .statx = real_statx,        \
+    .sigaction = sigaction, .futimens = futimens, .getfl = real_getfl, .nanosleep = nanosleep,           \
+    .gethostname = gethostname                                                                           \
+  }
+const lmpio__os_table lmpio__os_real = REAL_TABLE;
+lmpio__os_table lmpio__os = REAL_TABLE;
+
+#define ENTRY(name) {#name, offsetof(lmpio__os_table, name)}
+const lmpio__os_entry lmpio__os_entries[] = {
+    ENTRY(open),      ENTRY(close),    ENTRY(fstat),     ENTRY(fstatfs),         ENTRY(ftruncate),
+    ENTRY(fallocate), ENTRY(fsync),    ENTRY(unlink),    ENTRY(pread),           ENTRY(pwrite),
+    ENTRY(fcntl_lock), ENTRY(mmap),    ENTRY(munmap),    ENTRY(opendir),         ENTRY(readdir),
+    ENTRY(closedir),  ENTRY(sync_file_range), ENTRY(read), ENTRY(write),         ENTRY(stat),
+    ENTRY(dup),       ENTRY(fadvise),  ENTRY(statx),     ENTRY(sigaction),       ENTRY(futimens),
+    ENTRY(getfl),     ENTRY(nanosleep), ENTRY(gethostname),
+};
+const int lmpio__os_nentries = (int)(sizeof lmpio__os_entries / sizeof lmpio__os_entries[0]);
+
+int lmpio__os_flags(int fd) { return lmpio__os.getfl(fd); }
+
+void lmpio__os_pause_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  lmpio__os.nanosleep(&t, NULL);
+}
+
+void lmpio__os_hostname(char *name, size_t n) {
+  if (n == 0) return;
+  if (lmpio__os.gethostname(name, n - 1) != 0) name[0] = '\0';
+  name[n - 1] = '\0';
+}
 
 int lmpio__os_open(const char *path, int flags, mode_t mode) {
   int fd;

@@ -49,7 +49,22 @@ typedef struct {
   int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
   /* the modification time of files written through a mapping (filemap.c) */
   int (*futimens)(int fd, const struct timespec times[2]);
+  /* a descriptor's access mode (fcntl F_GETFL: async.c's own descriptors) */
+  int (*getfl)(int fd);
+  /* a caching driver's pause between its tries (driver.c) */
+  int (*nanosleep)(const struct timespec *req, struct timespec *rem);
+  /* the machine's name (the shared pointer's helper file, pointer.c) */
+  int (*gethostname)(char *name, size_t len);
 } lmpio__os_table;
+
+/* The entries by name, as SQLite's aSyscall[] has them: where each lies in
+ * the table (tests replace and restore entries by name). */
+typedef struct {
+  const char *name;
+  size_t offset;
+} lmpio__os_entry;
+extern const lmpio__os_entry lmpio__os_entries[];
+extern const int lmpio__os_nentries;
 
 extern lmpio__os_table lmpio__os;
 /* The real system calls (tests restore the table from it). */
@@ -102,6 +117,13 @@ int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len);
  * process's standard output or input). */
 int lmpio__os_stat(const char *path, struct stat *st);
 int lmpio__os_dup(int fd);
+/* fd's access mode and status flags (fcntl F_GETFL), or -1. */
+int lmpio__os_flags(int fd);
+/* Sleeps ms milliseconds (EINTR ends it early). */
+void lmpio__os_pause_ms(long ms);
+/* The machine's name into name (n bytes, always terminated; "" when it
+ * cannot be had). */
+void lmpio__os_hostname(char *name, size_t n);
 /* Whether a file of this mode is a stream: a FIFO, a socket or a character
  * device (no file offsets). */
 int lmpio__os_is_stream(mode_t mode);

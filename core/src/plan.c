@@ -14,8 +14,9 @@
  *    window is counted, not walked: a head block, a strided vector, a tail.
  *  - WALK: anything else, walked segment by segment with a typemap cursor;
  *    pieces that continue a regular pattern merge into strided vectors. */
-#include "internal.h"
+#include "path.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,29 +50,6 @@ enum { KIND_CONTIG, KIND_STRIDED, KIND_WALK };
  * of ind_rd_buffer_size). */
 #define WINDOW_MAX 262144
 
-void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir) {
-  p->dir = dir;
-  p->fd = fh->fd;
-  p->drv = fh->drv;
-  p->fd_readable = fh->fd_readable;
-  p->fd_in_memory = fh->fd_in_memory;
-  p->path = fh->path;
-  p->disp = fh->view.disp;
-  p->ft = fh->view.ft;
-  lmpio__typemap_retain(p->ft);
-  p->contiguous = fh->view.contiguous;
-  p->atomic = fh->atomic;
-  p->lock_direct = fh->view.any_holes;
-  p->hints = fh->hints;
-  p->rep = fh->view.rep;
-  p->esize = fh->view.esize;
-  p->stats = fh->stats;
-  p->map = fh->map;
-  p->aggregator = 0;
-  p->rank = fh->rank;
-  p->size = fh->size;
-}
-
 void lmpio__plan_free(lmpio__plan *p) {
   if (p->ft) lmpio__typemap_release(p->ft);
   p->ft = NULL;
@@ -90,29 +68,7 @@ void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v) {
   v->any_holes = p->lock_direct;
 }
 
-void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir) {
-  lmpio__plan_init(&cp->plan, fh, dir);
-  cp->comm = comm;
-  cp->rank = fh->rank;
-  cp->size = fh->size;
-  cp->one_node = fh->one_node;
-  cp->way = &fh->coll_way[dir];
-  cp->naggr = fh->naggr;
-  memcpy(cp->aggr, fh->aggr, sizeof cp->aggr);
-  cp->align = lmpio__fd_alignment(fh);
-}
-
 void lmpio__coll_plan_free(lmpio__coll_plan *cp) { lmpio__plan_free(&cp->plan); }
-
-void lmpio__plan_drop(lmpio_file fh) {
-  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_free(&fh->plans[dir]);
-}
-
-void lmpio__plan_refresh(lmpio_file fh) {
-  lmpio__plan_drop(fh);
-  fh->coll_way[0] = fh->coll_way[1] = 0; /* (a new view: no guess from the old one's calls) */
-  for (int dir = 0; dir < 2; dir++) lmpio__coll_plan_init(&fh->plans[dir], fh, fh->comm, dir);
-}
 
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p) {
   MPI_Offset b = p->dir == LMPIO__READ ? p->hints.ind_rd_buffer_size : p->hints.ind_wr_buffer_size;
@@ -354,4 +310,42 @@ int lmpio__plan_next(lmpio__plan_iter *it, MPI_Offset bound, int decide, lmpio__
     else w->lock = p->lock_direct ? LMPIO__LOCK_SHARED : LMPIO__LOCK_NONE;
   }
   return 1;
+}
+
+/* ---- decisions for the whole access ------------------------------------- */
+
+/* Calls of fewer data bytes do not pay for a mapping (engine.c says why). */
+#define MAP_MIN 1048576
+
+int lmpio__plan_may_map(const lmpio__plan *p, MPI_Offset total) {
+  int wr = p->dir == LMPIO__WRITE, hint = wr ? p->hints.map_writes : p->hints.map_reads;
+  return !p->contiguous && (wr ? p->drv->map_writes && p->fd_readable : p->drv->map_reads) &&
+         (hint == LMPIO__HINT_ENABLE || (hint == LMPIO__HINT_AUTOMATIC && total >= MAP_MIN));
+}
+
+int lmpio__plan_needs_kept_map(const lmpio__plan *p) {
+  /* (automatic writes on a disk file system: only through the kept mapping) */
+  return p->dir == LMPIO__WRITE && p->hints.map_writes == LMPIO__HINT_AUTOMATIC && !p->fd_in_memory;
+}
+
+int lmpio__plan_lock_range(const lmpio__plan *p, MPI_Offset pos, MPI_Offset total, MPI_Offset *lo, MPI_Offset *hi) {
+  *lo = *hi = 0;
+  /* A monotone view: the first and last bytes bound the access; a
+   * filetype that overlaps itself (read-only files) locks from disp on. */
+  if (!p->ft->monotone) {
+    *lo = p->disp;
+    *hi = INT64_MAX;
+  } else if (p->contiguous) {
+    *lo = p->disp + p->ft->data_lb + pos;
+    *hi = *lo + total;
+  } else {
+    lmpio__cursor c;
+    if (lmpio__cursor_init(&c, p->ft, p->ft->extent) != MPI_SUCCESS) return MPI_ERR_NO_MEM;
+    lmpio__cursor_seek(&c, pos);
+    *lo = p->disp + lmpio__cursor_peek(&c);
+    lmpio__cursor_seek(&c, pos + total - 1);
+    *hi = p->disp + lmpio__cursor_peek(&c) + 1;
+    lmpio__cursor_free(&c);
+  }
+  return MPI_SUCCESS;
 }

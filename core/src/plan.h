@@ -43,8 +43,6 @@ typedef struct {
   int rank, size;       /* the handle's: where in a window this rank's stores begin (engine.c) */
 } lmpio__plan;
 
-/* Snapshot of fh for a transfer in direction dir. */
-void lmpio__plan_init(lmpio__plan *p, lmpio_file fh, int dir);
 void lmpio__plan_free(lmpio__plan *p);
 /* The view p was made from, for the view's functions (v's filetype is
  * p's, borrowed; it has no etype or filetype handles). */
@@ -58,19 +56,22 @@ typedef struct {
   MPI_Comm comm;        /* the call's communicator (a job's: the worker's duplicate) */
   int rank, size;
   int one_node;         /* every rank on one node */
-  int *way;             /* the handle's coll_way of the direction (internal.h) */
+  int *way;             /* the handle's coll_way of the direction (run.h) */
   int naggr;            /* two-phase aggregators, and their ranks */
   int aggr[LMPIO__MAX_AGGREGATORS];
-  MPI_Offset align;     /* of the file domains (lmpio__fd_alignment) */
+  MPI_Offset align;     /* of the file domains (lmpio__domain_alignment) */
 } lmpio__coll_plan;
 
-void lmpio__coll_plan_init(lmpio__coll_plan *cp, lmpio_file fh, MPI_Comm comm, int dir);
 void lmpio__coll_plan_free(lmpio__coll_plan *cp);
-/* Rebuilds fh->plans from the handle as it is now (releasing the old
- * ones); _drop releases them (close).  Neither runs during a data access
- * call on fh: they are called by collective calls that change the handle. */
-void lmpio__plan_refresh(lmpio_file fh);
-void lmpio__plan_drop(lmpio_file fh);
+/* Whether an access of total data bytes may go through a mapping of the
+ * file (the driver, the hints, its size), and whether it then needs the
+ * handle's kept mapping to serve it (automatic writes on a disk file
+ * system); the engine finds out the rest (the file's size, the mapping). */
+int lmpio__plan_may_map(const lmpio__plan *p, MPI_Offset total);
+int lmpio__plan_needs_kept_map(const lmpio__plan *p);
+/* The range atomic mode locks for data bytes [pos, pos + total): *lo, *hi;
+ * MPI_ERR_NO_MEM when it cannot be found. */
+int lmpio__plan_lock_range(const lmpio__plan *p, MPI_Offset pos, MPI_Offset total, MPI_Offset *lo, MPI_Offset *hi);
 /* The sieve window size of the plan's direction. */
 MPI_Count lmpio__plan_buffer(const lmpio__plan *p);
 

@@ -21,27 +21,11 @@
  * Pieces move point to point on the records' own communicator.  The input
  * is exhausted when a call finds no byte anywhere at end of input; every
  * rank knows it from the same gathered numbers, so all stop together. */
-#include "internal.h"
+#include "run.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct lmpio__records {
-  MPI_Comm comm;
-  char *carry; /* rank 0: the unfinished record, then room for the next chunk */
-  MPI_Count carry_len, carry_cap;
-  unsigned long long moves; /* lmpio__shared_moves after the last call's read */
-};
-
-void lmpio__records_free(lmpio_file fh) {
-  lmpio__records *r = fh->records;
-  if (!r) return;
-  if (r->comm != MPI_COMM_NULL) MPI_Comm_free(&r->comm);
-  free(r->carry);
-  free(r);
-  fh->records = NULL;
-}
 
 static void drop_carry(lmpio__records *r) {
   free(r->carry);
@@ -71,6 +55,21 @@ int lmpio_file_drop_records(lmpio_file fh) {
     return lmpio__err(MPI_ERR_FILE, "lmpio_file_drop_records", "file handle is LMPIO_FILE_NULL");
   if (fh->records) drop_carry(fh->records);
   return MPI_SUCCESS;
+}
+
+/* One read_ordered of n bytes, counted in the statistics as one. */
+static int read_ordered(lmpio_file fh, char *buf, MPI_Count n, MPI_Status *status) {
+  const char *call = "lmpio_file_read_ordered_c";
+  lmpio__stats *st = fh->stats;
+  long long t0 = st && st->timed ? lmpio__stats_now() : 0;
+  MPI_Count bytes;
+  int rc = MPI_SUCCESS;
+  if (fh->split.kind != LMPIO__SPLIT_NONE)
+    rc = lmpio__err(MPI_ERR_OTHER, call, "a split collective is active on file \"%s\"", fh->path);
+  rc = lmpio__ordered(fh, buf, n, MPI_BYTE, LMPIO__READ, &bytes, rc, call);
+  lmpio__set_status(status, bytes);
+  lmpio__stats_call(st, LMPIO__K_ORDERED, LMPIO__READ, t0);
+  return rc;
 }
 
 enum { F_LEN, F_FIRST, F_LAST, F_ENDSEP, F_EOF, NF };
@@ -127,7 +126,7 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
     return rc;
   }
   MPI_Status status;
-  rc = lmpio_file_read_ordered_c(fh, buf + pre, max, MPI_BYTE, &status); /* agreed */
+  rc = read_ordered(fh, buf + pre, max, &status); /* agreed */
   st->moves = lmpio__shared_moves(fh);
   MPI_Count got = 0;
   if (rc == MPI_SUCCESS && (MPI_Get_elements_x(&status, MPI_BYTE, &got) != MPI_SUCCESS || got == MPI_UNDEFINED))

@@ -58,7 +58,8 @@
  *
  * Split collectives keep their state in the handle (fh->split, this file:
  * one active per handle, _end must match _begin's kind and buffer). */
-#include "internal.h"
+#include "run.h"
+#include "calls.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -196,7 +197,7 @@ static int run(lmpio__job *job) {
     if (x->pre_rc != MPI_SUCCESS) lmpio__err_set_message(x->pre_msg); /* this rank's, for the agreement */
     if (x->standin) lmpio__set_standin(); /* on the worker's thread, for its first agreement */
     MPI_Offset fbytes;
-    rc = lmpio__coll_transfer(&x->cplan, x->pre_rc, x->pos, x->n, x->buf, x->count, x->type, &bytes, &fbytes,
+    rc = lmpio__coll_transfer(&x->cplan, x->pre_rc, x->pos, x->n, x->buf, x->count, x->type, NULL, &bytes, &fbytes,
                               x->call);
   } else {
     MPI_Offset fbytes;
@@ -213,54 +214,13 @@ static int run(lmpio__job *job) {
   return rc;
 }
 
-/* The memory of staged transfers (stage_user): the last one freed is kept
- * for the next, so a program that writes a checkpoint after each step does
- * not pay for fresh pages (zeroed by the kernel: about as long as the
- * conversion) every time.  lmpio__stage_trim (at close) gives it back. */
-static pthread_mutex_t stage_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *stage_kept;
-static size_t stage_kept_len;
-
-static char *stage_alloc(size_t len) {
-  char *p = NULL;
-  pthread_mutex_lock(&stage_mu);
-  if (stage_kept && stage_kept_len >= len && stage_kept_len / 2 <= len) { /* not much bigger */
-    p = stage_kept;
-    stage_kept = NULL;
-  }
-  pthread_mutex_unlock(&stage_mu);
-  return p ? p : malloc(len > 0 ? len : 1);
-}
-
-static void stage_free(char *p, size_t len) {
-  if (!p) return;
-  pthread_mutex_lock(&stage_mu);
-  if (!stage_kept || stage_kept_len < len) {
-    char *old = stage_kept;
-    stage_kept = p;
-    stage_kept_len = len;
-    p = old;
-  }
-  pthread_mutex_unlock(&stage_mu);
-  free(p);
-}
-
-void lmpio__stage_trim(void) {
-  pthread_mutex_lock(&stage_mu);
-  char *p = stage_kept;
-  stage_kept = NULL;
-  stage_kept_len = 0;
-  pthread_mutex_unlock(&stage_mu);
-  free(p);
-}
-
 static void dispose(lmpio__job *job) {
   xfer *x = (xfer *)job;
   if (x->planned) lmpio__plan_free(x->collective ? &x->cplan.plan : &x->plan);
   x->planned = 0;
   if (x->dup) MPI_Type_free(&x->type);
   if (x->udup) MPI_Type_free(&x->utype);
-  stage_free(x->raw, (size_t)x->raw_len);
+  lmpio__transfer_stage_free(x->raw, (size_t)x->raw_len);
 }
 
 /* On the completing thread (the one calling MPI_Wait, MPI_Test, ... or
@@ -332,7 +292,12 @@ static int job_free_fn(void *extra_state) {
   return MPI_SUCCESS;
 }
 
-void lmpio__requests_close(lmpio_file fh) {
+/* At close, once every job of fh ran: its requests no longer name fh, and
+ * a read of a user representation whose request was freed before its
+ * conversion ran (MPI_Request_free) converts now, on this thread.  Close
+ * calls it through the handle (fh->requests_close), which the first
+ * request sets. */
+static void requests_close(lmpio_file fh) {
   pthread_mutex_lock(&req_mu);
   xfer *list = fh->requests;
   fh->requests = NULL;
@@ -357,7 +322,7 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
   if (request && MPI_Grequest_start(job_query_fn, job_free_fn, cancel_fn, &x->job, &x->job.req) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_OTHER, call, "MPI_Grequest_start failed");
   if (request) *request = x->job.req;
-  lmpio__async_submit(fh, &x->job);
+  lmpio__async_submit(&fh->workers, &x->job);
   if (request) { /* on fh's list, with a reference of its own */
     lmpio__async_retain(&x->job);
     pthread_mutex_lock(&req_mu);
@@ -366,6 +331,7 @@ static int submit(lmpio_file fh, xfer *x, MPI_Request *request, const char *call
     x->next = fh->requests;
     if (x->next) x->next->prev = x;
     fh->requests = x;
+    fh->requests_close = requests_close;
     pthread_mutex_unlock(&req_mu);
   }
   return MPI_SUCCESS;
@@ -387,7 +353,7 @@ static int make_xfer(lmpio_file fh, int collective, MPI_Offset etpos, void *buf,
   x->job.run = run;
   x->job.dispose = dispose;
   x->job.lane = collective ? LMPIO__LANE_COLLECTIVE : LMPIO__LANE_INDEPENDENT;
-  x->fd = lmpio__async_fd(fh, x->job.lane);
+  x->fd = lmpio__async_fd(&fh->workers, x->job.lane);
   x->collective = collective;
   x->dir = dir;
   x->offset = etpos;
@@ -426,7 +392,7 @@ static int stage_user(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   if (!lmpio__mul_ok(n, fh->view.esize, &len) || (MPI_Offset)(size_t)len != len)
     return lmpio__err(MPI_ERR_COUNT, call, "%lld etypes of %lld bytes do not fit memory", (long long)n,
                       (long long)fh->view.esize);
-  x->raw = stage_alloc((size_t)len);
+  x->raw = lmpio__transfer_stage_alloc((size_t)len);
   if (!x->raw)
     return lmpio__err(MPI_ERR_NO_MEM, call, "cannot allocate the %lld bytes that stage a transfer in representation \"%s\"",
                       (long long)len, rep->name);
@@ -493,7 +459,7 @@ static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
   }
   int rc = lmpio__check_range(&fh->view, x->offset, n, &x->pos, call);
   if (rc != MPI_SUCCESS) return rc;
-  lmpio__plan_init(&x->plan, fh, x->dir);
+  lmpio__prologue_plan(&x->plan, fh, x->dir);
   job_plan(x, &x->plan);
   x->planned = 1;
   return MPI_SUCCESS;
@@ -504,7 +470,7 @@ static int plan_xfer(lmpio_file fh, xfer *x, MPI_Offset n, const char *call) {
  * the job's pre_rc), the worker runs the transfer from the first agreement
  * on. */
 static void plan_collective(lmpio_file fh, xfer *x, MPI_Comm comm) {
-  lmpio__coll_plan_init(&x->cplan, fh, comm, x->dir);
+  lmpio__prologue_coll_plan(&x->cplan, fh, comm, x->dir);
   job_plan(x, &x->cplan.plan);
   x->planned = 1;
 }
@@ -515,7 +481,7 @@ static int independent_later(lmpio_file fh, MPI_Offset offset, int use_fp, void 
   MPI_Offset etpos, n = 0;
   int rc = initiate_checks(fh, offset, use_fp, count, type, dir, &etpos, &n, call);
   xfer *x = NULL;
-  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
+  if (rc == MPI_SUCCESS) rc = lmpio__async_prepare(&fh->workers, LMPIO__LANE_INDEPENDENT, call);
   if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, etpos, buf, count, type, dir, &x, call);
   if (rc == MPI_SUCCESS && (rc = stage_user(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
   else if (rc == MPI_SUCCESS && (rc = plan_xfer(fh, x, n, call)) != MPI_SUCCESS) drop_xfer(x);
@@ -553,7 +519,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
   if (rc == MPI_SUCCESS) rc = lmpio__coll_position(fh, etpos, &pos, call);
   MPI_Comm comm;
   xfer *x = NULL;
-  int mrc = lmpio__async_comm(fh, &comm, call);
+  int mrc = lmpio__async_comm(&fh->workers, &comm, call);
   if (mrc == MPI_SUCCESS) mrc = make_xfer(fh, 1, etpos, buf, count, rc == MPI_SUCCESS ? type : MPI_DATATYPE_NULL,
                                           dir, &x, call);
   /* A conversion that fails at initiation is this rank's argument error. */
@@ -569,7 +535,7 @@ static int collective_later(lmpio_file fh, MPI_Offset offset, int use_fp, void *
     if ((mrc = submit(fh, x, active ? NULL : request, call)) != MPI_SUCCESS) {
       drop_xfer(x);
     } else if (active) {
-      lmpio__async_join(fh, &x->job);
+      lmpio__async_join(&fh->workers, &x->job);
       rc = x->job.rc != MPI_SUCCESS ? x->job.rc : rc;
       lmpio__err_set_message(x->job.rc != MPI_SUCCESS ? x->job.msg : x->pre_msg);
       lmpio__async_release(&x->job);
@@ -619,7 +585,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
     *request = MPI_REQUEST_NULL;
     MPI_Offset at, n;
     xfer *x = NULL;
-    int rc = lmpio__async_prepare(fh, LMPIO__LANE_INDEPENDENT, call);
+    int rc = lmpio__async_prepare(&fh->workers, LMPIO__LANE_INDEPENDENT, call);
     if (rc == MPI_SUCCESS) rc = make_xfer(fh, 0, 0, buf, count, type, dir, &x, call);
     /* A write of a user representation converts before the pointer moves. */
     if (rc == MPI_SUCCESS && fh->view.rep && !fh->view.rep->builtin) {
@@ -627,7 +593,7 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
       if (rc == MPI_SUCCESS) rc = lmpio__count_etypes(fh, count, type, &n, call);
       if (rc == MPI_SUCCESS) rc = stage_user(fh, x, n, call);
     }
-    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, call);
+    if (rc == MPI_SUCCESS) rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, NULL, call);
     if (rc == MPI_SUCCESS) {
       x->offset = at;
       rc = plan_xfer(fh, x, n, call);
@@ -644,36 +610,32 @@ static int shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, 
   return finish(rc, &st, r, request);
 }
 
-#define IACCESS(name, how, args, offset, use_fp, buf, dir)                                      \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, how(fh, offset, use_fp, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
+/* The nonblocking calls: independent, collective or shared-pointer (by
+ * coll and pointer; a shared-pointer call has no offset). */
+static int shared_nb(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count, MPI_Datatype type,
+                     int dir, MPI_Request *request, const char *call) {
+  (void)offset, (void)use_fp;
+  return shared(fh, buf, count, type, dir, request, call);
+}
+#define NB_RUN_INDEP_EXPLICIT independent
+#define NB_RUN_INDEP_INDIVIDUAL independent
+#define NB_RUN_COLL_EXPLICIT collective
+#define NB_RUN_COLL_INDIVIDUAL collective
+#define NB_RUN_INDEP_SHARED shared_nb
+#define NONBLOCKING(name, pointer, coll, form, dir, C, sfx)                                              \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = NB_RUN_##coll##_##pointer(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer, \
+                                       (void *)buf, count, datatype, LMPIO__##dir, request,              \
+                                       "lmpio_file_" #name #sfx);                                        \
+    lmpio__stats_call(st, LMPIO__K_NB, LMPIO__##dir, t0);                                                 \
+    return rc;                                                                                            \
   }
-#define ISHARED(name, args, buf, dir)                                                           \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_NB, dir, shared(fh, (void *)buf, count, datatype, dir, request, "lmpio_file_" #name)); \
-  }
-#define IARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
-#define IARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype, MPI_Request *request)
-IACCESS(iread_at, independent, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at, independent, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread, independent, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite, independent, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
-IACCESS(iread_at_all, collective, IARGS_AT(int, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_all, collective, IARGS_AT(int, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_all, collective, IARGS(int, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_all, collective, IARGS(int, const void *), 0, 1, buf, LMPIO__WRITE)
-ISHARED(iread_shared, IARGS(int, void *), buf, LMPIO__READ)
-ISHARED(iwrite_shared, IARGS(int, const void *), buf, LMPIO__WRITE)
-IACCESS(iread_at_c, independent, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_c, independent, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_c, independent, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_c, independent, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
-IACCESS(iread_at_all_c, collective, IARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__READ)
-IACCESS(iwrite_at_all_c, collective, IARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__WRITE)
-IACCESS(iread_all_c, collective, IARGS(MPI_Count, void *), 0, 1, buf, LMPIO__READ)
-IACCESS(iwrite_all_c, collective, IARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__WRITE)
-ISHARED(iread_shared_c, IARGS(MPI_Count, void *), buf, LMPIO__READ)
-ISHARED(iwrite_shared_c, IARGS(MPI_Count, const void *), buf, LMPIO__WRITE)
+#define DEFINE_NB(name, pointer, coll, form, dir) NONBLOCKING(name, pointer, coll, form, dir, int, )
+#define DEFINE_NB_C(name, pointer, coll, form, dir) NONBLOCKING(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_NONBLOCKING(DEFINE_NB)
+LMPIO__CALLS_NONBLOCKING(DEFINE_NB_C)
 
 /* ---- split collectives --------------------------------------------------- */
 
@@ -706,7 +668,7 @@ static int split_begin(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, 
        * agreed by the worker like any collective's. */
       MPI_Offset at, n;
       int agreed;
-      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, call);
+      rc = lmpio__ordered_reserve(fh, count, type, dir, rc, &at, &n, &agreed, NULL, call);
       if (rc != MPI_SUCCESS && agreed) return rc;
       lmpio__job *job = NULL;
       rc = collective_later(fh, at, FP_SHARED, buf, count, type, dir, NULL, &job, rc, call);
@@ -744,7 +706,7 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
   if (fh->split.job) { /* running in the background: its outcome, agreed by the worker */
     lmpio__job *job = fh->split.job;
     fh->split.job = NULL;
-    lmpio__async_join(fh, job);
+    lmpio__async_join(&fh->workers, job);
     fh->busy++; /* a read's conversion function may try to close fh */
     complete_on_caller(job);
     fh->busy--;
@@ -757,29 +719,27 @@ static int split_end(lmpio_file fh, int kind, const void *buf, MPI_Status *statu
   return rc;
 }
 
-#define LMPIO__SPLIT_DIR(kind) ((kind) % 2 == LMPIO__SPLIT_READ_ORDERED % 2 ? LMPIO__READ : LMPIO__WRITE)
-#define SPLIT(name, C, args, offset, use_fp, buf, kind)                                          \
-  int lmpio_file_##name args {                                                                 \
-    LMPIO__COUNTED(fh, LMPIO__K_SPLIT, LMPIO__SPLIT_DIR(kind), split_begin(fh, offset, use_fp, (void *)buf, count, datatype, kind, "lmpio_file_" #name)); \
+/* The split collectives' first halves; the kind of each (by pointer). */
+#define SPLIT_KIND_EXPLICIT(dir) LMPIO__SPLIT_##dir##_AT_ALL
+#define SPLIT_KIND_INDIVIDUAL(dir) LMPIO__SPLIT_##dir##_ALL
+#define SPLIT_KIND_SHARED(dir) LMPIO__SPLIT_##dir##_ORDERED
+#define SPLIT(name, pointer, coll, form, dir, C, sfx)                                                    \
+  int lmpio_file_##name##sfx LMPIO__CALL_PARAMS(lmpio_file, C, pointer, form, dir) {                       \
+    lmpio__stats *st = fh ? fh->stats : NULL;                                                             \
+    long long t0 = lmpio__stats_start(st);                                                                \
+    int rc = split_begin(fh, LMPIO__CALL_OFFSET_VALUE_##pointer, LMPIO__CALL_USE_FP_##pointer, (void *)buf, \
+                         count, datatype, SPLIT_KIND_##pointer(dir), "lmpio_file_" #name #sfx);          \
+    lmpio__stats_call(st, LMPIO__K_SPLIT, LMPIO__##dir, t0);                                              \
+    return rc;                                                                                            \
   }
+#define DEFINE_SPLIT(name, pointer, coll, form, dir) SPLIT(name, pointer, coll, form, dir, int, )
+#define DEFINE_SPLIT_C(name, pointer, coll, form, dir) SPLIT(name, pointer, coll, form, dir, MPI_Count, _c)
+LMPIO__CALLS_SPLIT(DEFINE_SPLIT)
+LMPIO__CALLS_SPLIT(DEFINE_SPLIT_C)
 #define SPLIT_END(name, B, kind)                                                                \
   int lmpio_file_##name(lmpio_file fh, B buf, MPI_Status *status) {                            \
     return split_end(fh, kind, buf, status, "lmpio_file_" #name);                              \
   }
-#define SARGS_AT(C, B) (lmpio_file fh, MPI_Offset offset, B buf, C count, MPI_Datatype datatype)
-#define SARGS(C, B) (lmpio_file fh, B buf, C count, MPI_Datatype datatype)
-SPLIT(read_at_all_begin, int, SARGS_AT(int, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
-SPLIT(write_at_all_begin, int, SARGS_AT(int, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
-SPLIT(read_all_begin, int, SARGS(int, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
-SPLIT(write_all_begin, int, SARGS(int, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
-SPLIT(read_ordered_begin, int, SARGS(int, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
-SPLIT(write_ordered_begin, int, SARGS(int, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
-SPLIT(read_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, void *), offset, 0, buf, LMPIO__SPLIT_READ_AT_ALL)
-SPLIT(write_at_all_begin_c, MPI_Count, SARGS_AT(MPI_Count, const void *), offset, 0, buf, LMPIO__SPLIT_WRITE_AT_ALL)
-SPLIT(read_all_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 1, buf, LMPIO__SPLIT_READ_ALL)
-SPLIT(write_all_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 1, buf, LMPIO__SPLIT_WRITE_ALL)
-SPLIT(read_ordered_begin_c, MPI_Count, SARGS(MPI_Count, void *), 0, 0, buf, LMPIO__SPLIT_READ_ORDERED)
-SPLIT(write_ordered_begin_c, MPI_Count, SARGS(MPI_Count, const void *), 0, 0, buf, LMPIO__SPLIT_WRITE_ORDERED)
 SPLIT_END(read_at_all_end, void *, LMPIO__SPLIT_READ_AT_ALL)
 SPLIT_END(write_at_all_end, const void *, LMPIO__SPLIT_WRITE_AT_ALL)
 SPLIT_END(read_all_end, void *, LMPIO__SPLIT_READ_ALL)

@@ -2,7 +2,7 @@
  * where one fits: POSIX_* for the system calls, MPIIO_* for the calls of the
  * I/O chapter; LMPIO_* for the paths that only lmpio has), the public
  * lmpio_file_get_stats, and the summary LMPIO_STATS prints at close. */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -171,16 +171,6 @@ static double value(const long long *v, const stat_def *d) {
 
 const char *lmpio_stats_name(int i) { return i >= 0 && i < NDEFS ? defs[i].name : NULL; }
 
-int lmpio_file_get_stats(lmpio_file fh, double *values, int max, int *n) {
-  const char *call = "lmpio_file_get_stats";
-  if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  if (max < 0 || (max > 0 && !values)) return lmpio__err(MPI_ERR_ARG, call, "values is NULL or max negative");
-  long long v[LMPIO__S_N];
-  lmpio__stats_sum(fh->stats, v);
-  for (int i = 0; i < NDEFS && i < max; i++) values[i] = value(v, &defs[i]);
-  if (n) *n = NDEFS;
-  return MPI_SUCCESS;
-}
 
 void lmpio__stats_summary(lmpio__stats *st, MPI_Comm comm, const char *path) {
   long long mine[LMPIO__S_N], sum[LMPIO__S_N];
@@ -205,4 +195,11 @@ void lmpio__stats_summary(lmpio__stats *st, MPI_Comm comm, const char *path) {
   if (used > sizeof buf - 1) used = sizeof buf - 1;
   fwrite(buf, 1, used, stderr);
   fflush(stderr);
+}
+
+void lmpio__stats_values(lmpio__stats *st, double *values, int max, int *n) {
+  long long v[LMPIO__S_N];
+  lmpio__stats_sum(st, v);
+  for (int i = 0; i < NDEFS && i < max; i++) values[i] = value(v, &defs[i]);
+  if (n) *n = NDEFS;
 }

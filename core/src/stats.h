@@ -55,6 +55,8 @@ lmpio__stats *lmpio__stats_new(void);
 void lmpio__stats_free(lmpio__stats *st);
 /* The sum of every thread's counters into v[LMPIO__S_N] (zeros for NULL). */
 void lmpio__stats_sum(lmpio__stats *st, long long *v);
+/* The values lmpio_file_get_stats returns (at most max; *n: how many there are). */
+void lmpio__stats_values(lmpio__stats *st, double *values, int max, int *n);
 /* The counters this thread used last (stats.c), and how it finds or makes
  * its block of st's (NULL: out of memory, not counted). */
 typedef struct {
@@ -82,17 +84,13 @@ static inline void lmpio__stats_call(lmpio__stats *st, int kind, int dir, long l
   lmpio__stats_add(st, LMPIO__S_CALLS + kind * 2 + dir, 1);
   if (st->timed) lmpio__stats_add(st, LMPIO__S_CALL_TIME + dir, lmpio__stats_now() - t0);
 }
-/* The public entries count themselves through this: expr is the call.  The
- * clock is read only for a handle whose calls are timed: two reads cost
- * about 50 ns here, a third of lmpio's own time in a 4 KiB read_at. */
-#define LMPIO__COUNTED(fh, kind, dir, expr)                                                  \
-  do {                                                                                       \
-    lmpio__stats *lmpio_st_ = (fh) ? (fh)->stats : NULL;                                      \
-    long long lmpio_t0_ = lmpio_st_ && lmpio_st_->timed ? lmpio__stats_now() : 0;            \
-    int lmpio_rc_ = (expr);                                                                  \
-    lmpio__stats_call(lmpio_st_, (kind), (dir), lmpio_t0_);                                  \
-    return lmpio_rc_;                                                                        \
-  } while (0)
+/* The public entries count themselves: t0 = lmpio__stats_start(st) before
+ * the call, lmpio__stats_call after it.  The clock is read only for a
+ * handle whose calls are timed: two reads cost about 50 ns here, a third of
+ * lmpio's own time in a 4 KiB read_at. */
+static inline long long lmpio__stats_start(const lmpio__stats *st) {
+  return st && st->timed ? lmpio__stats_now() : 0;
+}
 
 /* Whether the environment asks for a summary at close (LMPIO_STATS set and
  * not "0"). */

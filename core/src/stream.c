@@ -41,7 +41,7 @@
  *
  * The stream's bytes are the data of the view: its datarep must be native
  * and its filetype without holes (set_view checks, file.c). */
-#include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -534,6 +534,18 @@ static int take(lmpio_file fh, lmpio__stream *s, MPI_Count *got, const char *cal
     if (g < want) break;
   }
   return rc;
+}
+
+/* The view must be the data as it is in memory: native, no holes. */
+int lmpio__pipe_check_view(lmpio_file fh, const lmpio__view *v, const char *call) {
+  if (v->rep)
+    return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                      "file \"%s\" is a stream: its data representation can only be \"native\", not \"%s\"", fh->path,
+                      v->datarep);
+  if (!v->contiguous && !v->empty)
+    return lmpio__err(MPI_ERR_UNSUPPORTED_OPERATION, call,
+                      "file \"%s\" is a stream: a filetype with holes has no meaning there", fh->path);
+  return MPI_SUCCESS;
 }
 
 int lmpio__pipe_shared(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,

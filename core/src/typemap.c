@@ -6,7 +6,8 @@
  * run per nesting level, not one entry per block.  A cursor walks the data
  * segments of the tree tiled forever, which serves both the filetype of a
  * view (tiled over the file) and a memory type (tiled `count` times). */
-#include "internal.h"
+#include "model.h"
+#include "external32.h"
 
 #include <limits.h>
 
@@ -184,8 +185,8 @@ static int pair_node(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_node *
   else { *is_pair = 0; return MPI_SUCCESS; }
   MPI_Aint asize, isize = sizeof(int);
   if (rep) { /* file representations are byte aligned: the int follows */
-    int rc = lmpio__datarep_type_extent(rep, a, &asize);
-    if (rc == MPI_SUCCESS) rc = lmpio__datarep_type_extent(rep, MPI_INT, &isize);
+    int rc = lmpio__typemap_extent(rep, a, &asize);
+    if (rc == MPI_SUCCESS) rc = lmpio__typemap_extent(rep, MPI_INT, &isize);
     if (rc != MPI_SUCCESS) return rc;
     boff = asize;
   } else {
@@ -457,7 +458,7 @@ static int decode_uncached(MPI_Datatype t, const lmpio__datarep *rep, lmpio__tm_
     if (rc == MPI_SUCCESS && !is_pair) {
       MPI_Aint size;
       if (rep) {
-        rc = lmpio__datarep_type_extent(rep, t, &size);
+        rc = lmpio__typemap_extent(rep, t, &size);
       } else {
         int sz;
         MPI_Type_size(t, &sz);
@@ -609,7 +610,7 @@ int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
   }
   int rc = decode(type, rep, &n);
   if (rc == MPI_ERR_CONVERSION || rc == MPI_ERR_UNSUPPORTED_DATAREP)
-    return lmpio__datarep_error(rc, call, "the data representation gives no file extent for a type");
+    return lmpio__err_conversion(rc, call, "the data representation gives no file extent for a type");
   if (rc == MPI_ERR_NO_MEM) return lmpio__err(rc, call, "out of memory while flattening a datatype");
   if (rc == MPI_ERR_ARG)
     return lmpio__err(rc, call, "the datatype's size, extent or displacements overflow 64 bits%s",
@@ -832,3 +833,31 @@ MPI_Datatype lmpio__cursor_peek_leaf(lmpio__cursor *c) {
   if (c->seg_left == 0) fill(c);
   return c->leaf_basic;
 }
+
+/* The file extent of a predefined type in a representation: the
+ * standard's table for the built-in ones, else the extent function. */
+int lmpio__typemap_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext) {
+  if (rep->builtin) {
+    *ext = lmpio__external32_size(basic);
+    return *ext > 0 ? MPI_SUCCESS : MPI_ERR_TYPE;
+  }
+  MPI_Aint e = 0;
+  lmpio__err_clear_detail(); /* only what this call says counts */
+  lmpio__err_converting(1); /* (no collective call from in there: agree.c) */
+  int code = rep->extent_fn(basic, &e, rep->extra);
+  lmpio__err_converting(-1);
+  if (code != MPI_SUCCESS) return MPI_ERR_CONVERSION;
+  /* An extent no item can have (at most 2^40 bytes) would make every size
+   * computed from it wrap: the extent function is wrong. */
+  if (e <= 0 || e > ((MPI_Aint)1 << 40)) {
+    char name[MPI_MAX_OBJECT_NAME] = "a predefined type";
+    int len = 0;
+    MPI_Type_get_name(basic, name, &len);
+    lmpio__err_detail("the extent function of \"%s\" answered %lld bytes for %s (1 to 2^40 are possible)", rep->name,
+                      (long long)e, name);
+    return MPI_ERR_CONVERSION;
+  }
+  *ext = e;
+  return MPI_SUCCESS;
+}
+

@@ -4,7 +4,7 @@
  * The filetype tiles the file from disp as MPI_Type_contiguous(filetype,
  * infinity) would: instance i starts at disp + i * extent, explicit lower and
  * upper bounds included. */
-#include "internal.h"
+#include "model.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * that the thread is still there, and a thread leaving waits for a report
  * being made of it to finish (its script's frames must not change under
  * the where function). */
-#include "internal.h"
+#include "ground.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -3,7 +3,7 @@
  * message that names that class (ENOSPC on one rank, EIO on another must not
  * give a rank one class and a message naming the other). */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -6,7 +6,7 @@
  * completing call's (class and message), close / set_view / blocking calls
  * wait for outstanding operations, and external32 converts on every path. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -1055,7 +1055,7 @@ static void test_freed_read_converts_at_close(void) {
   TL_OK(lmpio_file_iread_at(fh, at, b1, N, MPI_INT, &req));
   TL_OK(MPI_Request_free(&req)); /* most likely before the worker ran it */
   TL_OK(lmpio_file_iread_at(fh, at, b2, N, MPI_INT, &req));
-  lmpio__async_wait_independent(fh); /* it ran: freed after completion */
+  lmpio__async_wait_independent(&fh->workers); /* it ran: freed after completion */
   TL_OK(MPI_Request_free(&req));
   TL_OK(lmpio_file_iread_at_all(fh, at, b3, N, MPI_INT, &req));
   TL_OK(MPI_Request_free(&req));

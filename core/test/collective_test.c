@@ -6,7 +6,7 @@
  * (automatic, two-phase forced with small buffers, one aggregator, disabled)
  * and checks the file bytes with plain pread. */
 #include "testlib.h"
-#include "internal.h" /* one_node */
+#include "internals.h" /* one_node */
 
 #include <fcntl.h>
 

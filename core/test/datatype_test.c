@@ -3,7 +3,7 @@
  * the oracle); zero-length blocks, zero-size types, negative memory
  * displacements; the flattening cache and its compactness (10^8 blocks). */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <stdint.h>
 #include <sys/resource.h>

@@ -6,7 +6,7 @@
 #include "testlib.h"
 
 #include <sys/stat.h>
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <linux/magic.h>

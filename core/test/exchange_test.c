@@ -7,7 +7,7 @@
  * the attach; and the exchange itself under skew, with records longer than
  * a slot. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -8,7 +8,8 @@
  * file can be closed and opened again.  Prints the number of injection
  * points covered. */
 #include "testlib.h"
-#include "internal.h"
+#include <stddef.h>
+#include "internals.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -542,6 +543,24 @@ static void test_window_mapping_cut_short(void) {
   close_every_other(&fh, p, &c, &t);
 }
 
+/* The table of system calls names every entry once (lmpio__os_entries),
+ * and an entry replaced by name is the one the table's field holds. */
+static void test_os_entries_named(void) {
+  TL_EQ((long long)lmpio__os_nentries * (long long)sizeof(void (*)(void)), (long long)sizeof(lmpio__os_table));
+  for (int i = 0; i < lmpio__os_nentries; i++)
+    for (int j = i + 1; j < lmpio__os_nentries; j++) {
+      TL_CHECK(strcmp(lmpio__os_entries[i].name, lmpio__os_entries[j].name) != 0);
+      TL_CHECK(lmpio__os_entries[i].offset != lmpio__os_entries[j].offset);
+    }
+  int found = 0;
+  for (int i = 0; i < lmpio__os_nentries; i++)
+    if (strcmp(lmpio__os_entries[i].name, "pwrite") == 0) {
+      found = 1;
+      TL_EQ((long long)lmpio__os_entries[i].offset, (long long)offsetof(lmpio__os_table, pwrite));
+    }
+  TL_CHECK(found);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   path = tl_path("fault");
@@ -555,6 +574,7 @@ int main(int argc, char **argv) {
     tl_run(name, run_current);
   }
   lmpio__os = lmpio__os_real;
+  tl_run("the system calls' table names each entry once", test_os_entries_named);
   tl_run("a mapped read whose file is cut short fails with MPI_ERR_IO", test_mapped_read_cut_short);
   tl_run("a SIGBUS handler set after lmpio's keeps mapped reads guarded", test_guard_after_program_handler);
   tl_run("a mapped write whose file is cut short is done again by system calls (MPI_ERR_NO_SPACE on a full disk)",

@@ -5,7 +5,7 @@
  * or raises SIGBUS.  Whether the mapping was used is read off the statistics
  * (a mapped access makes no pread or pwrite). */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <fcntl.h>

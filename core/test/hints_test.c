@@ -2,7 +2,8 @@
  * get_info and the README's table.  `hints_test --table` prints the table
  * as the README shows it. */
 #include "testlib.h"
-#include "internal.h"
+#include <dirent.h>
+#include "internals.h"
 
 static void set(MPI_Info info, const char *k, const char *v) { MPI_Info_set(info, k, v); }
 
@@ -277,11 +278,61 @@ static void test_readme_table(void) {
   }
 }
 
+/* The README's table of environment variables is the table of hints.c,
+ * and every getenv("LMPIO_...") of core/src is in it. */
+static void test_environment_table(void) {
+  FILE *f = fopen("README.md", "r");
+  if (!f) return; /* run from elsewhere: nothing to compare */
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  char row[512];
+  for (int i = 0; lmpio__hints_env_row(i, row, sizeof row); i++)
+    if (!strstr(text, row)) {
+      tl_case_failed = 1;
+      fprintf(stderr, "[rank %d] README.md lacks the row (build/test/hints_test --table prints them):\n%s\n", tl_rank, row);
+    }
+  DIR *d = opendir("core/src");
+  if (!d) return;
+  struct dirent *e;
+  static char src[1 << 18];
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0) continue;
+    char path[300];
+    snprintf(path, sizeof path, "core/src/%s", e->d_name);
+    FILE *s = fopen(path, "r");
+    if (!s) continue;
+    size_t m = fread(src, 1, sizeof src - 1, s);
+    src[m] = '\0';
+    fclose(s);
+    for (const char *p = src; (p = strstr(p, "getenv(\"LMPIO_")); p++) {
+      char name[64];
+      if (sscanf(p + 8, "%63[A-Z0-9_]", name) != 1) continue;
+      int known = 0;
+      for (int i = 0; !known && lmpio__hints_env_row(i, row, sizeof row); i++) {
+        char cell[80];
+        snprintf(cell, sizeof cell, "| `%s` |", name);
+        known = strncmp(row, cell, strlen(cell)) == 0;
+      }
+      if (!known) {
+        tl_case_failed = 1;
+        fprintf(stderr, "[rank %d] %s reads %s, which hints.c's table of environment variables lacks\n", tl_rank,
+                path, name);
+      }
+    }
+  }
+  closedir(d);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--table") == 0) {
     char row[512];
     printf("| key | meaning | default | values | same on every rank |\n| --- | --- | --- | --- | --- |\n");
     for (int i = 0; lmpio__hints_row(i, row, sizeof row); i++) printf("%s\n", row);
+    printf("\n| variable | meaning | values |\n| --- | --- | --- |\n");
+    for (int i = 0; lmpio__hints_env_row(i, row, sizeof row); i++) printf("%s\n", row);
     return 0;
   }
   tl_init(&argc, &argv);
@@ -290,6 +341,8 @@ int main(int argc, char **argv) {
   tl_run("mode hint values are case-insensitive", test_mode_case);
   tl_run("collective-buffering hints must match", test_must_agree);
   tl_run("README table of hints comes from the table", test_readme_table);
+  tl_run("README table of environment variables comes from the table, which has every one the core reads",
+         test_environment_table);
   tl_run("unknown hint keys are reported once and listed by get_info", test_unknown_keys);
   return tl_finish();
 }

@@ -5,7 +5,7 @@
  * aggregators write the file, file domains are aligned to the stripe or to
  * the file system's block, and get_info reports what is in effect. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <errno.h>
 #include <fcntl.h>

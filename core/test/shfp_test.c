@@ -3,7 +3,7 @@
  * job and nothing stays after a crash; short names; a directory that takes
  * no new file.  The last case injects EACCES through the os table. */
 #include "testlib.h"
-#include "internal.h"
+#include "internals.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * other end; the file is opened by the name "/proc/self/fd/N" (or the
  * FIFO's path), which only rank 0 opens. */
 #include "testlib.h"
-#include "internal.h" /* lmpio__async_available */
+#include "internals.h" /* lmpio__async_available */
 
 #include <errno.h>
 #include <fcntl.h>
