@@ -1616,6 +1616,33 @@ static int l_records(lua_State *L) {
   return 1;
 }
 
+/* ---- arrays as data of messages and collectives ------------------------- */
+
+lmpio_lua_buffer *lmpio_lua_toarray(lua_State *L, int idx, int *code) {
+  if (!lmpio_lua_tobuffer(L, idx)) return NULL;
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
+  lmpio_lua_checkheld(L, b, 0);
+  if (b->rec)
+    luaL_argerror(L, idx, "records cannot be sent (send r:tostring() and rebuild them with lmpio.records)");
+  int c = lmpio_lua_typecode(b->type);
+  if (c < 0) luaL_argerror(L, idx, "only arrays of predefined datatypes can be sent");
+  *code = c;
+  return b;
+}
+
+void lmpio_lua_spanof(lua_State *L, int idx, const lmpio_lua_buffer *b, lmpio_lua_span *s) {
+  if (b->strided) {
+    s->ptr = b->data;
+    s->count = b->count ? 1 : 0;
+    s->type = b->dtype;
+    return;
+  }
+  if (b->count > INT_MAX) luaL_argerror(L, idx, "more than 2^31 - 1 elements in one call");
+  s->ptr = b->data ? (void *)b->data : (void *)b;
+  s->count = (int)b->count;
+  s->type = b->type;
+}
+
 /* ---- memory arguments of data access calls ------------------------------- */
 
 int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {

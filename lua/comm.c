@@ -20,10 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-  MPI_Comm comm;
-  int owned; /* freed by comm:free() (MPI_Comm_free is collective: never in __gc) */
-} lcomm;
+typedef lmpio_lua_comm lcomm;
+
+/* The shadows of lmpio.world and lmpio.self, made once per process (the
+ * first require of the module, on every rank: MPI_Comm_dup is collective). */
+static MPI_Comm world_shadow = MPI_COMM_NULL, self_shadow = MPI_COMM_NULL;
 
 static int finalized(void) {
   int fin = 0;
@@ -40,9 +41,13 @@ static lcomm *checklcomm(lua_State *L, int idx) {
 
 MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx) { return checklcomm(L, idx)->comm; }
 
+lmpio_lua_comm *lmpio_lua_checklcomm(lua_State *L, int idx) { return checklcomm(L, idx); }
+
 static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   lcomm *c = lua_newuserdatauv(L, sizeof *c, 0);
+  memset(c, 0, sizeof *c);
   c->comm = comm;
+  c->shadow = MPI_COMM_NULL;
   c->owned = owned;
   luaL_setmetatable(L, LMPIO_LUA_COMM);
   return c;
@@ -138,6 +143,7 @@ static int c_split(lua_State *L) {
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
   c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -154,6 +160,7 @@ static int c_dup(lua_State *L) {
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_dup(comm, &out), "MPI_Comm_dup");
   c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -171,6 +178,7 @@ static int c_free(lua_State *L) {
   if (!c->owned) return luaL_error(L, "cannot free a predefined communicator");
   lmpio_lua_checkmpi(L, MPI_Comm_free(&c->comm), "MPI_Comm_free");
   c->comm = MPI_COMM_NULL;
+  if (c->shadow != MPI_COMM_NULL) MPI_Comm_free(&c->shadow);
   return 0;
 }
 
@@ -507,9 +515,13 @@ int lmpio_lua_comm_open(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
-  pushcomm(L, MPI_COMM_WORLD, 0);
+  if (world_shadow == MPI_COMM_NULL) {
+    lmpio_lua_checkmpi(L, MPI_Comm_dup(MPI_COMM_WORLD, &world_shadow), "MPI_Comm_dup");
+    lmpio_lua_checkmpi(L, MPI_Comm_dup(MPI_COMM_SELF, &self_shadow), "MPI_Comm_dup");
+  }
+  pushcomm(L, MPI_COMM_WORLD, 0)->shadow = world_shadow;
   lua_setfield(L, -2, "world");
-  pushcomm(L, MPI_COMM_SELF, 0);
+  pushcomm(L, MPI_COMM_SELF, 0)->shadow = self_shadow;
   lua_setfield(L, -2, "self");
   lua_pushinteger(L, MPI_UNDEFINED);
   lua_setfield(L, -2, "UNDEFINED");

@@ -79,6 +79,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_file_open(L);
   lmpio_lua_request_open(L);
   lmpio_lua_message_open(L);
+  lmpio_lua_p2p_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
   lmpio_lua_environment_open(L);
   return 1;

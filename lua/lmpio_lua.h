@@ -122,6 +122,9 @@ typedef struct lmpio_lua_buffer {
   int ndim;              /* 0: no shape (one dimension of count elements) */
   int forder;            /* the shape is in Fortran order (first index fastest) */
   size_t dims[LMPIO_LUA_MAXDIM];
+  int strided;           /* a slice: element k of dimension d at data + sum(k_d * strides[d]) */
+  ptrdiff_t strides[LMPIO_LUA_MAXDIM]; /* a slice's, in bytes */
+  MPI_Datatype dtype;    /* a slice's datatype (its object in user value 2), from data */
   struct lmpio_lua_hold *holds; /* of a root: pending calls that hold its memory (buffer.c) */
 } lmpio_lua_buffer;
 
@@ -208,6 +211,21 @@ static inline void lmpio_lua_checkheld(lua_State *L, const lmpio_lua_buffer *b, 
   if (b && LMPIO_LUA_HELD(b)) lmpio_lua_checkheld_(L, b, writing);
 }
 
+/* The array at idx when it is one (NULL otherwise) that may be the data of
+ * a collective or a message: an array, slice or byte buffer of a
+ * predefined type, not records.  Its type's code in *code. */
+lmpio_lua_buffer *lmpio_lua_toarray(lua_State *L, int idx, int *code);
+/* An array's memory as MPI takes it: (ptr, count, type); a slice is one
+ * item of its datatype from its first element. */
+typedef struct {
+  void *ptr;
+  int count;
+  MPI_Datatype type;
+} lmpio_lua_span;
+/* The span of the array b at idx (raises when it has more than INT_MAX
+ * elements). */
+void lmpio_lua_spanof(lua_State *L, int idx, const lmpio_lua_buffer *b, lmpio_lua_span *s);
+
 /* Elements i..j given as arguments ai and aj (optional; clamped as
  * string.sub clamps, negative from the end) -> start (0-based), n. */
 void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n);
@@ -260,8 +278,18 @@ MPI_Datatype lmpio_lua_codetype(long long code);
 
 /* ---- comm.c ------------------------------------------------------------ */
 
+/* A communicator object: the MPI communicator, and its shadow (a
+ * duplicate made with it, for the second part of messages too large to
+ * travel in one, lua/p2p.c, so that no receive of the script can take it). */
+typedef struct lmpio_lua_comm {
+  MPI_Comm comm;
+  MPI_Comm shadow;
+  unsigned seq;  /* the tag of this rank's next payload on the shadow */
+  int owned;     /* freed by comm:free() (MPI_Comm_free is collective: never in __gc) */
+} lmpio_lua_comm;
 /* The communicator at idx; raises when it was freed or MPI was finalized. */
 MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx);
+lmpio_lua_comm *lmpio_lua_checklcomm(lua_State *L, int idx);
 /* Converts a Lua table (or nil) at idx to a new MPI_Info (or MPI_INFO_NULL):
  * values are strings, numbers or booleans ("true"/"false"), as strings;
  * validates everything before creating it. */
@@ -377,6 +405,14 @@ int lmpio_lua_file_open(lua_State *L);
 int lmpio_lua_request_open(lua_State *L);
 int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
+int lmpio_lua_p2p_open(lua_State *L);
+
+/* p2p.c: the pace of every wait of the module that polls: a bounded number
+ * of polls, then sched_yield for a while, then sleeps that grow. */
+typedef struct {
+  long long opaque[4];
+} lmpio_lua_waiter; /* zeroed before a wait */
+void lmpio_lua_pause(lmpio_lua_waiter *w);
 /* lifetime.c: MPI initialised and the script's end watched (first); the
  * environment functions (wtime, wtick, abort, version). */
 int lmpio_lua_lifetime_open(lua_State *L);
