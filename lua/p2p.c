@@ -323,14 +323,15 @@ static void arrived(lua_State *L, int ridx, mreq *r, int got, int pos) {
   lmpio_lua_span s = {0};
   int rc;
   if (r->into) {
+    int top = lua_gettop(L);
     lua_getiuservalue(L, ridx, UV_INTO);
     lmpio_lua_buffer *b = lmpio_lua_tobuffer(L, -1);
-    const char *why = unfit(L, h, b);
+    const char *why = unfit(L, h, b); /* may push its message */
     if (why) {
       char m[sizeof r->errmsg];
       snprintf(m, sizeof m, "from rank %d, tag %d: %s", r->rsrc, r->rtag, why);
-      fail(r, h->count > b->count ? MPI_ERR_TRUNCATE : MPI_ERR_TYPE, m);
-      lua_pop(L, 1);
+      fail(r, h->count > b->count ? MPI_ERR_COUNT : MPI_ERR_TYPE, m); /* (the core names no MPI_ERR_TRUNCATE) */
+      lua_settop(L, top);
       if (!large) {
         finish(L, r);
         return;
@@ -344,7 +345,7 @@ static void arrived(lua_State *L, int ridx, mreq *r, int got, int pos) {
       s.type = MPI_BYTE;
     } else {
       intospan(L, -1, b, h, &s);
-      lua_pop(L, 2); /* the view's span is kept alive by UV_INTO */
+      lua_settop(L, top); /* the memory is kept alive by UV_INTO */
       r->n = (lua_Integer)h->count;
     }
   } else if (h->kind == K_ARRAY) {
@@ -734,7 +735,7 @@ included).
 @return its tag
 @return with `into`: the number of elements received
 @raise when src or tag is out of range, the message was not sent by lmpio,
-  or does not fit `into` (`MPI_ERR_TRUNCATE` when it has more elements,
+  or does not fit `into` (`MPI_ERR_COUNT` when it has more elements,
   `MPI_ERR_TYPE` when they are of another type)
 @usage local x, from = comm:recv(lmpio.ANY_SOURCE)
 comm:recv(left, 0, u:slice({2, -2}, 1))   -- a ghost column, in place
