@@ -94,6 +94,18 @@ lmpio_lua_buffer *lmpio_lua_checkbuffer(lua_State *L, int idx) {
   return b;
 }
 
+lmpio_lua_buffer *lmpio_lua_checkflat(lua_State *L, int idx) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
+  if (b->strided)
+    luaL_argerror(L, idx, "a slice is not contiguous memory (copy it into an array first: a:copy(slice))");
+  return b;
+}
+
+/* The address of element i (0-based, in storage order) of b. */
+static unsigned char *elemat(const lmpio_lua_buffer *b, size_t i) {
+  return b->strided ? lmpio_lua_slice_at(b, i) : b->data + i * b->esize;
+}
+
 static MPI_Count type_size(lua_State *L, MPI_Datatype t) {
   MPI_Count n = 0;
   lmpio_lua_checkmpi(L, MPI_Type_size_x(t, &n), "MPI_Type_size_x");
@@ -330,6 +342,10 @@ static void checkheld_elems(lua_State *L, const lmpio_lua_buffer *b, size_t i, s
   if (!LMPIO_LUA_HELD(b)) return;
   size_t lo, hi;
   byterange(b, &lo, &hi);
+  if (b->strided) { /* a slice: its whole span */
+    checkbytes(L, b, lo, hi, writing);
+    return;
+  }
   lo += i * b->esize;
   checkbytes(L, b, lo, lo + n * b->esize, writing);
 }
@@ -559,6 +575,11 @@ static lmpio_lua_buffer *pushview(lua_State *L, int bidx, const lmpio_lua_buffer
   return v;
 }
 
+lmpio_lua_buffer *lmpio_lua_pushview(lua_State *L, int bidx, const lmpio_lua_buffer *b, unsigned char *data,
+                                     size_t count) {
+  return pushview(L, bidx, b, data, count, b->esize, b->type, b->kind, NULL);
+}
+
 /* Pushes a view of elements [start, start + n) of b (at bidx). */
 static lmpio_lua_buffer *subview(lua_State *L, int bidx, const lmpio_lua_buffer *b, size_t start, size_t n) {
   return pushview(L, bidx, b, b->data ? b->data + start * b->esize : NULL, n, b->esize, b->type, b->kind,
@@ -580,7 +601,7 @@ static void pushelem(lua_State *L, int bidx, const lmpio_lua_buffer *b, size_t i
     subview(L, bidx, b, i, 1)->isref = 1;
     return;
   }
-  if (!loadval(L, b->kind, b->esize, b->data + i * b->esize))
+  if (!loadval(L, b->kind, b->esize, elemat(b, i)))
     luaL_error(L, "elements of type %s cannot be read from Lua (use tostring)", elemname(b));
 }
 
@@ -672,7 +693,7 @@ static void setelem(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vidx)
     setrecord(L, b, i, vidx);
     return;
   }
-  int st = storeval(L, b->kind, b->esize, b->data + i * b->esize, vidx);
+  int st = storeval(L, b->kind, b->esize, elemat(b, i), vidx);
   if (st != ST_OK)
     storeerror(L, st, b->kind, b->esize, vidx,
                lua_pushfstring(L, "element %I of a %s array", (lua_Integer)i + 1, elemname(b)));
@@ -828,7 +849,7 @@ static int b_index(lua_State *L) {
     if (!usable(fast)) return luaL_error(L, "buffer used after the converter returned");
     if (ix < 1 || (lua_Unsigned)ix > fast->count) return 0;
     checkheld_elems(L, fast, (size_t)ix - 1, 1, 0);
-    if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec) {
+    if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->strided) {
       double v;
       memcpy(&v, fast->data + (size_t)(ix - 1) * sizeof v, sizeof v);
       lua_pushnumber(L, (lua_Number)v);
@@ -887,7 +908,8 @@ leaves the element unchanged.
 */
 static int b_newindex(lua_State *L) {
   lmpio_lua_buffer *fast = lua_isinteger(L, 2) && lua_type(L, 3) == LUA_TNUMBER ? ours(L) : NULL;
-  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->readonly && usable(fast) && !LMPIO_LUA_HELD(fast)) { /* a[i] = x */
+  if (fast && fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->strided && !fast->readonly && usable(fast) &&
+      !LMPIO_LUA_HELD(fast)) { /* a[i] = x */
     lua_Integer ix = lua_tointeger(L, 2);
     if (ix >= 1 && (lua_Unsigned)ix <= fast->count) {
       double v = (double)lua_tonumber(L, 3);
@@ -941,7 +963,7 @@ a shaped array, "view" for views, "lmpio.buffer(n)", "lmpio.records(n)".
 */
 static int b_tostring_meta(lua_State *L) {
   lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
-  const char *how = b->root ? " view" : b->borrowed ? " borrowed" : "";
+  const char *how = b->strided ? " slice" : b->root ? " view" : b->borrowed ? " borrowed" : "";
   if (!usable(b)) {
     lua_pushliteral(L, "lmpio.buffer (used after the converter returned)");
   } else if (b->rec) {
@@ -1026,6 +1048,13 @@ static int b_tostring(lua_State *L) {
   size_t s, n;
   range(L, b, 2, 3, &s, &n);
   checkheld_elems(L, b, s, n, 0);
+  if (b->strided) {
+    luaL_Buffer out;
+    luaL_buffinit(L, &out);
+    for (size_t k = 0; k < n; k++) luaL_addlstring(&out, (const char *)elemat(b, s + k), b->esize);
+    luaL_pushresult(&out);
+    return 1;
+  }
   lua_pushlstring(L, n ? (const char *)b->data + s * b->esize : "", n * b->esize);
   return 1;
 }
@@ -1074,9 +1103,9 @@ static int b_fill(lua_State *L) {
   checkheld_elems(L, b, s, n, 1);
   lua_settop(L, 2);
   if (n) {
-    unsigned char *p = b->data + s * b->esize;
+    unsigned char *p = elemat(b, s);
     setelem(L, b, s, 2);
-    for (size_t k = 1; k < n; k++) memcpy(p + k * b->esize, p, b->esize);
+    for (size_t k = 1; k < n; k++) memcpy(elemat(b, s + k), p, b->esize);
   }
   lua_settop(L, 1);
   return 1;
@@ -1101,6 +1130,11 @@ static int b_set(lua_State *L) {
   if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld(L, b, 1);
   int t = lua_type(L, top), bulk = t == LUA_TSTRING;
+  lmpio_lua_buffer *src = top == 3 && !b->rec ? lmpio_lua_tobuffer(L, top) : NULL;
+  if (src) {
+    if (!usable(src)) return luaL_error(L, "buffer used after the converter returned");
+    bulk = 1;
+  }
   if (t == LUA_TTABLE) { /* for records, one record table or a list of them */
     bulk = !b->rec || lua_rawgeti(L, top, 1) == LUA_TTABLE;
     lua_settop(L, top);
@@ -1121,7 +1155,18 @@ static int b_set(lua_State *L) {
     const char *s = lua_tolstring(L, top, &len);
     if (len % b->esize) return luaL_argerror(L, top, "not a whole number of elements");
     if (len / b->esize > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
-    if (len) memcpy(b->data + start * b->esize, s, len);
+    for (size_t k = 0; b->strided && k < len / b->esize; k++) memcpy(elemat(b, start + k), s + k * b->esize, b->esize);
+    if (len && !b->strided) memcpy(b->data + start * b->esize, s, len);
+  } else if (src) { /* an array: its elements, in storage order */
+    if (src->count > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
+    if (src->type != b->type || src->rec || b->rec)
+      return luaL_argerror(L, top, "an array of another element type (set copies elements as they are)");
+    lmpio_lua_checkheld(L, src, 0);
+    if (!src->strided && !b->strided) {
+      if (src->count) memmove(b->data + start * b->esize, src->data, src->count * b->esize);
+    } else {
+      for (size_t k = 0; k < src->count; k++) memmove(elemat(b, start + k), elemat(src, k), b->esize);
+    }
   } else {
     lua_Integer n = luaL_len(L, top);
     if ((lua_Unsigned)n > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
@@ -1181,6 +1226,7 @@ empty view).  The view has no shape.
 */
 static int b_sub(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  if (b->strided) return luaL_error(L, "sub of a slice: take a slice of it (a:slice)");
   lua_Integer cnt = (lua_Integer)b->count;
   lua_Integer i0 = luaL_checkinteger(L, 2), j0 = luaL_optinteger(L, 3, cnt);
   lua_Integer i = i0 < 0 ? i0 + cnt + 1 : i0, j = j0 < 0 ? j0 + cnt + 1 : j0;
@@ -1203,6 +1249,7 @@ order (first index fastest), as the `order` of `lmpio.type.subarray` and
 */
 static int b_reshape(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  if (b->strided) return luaL_error(L, "reshape of a slice (its elements are not one block of memory)");
   size_t dims[LMPIO_LUA_MAXDIM], total;
   int nd = checkshape(L, 2, dims, &total);
   int f = checkorder(L, 3);
@@ -1686,6 +1733,16 @@ int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {
       if (!usable(b)) return luaL_error(L, "buffer used after the converter returned");
       if (!writing && b->readonly) return luaL_argerror(L, idx, "cannot read into a read-only buffer");
       lmpio_lua_checkheld(L, b, !writing); /* a read writes the memory, a write reads it */
+      if (b->strided) { /* a slice: one item of its datatype; counts are of its elements */
+        if (!lua_isnoneornil(L, cidx) || !lua_isnoneornil(L, tidx))
+          return luaL_argerror(L, idx, "a slice takes no count or datatype (it is its own datatype)");
+        m->buf = b;
+        m->ptr = b->data ? (void *)b->data : (void *)"";
+        m->count = b->count ? 1 : 0;
+        m->type = b->count ? b->dtype : b->type;
+        m->type_size = (MPI_Count)b->esize;
+        return 3;
+      }
       m->buf = b;
       m->ptr = b->data;
       nbytes = b->nbytes;

@@ -246,6 +246,22 @@ static void dims_create(lua_State *L, int arg, int nnodes, int ndims, int dims[M
   lmpio_lua_checkmpi(L, MPI_Dims_create(nnodes, ndims, dims), "MPI_Dims_create");
 }
 
+/* periodic at idx: nil/false (none), true (all), or a table of n
+ * booleans. */
+static void checkperiods(lua_State *L, int idx, int n, int periods[MAXDIMS]) {
+  int all = lua_toboolean(L, idx) && !lua_istable(L, idx);
+  if (!lua_isnoneornil(L, idx) && !lua_isboolean(L, idx) && !lua_istable(L, idx))
+    luaL_typeerror(L, idx, "boolean or table of booleans");
+  for (int i = 0; i < n; i++) {
+    periods[i] = all;
+    if (lua_istable(L, idx)) {
+      lua_rawgeti(L, idx, i + 1);
+      periods[i] = lua_toboolean(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+}
+
 static void pushints(lua_State *L, const int *a, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
@@ -297,11 +313,17 @@ ranks).
 @param dims the number of dimensions, or a table of dims (0: choose)
 @param[opt] sizes the global array's size along each dimension (a table of
   non-negative integers, as many as dims)
+@param[opt=false] periodic whether the grid wraps around: a boolean for
+  every dimension, or a table of booleans, one per dimension
 @return dims (table), coords (table of this rank's coordinates, from 0),
-  and with sizes: subsizes and starts (tables, starts from 0)
+  with sizes: subsizes and starts (tables, starts from 0), and last the
+  neighbours: a table whose element d is `{before, after}`, the ranks one
+  step before and after along dimension d (nil at an edge of a dimension
+  that is not periodic), ready for `comm:sendrecv`
 @raise when the dims cannot be made from the communicator's size, or the
   sizes are not non-negative integers
-@usage local dims, coords, sub, starts = comm:grid(3, {nz, ny, nx})
+@usage local dims, coords, sub, starts, nb = comm:grid(3, {nz, ny, nx})
+local below, above = nb[1][1], nb[1][2]    -- nil at the edges
 local mine = lmpio.type.subarray({nz, ny, nx}, sub, starts, lmpio.DOUBLE)
 -- the same datatype as
 local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
@@ -309,8 +331,9 @@ local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int dims[MAXDIMS], coords[MAXDIMS], sub[MAXDIMS], starts[MAXDIMS];
+  int dims[MAXDIMS], coords[MAXDIMS], sub[MAXDIMS], starts[MAXDIMS], periods[MAXDIMS];
   int n = checkdims(L, 2, dims);
+  checkperiods(L, 4, n, periods);
   long long sizes[MAXDIMS];
   int have_sizes = !lua_isnoneornil(L, 3);
   if (have_sizes) {
@@ -335,16 +358,115 @@ static int c_grid(lua_State *L) {
   }
   pushints(L, dims, n);
   pushints(L, coords, n);
-  if (!have_sizes) return 2;
-  for (int i = 0; i < n; i++) {
-    lua_Integer first, count;
-    lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
-    sub[i] = (int)count;
-    starts[i] = (int)first;
+  if (have_sizes) {
+    for (int i = 0; i < n; i++) {
+      lua_Integer first, count;
+      lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
+      sub[i] = (int)count;
+      starts[i] = (int)first;
+    }
+    pushints(L, sub, n);
+    pushints(L, starts, n);
   }
-  pushints(L, sub, n);
-  pushints(L, starts, n);
-  return 4;
+  lua_createtable(L, n, 0); /* the neighbours along each dimension */
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 2, 0);
+    for (int side = 0; side < 2; side++) {
+      int c = coords[i] + (side ? 1 : -1);
+      if (periods[i]) c = (c + dims[i]) % dims[i];
+      if (c < 0 || c >= dims[i]) continue; /* nil: no neighbour */
+      int r = 0;
+      for (int k = 0; k < n; k++) r = r * dims[k] + (k == i ? c : coords[k]);
+      lua_pushinteger(L, r);
+      lua_rawseti(L, -2, side + 1);
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return have_sizes ? 5 : 3;
+}
+
+/***
+A Cartesian communicator over the grid of `comm:grid` (`MPI_Cart_create`
+without reordering: every rank keeps its rank and the coordinates
+`comm:grid` gives it).
+Collective.  Its `shift` and `coords` give neighbours and places; it is a
+communicator like any other (messages, collectives, files).
+@function comm:cart
+@param dims the number of dimensions, or a table of dims (0: choose), as
+  `comm:grid`
+@param[opt=false] periodic a boolean for every dimension, or a table of
+  booleans, one per dimension
+@return a new communicator (free it with `comm:free`)
+@raise when the dims cannot be made from the communicator's size
+@usage local cart = world:cart(2, {false, true})
+local up, down = cart:shift(1)       -- nil at the edges of dimension 1
+*/
+static int c_cart(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int dims[MAXDIMS], periods[MAXDIMS];
+  int n = checkdims(L, 2, dims);
+  checkperiods(L, 3, n, periods);
+  dims_create(L, 2, lmpio_lua_commsize(comm), n, dims);
+  lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
+  long long v[LMPIO_LUA_NAGREE] = {0};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
+  MPI_Comm out = MPI_COMM_NULL;
+  lmpio_lua_checkmpi(L, MPI_Cart_create(comm, n, dims, periods, 0, &out), "MPI_Cart_create");
+  c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
+  return 1;
+}
+
+static int checkcart(lua_State *L, MPI_Comm comm) {
+  int topo = MPI_UNDEFINED, nd = 0;
+  lmpio_lua_checkmpi(L, MPI_Topo_test(comm, &topo), "MPI_Topo_test");
+  if (topo != MPI_CART) luaL_error(L, "not a Cartesian communicator (make one with comm:cart)");
+  lmpio_lua_checkmpi(L, MPI_Cartdim_get(comm, &nd), "MPI_Cartdim_get");
+  return nd;
+}
+
+/***
+The ranks before and after this one along a dimension of a Cartesian
+communicator (`MPI_Cart_shift`): nil at an edge unless the dimension is
+periodic, so that they go straight to `comm:sendrecv`.
+Local.
+@function comm:shift
+@param dim the dimension, from 1
+@param[opt=1] disp how far (a positive or negative integer)
+@return the rank disp before (or nil), the rank disp after (or nil)
+@raise when the communicator is not Cartesian or dim is out of range
+*/
+static int c_shift(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int nd = checkcart(L, comm);
+  lua_Integer d = luaL_checkinteger(L, 2), disp = luaL_optinteger(L, 3, 1);
+  if (d < 1 || d > nd) return luaL_argerror(L, 2, lua_pushfstring(L, "a dimension from 1 to %d", nd));
+  if (disp < INT_MIN || disp > INT_MAX) return luaL_argerror(L, 3, "out of range");
+  int before, after;
+  lmpio_lua_checkmpi(L, MPI_Cart_shift(comm, (int)d - 1, (int)disp, &before, &after), "MPI_Cart_shift");
+  if (before == MPI_PROC_NULL) lua_pushnil(L);
+  else lua_pushinteger(L, before);
+  if (after == MPI_PROC_NULL) lua_pushnil(L);
+  else lua_pushinteger(L, after);
+  return 2;
+}
+
+/***
+The coordinates of a rank in a Cartesian communicator (`MPI_Cart_coords`).
+Local.
+@function comm:coords
+@param[opt] rank the rank (default: this one)
+@return a table of coordinates, from 0
+@raise when the communicator is not Cartesian or rank is out of range
+*/
+static int c_coords(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int nd = checkcart(L, comm), coords[MAXDIMS];
+  lua_Integer r = luaL_optinteger(L, 2, lmpio_lua_commrank(comm));
+  if (r < 0 || r >= lmpio_lua_commsize(comm)) return luaL_argerror(L, 2, "not a rank of the communicator");
+  lmpio_lua_checkmpi(L, MPI_Cart_coords(comm, (int)r, nd, coords), "MPI_Cart_coords");
+  pushints(L, coords, nd);
+  return 1;
 }
 
 void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count) {
@@ -496,6 +618,7 @@ void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t
 
 static const collective_method collective_methods[] = {
   {"split", c_split, lmpio_lua_agree_failed},
+  {"cart", c_cart, lmpio_lua_agree_failed},
 };
 
 int lmpio_lua_comm_open(lua_State *L) {
@@ -503,7 +626,7 @@ int lmpio_lua_comm_open(lua_State *L) {
     static const luaL_Reg meta[] = {{"__tostring", c_tostring}, {"__eq", c_eq}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
       {"rank", c_rank}, {"size", c_size}, {"barrier", c_barrier}, {"dup", c_dup},
-      {"free", c_free}, {"grid", c_grid}, {NULL, NULL},
+      {"free", c_free}, {"grid", c_grid}, {"shift", c_shift}, {"coords", c_coords}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);

@@ -1331,14 +1331,14 @@ be some 30 times slower).
   is read-only, or when the two ranges overlap other than exactly (in place)
 */
 static int l_byteswap(lua_State *L) {
-  lmpio_lua_buffer *d = lmpio_lua_checkbuffer(L, 1);
+  lmpio_lua_buffer *d = lmpio_lua_checkflat(L, 1);
   lua_Integer doff = luaL_checkinteger(L, 2);
   const unsigned char *s;
   size_t slen;
   if (lua_type(L, 3) == LUA_TSTRING) {
     s = (const unsigned char *)lua_tolstring(L, 3, &slen);
   } else {
-    lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 3);
+    lmpio_lua_buffer *b = lmpio_lua_checkflat(L, 3);
     lmpio_lua_checkheld(L, b, 0);
     s = b->data;
     slen = b->nbytes;

@@ -75,6 +75,8 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_datatype_open(L);
   lmpio_lua_buffer_open(L);
   lmpio_lua_array_ops_open(L);
+  lmpio_lua_slice_open(L);
+  lmpio_lua_arith_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
   lmpio_lua_request_open(L);

@@ -130,6 +130,35 @@ typedef struct lmpio_lua_buffer {
 
 /* Checks that idx is a buffer that may be used; raises otherwise. */
 lmpio_lua_buffer *lmpio_lua_checkbuffer(lua_State *L, int idx);
+/* The same, raising for a slice (for what needs one block of memory). */
+lmpio_lua_buffer *lmpio_lua_checkflat(lua_State *L, int idx);
+/* Pushes a view of count elements of b's type at data (inside the memory
+ * of b, at bidx, which it keeps alive); no shape. */
+lmpio_lua_buffer *lmpio_lua_pushview(lua_State *L, int bidx, const lmpio_lua_buffer *b, unsigned char *data,
+                                     size_t count);
+/* slice.c: the address of element i (0-based, storage order) of a slice. */
+unsigned char *lmpio_lua_slice_at(const lmpio_lua_buffer *b, size_t i);
+/* slice.c: the dimensions of b (its shape, or one of count elements) and
+ * the byte strides of each (a slice's, or those of its dense order);
+ * returns the number of dimensions. */
+int lmpio_lua_layout(const lmpio_lua_buffer *b, size_t *dims, ptrdiff_t *strides);
+/* slice.c: whether a and b have the same dimensions. */
+int lmpio_lua_sameshape(const lmpio_lua_buffer *a, const lmpio_lua_buffer *b);
+/* slice.c: a walk over the elements of 1 to 3 arrays or slices of the same
+ * shape, element by element in step, as rows: row(ctx, p, st, n) gets the
+ * address of the row's first element in each (p[o]), the byte stride
+ * between its elements (st[o]) and their number.  Rows follow the fastest
+ * dimension of the first operand; dimensions contiguous in every operand
+ * are merged, so an array is one row. */
+typedef struct {
+  int nd, nops;
+  size_t dims[LMPIO_LUA_MAXDIM];
+  unsigned char *base[3];
+  ptrdiff_t st[3][LMPIO_LUA_MAXDIM];
+} lmpio_lua_walk;
+typedef void (*lmpio_lua_row)(void *ctx, unsigned char *const *p, const ptrdiff_t *st, size_t n);
+void lmpio_lua_walk_init(lmpio_lua_walk *w, lmpio_lua_buffer *const *bs, int n);
+void lmpio_lua_walk_run(const lmpio_lua_walk *w, lmpio_lua_row row, void *ctx);
 /* NULL when idx is not a buffer (does not check validity). */
 lmpio_lua_buffer *lmpio_lua_tobuffer(lua_State *L, int idx);
 /* A new zeroed owned buffer of count elements of predefined or derived type
@@ -215,6 +244,11 @@ static inline void lmpio_lua_checkheld(lua_State *L, const lmpio_lua_buffer *b, 
  * a collective or a message: an array, slice or byte buffer of a
  * predefined type, not records.  Its type's code in *code. */
 lmpio_lua_buffer *lmpio_lua_toarray(lua_State *L, int idx, int *code);
+/* arith.c: the same, a slice replaced at idx by a contiguous copy (for
+ * MPI's reductions, which take contiguous data). */
+lmpio_lua_buffer *lmpio_lua_toarray_flat(lua_State *L, int idx, int *code);
+/* arith.c: copies src's elements into dst (same shape and type). */
+void lmpio_lua_copy(lmpio_lua_buffer *dst, lmpio_lua_buffer *src);
 /* An array's memory as MPI takes it: (ptr, count, type); a slice is one
  * item of its datatype from its first element. */
 typedef struct {
@@ -406,6 +440,8 @@ int lmpio_lua_request_open(lua_State *L);
 int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
 int lmpio_lua_p2p_open(lua_State *L);
+int lmpio_lua_slice_open(lua_State *L);
+int lmpio_lua_arith_open(lua_State *L);
 
 /* p2p.c: the pace of every wait of the module that polls: a bounded number
  * of polls, then sched_yield for a while, then sleeps that grow. */

@@ -166,7 +166,7 @@ static void reduce_pieces(lua_State *L, MPI_Comm comm, int kind, int root, const
 static int reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name) {
   lua_settop(L, 3);
   int code;
-  lmpio_lua_buffer *a = lmpio_lua_toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
   int op = luaL_checkoption(L, 3, lmpio_lua_typekind(a->type) == LMPIO_LUA_K_BOOL ? "land" : "sum", opnames);
   lmpio_lua_buffer *r = newlike(L, a); /* 4: before the agreement (no error after it but MPI's) */
   long long n = (long long)a->count;
@@ -207,7 +207,7 @@ static int c_reduce(lua_State *L) {
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   if (root < 0 || root >= size) luaL_argerror(L, 4, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   int code = -1;
-  lmpio_lua_buffer *a = lmpio_lua_toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
   int isbool = !a && lua_type(L, 2) == LUA_TBOOLEAN;
   if (!a && !isbool) luaL_checknumber(L, 2);
   int kind = a ? 2 : isbool;
@@ -315,9 +315,13 @@ static int bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *
       for (int k = 0; k < a->ndim; k++) a->dims[k] = (size_t)v[LMPIO_LUA_NAGREE + k];
     }
   }
-  for (size_t off = 0; off < a->nbytes; off += PIECE) {
-    int m = (int)(a->nbytes - off < PIECE ? a->nbytes - off : PIECE);
-    lmpio_lua_checkmpi(L, MPI_Bcast(a->data + off, m, MPI_BYTE, root, comm), "MPI_Bcast");
+  if (a->strided) { /* a slice: its elements scattered where they are */
+    lmpio_lua_checkmpi(L, MPI_Bcast(a->data, 1, a->dtype, root, comm), "MPI_Bcast");
+    return 1;
+  }
+  for (size_t off = 0; off < a->count; off += PIECE) { /* typed, as a slice on another rank takes them */
+    int m = (int)(a->count - off < PIECE ? a->count - off : PIECE);
+    lmpio_lua_checkmpi(L, MPI_Bcast(a->data + off * a->esize, m, a->type, root, comm), "MPI_Bcast");
   }
   return 1;
 }
@@ -371,7 +375,9 @@ static int allgather_array(lua_State *L, MPI_Comm comm) {
   }
   int *cd = layout(L, size, n, "allgather");
   lmpio_lua_buffer *all = lmpio_lua_newbuffer(L, a->type, (size_t)total);
-  lmpio_lua_checkmpi(L, MPI_Allgatherv(mem(a), (int)a->count, a->type, mem(all), cd, cd + size, a->type, comm),
+  lmpio_lua_span sp;
+  lmpio_lua_spanof(L, 2, a, &sp);
+  lmpio_lua_checkmpi(L, MPI_Allgatherv(sp.ptr, sp.count, sp.type, mem(all), cd, cd + size, a->type, comm),
                      "MPI_Allgatherv");
   return 1;
 }
@@ -437,7 +443,9 @@ static int c_gather(lua_State *L) {
   if (a) {
     lmpio_lua_buffer *all = rank == root ? lmpio_lua_newbuffer(L, a->type, (size_t)(cd[size - 1] + cd[2 * size - 1]))
                                          : NULL;
-    lmpio_lua_checkmpi(L, MPI_Gatherv(mem(a), (int)a->count, a->type, all ? mem(all) : NULL, cd, cd + size, a->type,
+    lmpio_lua_span sp;
+    lmpio_lua_spanof(L, 2, a, &sp);
+    lmpio_lua_checkmpi(L, MPI_Gatherv(sp.ptr, sp.count, sp.type, all ? mem(all) : NULL, cd, cd + size, a->type,
                                       (int)root, comm),
                        "MPI_Gatherv");
     if (!all) lua_pushnil(L);
@@ -498,7 +506,7 @@ static int c_scatter(lua_State *L) {
   int *lens = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0); /* 4: a table's pieces */
   if (rank == root) {
     int code;
-    a = lmpio_lua_toarray(L, 2, &code);
+    a = lmpio_lua_toarray_flat(L, 2, &code);
     if (a) {
       v[S_KIND] = 2;
       v[S_CODE] = code;

@@ -1,0 +1,265 @@
+/* Shapes and slices: a:slice(...), an n-d strided view of an array that
+ * shares its memory and describes itself to MPI as a datatype.
+ *
+ * A slice is a buffer (lua/buffer.c) with `strided` set: its first
+ * element at data, its dimensions in dims (in the array's order, C or
+ * Fortran), the byte stride of each in strides, and its MPI datatype in
+ * dtype: hvectors nested from the fastest dimension out, one item of which,
+ * from data, is the slice (the datatype object in user value 2 frees it).
+ * Every call that takes data takes a slice as (data, 1, dtype), so MPI
+ * gathers and scatters its elements in place.  A slice that happens to be
+ * one block of memory is made a plain view (with its shape). */
+#include "lmpio_lua.h"
+
+#include <limits.h>
+#include <string.h>
+
+int lmpio_lua_layout(const lmpio_lua_buffer *b, size_t *dims, ptrdiff_t *strides) {
+  int nd = b->ndim ? b->ndim : 1;
+  if (b->ndim) memcpy(dims, b->dims, (size_t)nd * sizeof *dims);
+  else dims[0] = b->count;
+  if (b->strided) {
+    memcpy(strides, b->strides, (size_t)nd * sizeof *strides);
+    return nd;
+  }
+  ptrdiff_t s = (ptrdiff_t)b->esize;
+  if (b->forder) {
+    for (int k = 0; k < nd; k++) strides[k] = s, s *= (ptrdiff_t)dims[k];
+  } else {
+    for (int k = nd - 1; k >= 0; k--) strides[k] = s, s *= (ptrdiff_t)dims[k];
+  }
+  return nd;
+}
+
+unsigned char *lmpio_lua_slice_at(const lmpio_lua_buffer *b, size_t i) {
+  ptrdiff_t off = 0;
+  int nd = b->ndim;
+  if (b->forder) {
+    for (int k = 0; k < nd; k++) {
+      off += (ptrdiff_t)(i % b->dims[k]) * b->strides[k];
+      i /= b->dims[k];
+    }
+  } else {
+    for (int k = nd - 1; k >= 0; k--) {
+      off += (ptrdiff_t)(i % b->dims[k]) * b->strides[k];
+      i /= b->dims[k];
+    }
+  }
+  return b->data + off;
+}
+
+int lmpio_lua_sameshape(const lmpio_lua_buffer *a, const lmpio_lua_buffer *b) {
+  size_t da[LMPIO_LUA_MAXDIM], db[LMPIO_LUA_MAXDIM];
+  ptrdiff_t s[LMPIO_LUA_MAXDIM];
+  int na = lmpio_lua_layout(a, da, s), nb = lmpio_lua_layout(b, db, s);
+  return na == nb && memcmp(da, db, (size_t)na * sizeof *da) == 0;
+}
+
+void lmpio_lua_walk_init(lmpio_lua_walk *w, lmpio_lua_buffer *const *bs, int n) {
+  size_t dims[LMPIO_LUA_MAXDIM];
+  ptrdiff_t st[3][LMPIO_LUA_MAXDIM];
+  int nd = 1;
+  w->nops = n;
+  for (int o = 0; o < n; o++) {
+    nd = lmpio_lua_layout(bs[o], dims, st[o]);
+    w->base[o] = bs[o]->data;
+  }
+  /* the walk goes over rows of the fastest dimension of the first operand */
+  int rev = nd > 1 && (st[0][0] < 0 ? -st[0][0] : st[0][0]) < (st[0][nd - 1] < 0 ? -st[0][nd - 1] : st[0][nd - 1]);
+  int m = 0;
+  for (int q = 0; q < nd; q++) {
+    int k = rev ? nd - 1 - q : q;
+    if (dims[k] == 1 && nd > 1) continue; /* moves nothing */
+    w->dims[m] = dims[k];
+    for (int o = 0; o < n; o++) w->st[o][m] = st[o][k];
+    m++;
+  }
+  if (m == 0) {
+    w->dims[0] = 1;
+    for (int o = 0; o < n; o++) w->st[o][0] = (ptrdiff_t)bs[o]->esize;
+    m = 1;
+  }
+  /* a dimension that continues the next one in every operand merges with it */
+  int out = 0;
+  for (int k = 1; k < m; k++) {
+    int merge = 1;
+    for (int o = 0; o < n && merge; o++) merge = w->st[o][out] == w->st[o][k] * (ptrdiff_t)w->dims[k];
+    if (merge) {
+      w->dims[out] *= w->dims[k];
+      for (int o = 0; o < n; o++) w->st[o][out] = w->st[o][k];
+    } else {
+      out++;
+      w->dims[out] = w->dims[k];
+      for (int o = 0; o < n; o++) w->st[o][out] = w->st[o][k];
+    }
+  }
+  w->nd = out + 1;
+}
+
+void lmpio_lua_walk_run(const lmpio_lua_walk *w, lmpio_lua_row row, void *ctx) {
+  int nd = w->nd;
+  for (int k = 0; k < nd; k++)
+    if (w->dims[k] == 0) return;
+  size_t idx[LMPIO_LUA_MAXDIM] = {0};
+  unsigned char *p[3] = {NULL, NULL, NULL};
+  ptrdiff_t inner[3] = {0, 0, 0};
+  for (int o = 0; o < w->nops; o++) inner[o] = w->st[o][nd - 1];
+  for (;;) {
+    for (int o = 0; o < w->nops; o++) {
+      ptrdiff_t off = 0;
+      for (int k = 0; k < nd - 1; k++) off += (ptrdiff_t)idx[k] * w->st[o][k];
+      p[o] = w->base[o] + off;
+    }
+    row(ctx, p, inner, w->dims[nd - 1]);
+    int k = nd - 2;
+    while (k >= 0 && ++idx[k] == w->dims[k]) idx[k--] = 0;
+    if (k < 0) return;
+  }
+}
+
+/* The datatype of count elements of type t laid out as dims/strides (in
+ * order: the fastest dimension innermost), committed. */
+static MPI_Datatype slicetype(lua_State *L, MPI_Datatype t, int nd, const size_t *dims, const ptrdiff_t *strides,
+                              int forder) {
+  MPI_Datatype cur = t;
+  for (int q = 0; q < nd; q++) {
+    int k = forder ? q : nd - 1 - q; /* fastest first */
+    MPI_Datatype next;
+    if (dims[k] > (size_t)INT_MAX) luaL_error(L, "a slice dimension of more than 2^31 - 1 elements");
+    int rc = MPI_Type_create_hvector((int)dims[k], 1, (MPI_Aint)strides[k], cur, &next);
+    if (cur != t) MPI_Type_free(&cur);
+    lmpio_lua_checkmpi(L, rc, "MPI_Type_create_hvector");
+    cur = next;
+  }
+  if (cur == t) { /* no dimension: one element */
+    lmpio_lua_checkmpi(L, MPI_Type_contiguous(1, t, &cur), "MPI_Type_contiguous");
+  }
+  int rc = MPI_Type_commit(&cur);
+  if (rc != MPI_SUCCESS) {
+    MPI_Type_free(&cur);
+    lmpio_lua_checkmpi(L, rc, "MPI_Type_commit");
+  }
+  return cur;
+}
+
+/***
+An n-d strided view of the array: a slice, sharing its memory.
+One argument per dimension of a's shape (an array without a shape has one
+dimension of #a elements), in a's order (as `a:get` indexes): a table
+`{first, last [, step]}` takes elements first, first + step, ... up to
+last (from 1; negative first and last count from the end, -1 the last;
+step a positive integer, default 1; last may be first - 1: none); an
+integer i takes index i alone and drops the dimension; nil or `true`, or
+no argument for the trailing dimensions, takes the whole dimension.
+A slice is an array whose elements are not one block: `s[i]`, `s:get(i,
+j)`, `s:set`, `s:fill`, `s:totable`, `s:tostring`, `#s`, the array
+operations (`s:copy`, `s:add`, `s:axpy`, ..., `s:sum`, `s:min`, `s:max`)
+work on its elements in its storage order; and every call that takes data
+(file reads and writes of every kind, messages, `comm:bcast`,
+`comm:allgather`, `comm:gather`) takes it directly, as one item of its own
+MPI datatype (nested hvectors): MPI gathers and scatters the elements in
+place, with no copy of lmpio's.  A read returns counts of elements.
+Reductions (`comm:allreduce`, ...) and `comm:scatter` copy a slice into
+an array first (MPI's operations take contiguous data).  A slice of a
+slice is a slice of the same memory.  A slice that is one block of memory
+(e.g. whole rows of a C-order array) is a plain view with that shape.
+Cost: the datatype is built once, when the slice is made (a few
+microseconds); keep slices used in a loop.
+@function array:slice
+@param ... one range per dimension: `{first, last [, step]}`, an index,
+  or nil / `true` (all)
+@return the slice (an array)
+@raise when a range is out of bounds, a step is not positive, a has
+  records, or more ranges than dimensions are given
+@usage local u = lmpio.array(lmpio.DOUBLE, {shape = {ny + 2, nx + 2}})
+local interior = u:slice({2, -2}, {2, -2})   -- without the ghost cells
+fh:write_all(interior)                     -- one call, no packing
+comm:send(u:slice({2, -2}, 2), left)       -- the first interior column
+*/
+static int b_slice(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  if (b->rec) return luaL_error(L, "records cannot be sliced");
+  size_t pdims[LMPIO_LUA_MAXDIM], dims[LMPIO_LUA_MAXDIM];
+  ptrdiff_t pstr[LMPIO_LUA_MAXDIM], str[LMPIO_LUA_MAXDIM];
+  int pnd = lmpio_lua_layout(b, pdims, pstr);
+  int nargs = lua_gettop(L) - 1;
+  if (nargs > pnd)
+    return luaL_error(L, "%d ranges for an array of %d dimensions", nargs, pnd);
+  ptrdiff_t off = 0;
+  int nd = 0;
+  size_t count = 1;
+  for (int k = 0; k < pnd; k++) {
+    int arg = k + 2;
+    lua_Integer D = (lua_Integer)pdims[k];
+    if (k >= nargs || lua_isnil(L, arg) || (lua_isboolean(L, arg) && lua_toboolean(L, arg))) {
+      dims[nd] = pdims[k];
+      str[nd++] = pstr[k];
+      count *= pdims[k];
+      continue;
+    }
+    if (lua_isinteger(L, arg)) {
+      lua_Integer i = lua_tointeger(L, arg);
+      if (i < 0) i += D + 1;
+      if (i < 1 || i > D)
+        return luaL_argerror(L, arg, lua_pushfstring(L, "index %I out of range 1..%I", lua_tointeger(L, arg), D));
+      off += (ptrdiff_t)(i - 1) * pstr[k];
+      continue;
+    }
+    if (!lua_istable(L, arg)) return luaL_typeerror(L, arg, "{first, last [, step]}, an index, or nil");
+    lua_Integer v[3] = {1, D, 1};
+    for (int q = 0; q < 3; q++) {
+      int isnum = 1;
+      if (lua_geti(L, arg, q + 1) != LUA_TNIL) v[q] = lua_tointegerx(L, -1, &isnum);
+      lua_pop(L, 1);
+      if (!isnum) return luaL_argerror(L, arg, "first, last and step are integers");
+    }
+    lua_Integer i = v[0] < 0 ? v[0] + D + 1 : v[0], j = v[1] < 0 ? v[1] + D + 1 : v[1], step = v[2];
+    if (step < 1) return luaL_argerror(L, arg, "the step must be a positive integer");
+    if (i < 1 || j > D || j < i - 1)
+      return luaL_argerror(L, arg, lua_pushfstring(L, "range %I..%I out of bounds 1..%I", v[0], v[1], D));
+    size_t n = j >= i ? (size_t)((j - i) / step + 1) : 0;
+    off += n ? (ptrdiff_t)(i - 1) * pstr[k] : 0;
+    dims[nd] = n;
+    str[nd++] = pstr[k] * (ptrdiff_t)step;
+    count *= n;
+  }
+  if (nd == 0) { /* every dimension indexed: one element */
+    dims[0] = 1;
+    str[0] = (ptrdiff_t)b->esize;
+    nd = 1;
+  }
+  unsigned char *data = count && b->data ? b->data + off : NULL;
+  /* one block of memory in a's order: a plain view */
+  ptrdiff_t dense = (ptrdiff_t)b->esize;
+  int block = 1;
+  for (int q = 0; q < nd && block; q++) {
+    int k = b->forder ? q : nd - 1 - q;
+    if (dims[k] > 1 && str[k] != dense) block = 0;
+    dense *= (ptrdiff_t)dims[k];
+  }
+  lmpio_lua_buffer *v = lmpio_lua_pushview(L, 1, b, data, count);
+  v->forder = b->forder;
+  v->ndim = nd;
+  memcpy(v->dims, dims, (size_t)nd * sizeof *dims);
+  if (block || !count) return 1;
+  v->strided = 1;
+  memcpy(v->strides, str, (size_t)nd * sizeof *str);
+  /* the span of its memory: up to the last element (holds cover it) */
+  ptrdiff_t hi = 0;
+  for (int k = 0; k < nd; k++) hi += (ptrdiff_t)(dims[k] - 1) * str[k];
+  v->nbytes = (size_t)hi + b->esize;
+  MPI_Datatype t = slicetype(L, b->type, nd, dims, str, b->forder);
+  v->dtype = t;
+  lmpio_lua_pushtype(L, t, 1); /* frees it when the slice is collected */
+  lua_setiuservalue(L, -2, 2);
+  return 1;
+}
+
+int lmpio_lua_slice_open(lua_State *L) {
+  luaL_getmetatable(L, LMPIO_LUA_BUFFER);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, b_slice);
+  lua_setfield(L, -2, "slice");
+  lua_pop(L, 2);
+  return 0;
+}
