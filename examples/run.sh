@@ -45,3 +45,15 @@ fi
 if [ -f "$BUILD/lua/lmpio.so" ]; then
   run "pipelines (examples/pipelines.sh)" sh examples/pipelines.sh "$BUILD" "$MPIRUN" "$LUA"
 fi
+# examples/heat.lua at 1, 2 and 4 ranks (uneven blocks: 37 x 23) against
+# the serial computation of spec/heat_check.lua.
+if [ -f "$BUILD/lua/lmpio.so" ]; then
+  for p in 1 2 4; do
+    heat="${TMPDIR:-/tmp}/lmpio-example-$$-heat.dat"
+    run "heat.lua at $p ranks against the serial computation" sh -c '
+      LUA_CPATH_5_4="$0/lua/?.so;;" timeout -k 5 120 "$1" --oversubscribe -n "$3" "$2" examples/heat.lua 37 23 15 "$4" &&
+      out=$("$2" spec/heat_check.lua 37 23 15 "$4") && echo "$out" && [ "$out" = ok ] && echo "ok heat.lua at $3 ranks"' \
+      "$BUILD" "$MPIRUN" "$LUA" "$p" "$heat"
+    rm -f "$heat"
+  done
+fi
