@@ -79,15 +79,6 @@ KERNEL(k_f32, float, float, 1)
 KERNEL(k_i32, int32_t, uint32_t, 0)
 KERNEL(k_i64, int64_t, uint64_t, 0)
 
-static void k_copy(void *vc, unsigned char *const *p, const ptrdiff_t *st, size_t n) {
-  size_t es = ((const ctx *)vc)->esize;
-  if (st[0] == (ptrdiff_t)es && st[1] == (ptrdiff_t)es) {
-    memmove(p[0], p[1], n * es);
-    return;
-  }
-  for (size_t i = 0; i < n; i++) memmove(p[0] + (ptrdiff_t)i * st[0], p[1] + (ptrdiff_t)i * st[1], es);
-}
-
 /* The kind of arithmetic of b's elements, or -1. */
 static int arithtype(const lmpio_lua_buffer *b) {
   if (b->rec) return -1;
@@ -256,26 +247,6 @@ static int a_copy(lua_State *L) {
   lmpio_lua_copy(a, src);
   lua_settop(L, 1);
   return 1;
-}
-
-void lmpio_lua_copy(lmpio_lua_buffer *dst, lmpio_lua_buffer *src) {
-  ctx c = {OP_COPY, 0, 0, 0, 0, dst->esize};
-  lmpio_lua_buffer *ops[2] = {dst, src};
-  lmpio_lua_walk w;
-  lmpio_lua_walk_init(&w, ops, 2);
-  lmpio_lua_walk_run(&w, k_copy, &c);
-}
-
-lmpio_lua_buffer *lmpio_lua_toarray_flat(lua_State *L, int idx, int *code) {
-  lmpio_lua_buffer *b = lmpio_lua_toarray(L, idx, code);
-  if (!b || !b->strided) return b;
-  lmpio_lua_buffer *r = lmpio_lua_newbuffer(L, b->type, b->count);
-  r->ndim = b->ndim;
-  r->forder = b->forder;
-  memcpy(r->dims, b->dims, sizeof r->dims);
-  lmpio_lua_copy(r, b);
-  lua_replace(L, idx);
-  return r;
 }
 
 /* The operators: a new array shaped as the array operand (C memory in its

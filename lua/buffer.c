@@ -1690,6 +1690,18 @@ void lmpio_lua_spanof(lua_State *L, int idx, const lmpio_lua_buffer *b, lmpio_lu
   s->type = b->type;
 }
 
+lmpio_lua_buffer *lmpio_lua_toarray_flat(lua_State *L, int idx, int *code) {
+  lmpio_lua_buffer *b = lmpio_lua_toarray(L, idx, code);
+  if (!b || !b->strided) return b;
+  lmpio_lua_buffer *r = lmpio_lua_newbuffer(L, b->type, b->count);
+  r->ndim = b->ndim;
+  r->forder = b->forder;
+  memcpy(r->dims, b->dims, sizeof r->dims);
+  lmpio_lua_copy(r, b);
+  lua_replace(L, idx);
+  return r;
+}
+
 /* ---- memory arguments of data access calls ------------------------------- */
 
 int lmpio_lua_checkmem(lua_State *L, int idx, int writing, lmpio_lua_mem *m) {

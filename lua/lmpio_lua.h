@@ -136,15 +136,15 @@ lmpio_lua_buffer *lmpio_lua_checkflat(lua_State *L, int idx);
  * of b, at bidx, which it keeps alive); no shape. */
 lmpio_lua_buffer *lmpio_lua_pushview(lua_State *L, int bidx, const lmpio_lua_buffer *b, unsigned char *data,
                                      size_t count);
-/* slice.c: the address of element i (0-based, storage order) of a slice. */
+/* shape.c: the address of element i (0-based, storage order) of a slice. */
 unsigned char *lmpio_lua_slice_at(const lmpio_lua_buffer *b, size_t i);
-/* slice.c: the dimensions of b (its shape, or one of count elements) and
+/* shape.c: the dimensions of b (its shape, or one of count elements) and
  * the byte strides of each (a slice's, or those of its dense order);
  * returns the number of dimensions. */
 int lmpio_lua_layout(const lmpio_lua_buffer *b, size_t *dims, ptrdiff_t *strides);
-/* slice.c: whether a and b have the same dimensions. */
+/* shape.c: whether a and b have the same dimensions. */
 int lmpio_lua_sameshape(const lmpio_lua_buffer *a, const lmpio_lua_buffer *b);
-/* slice.c: a walk over the elements of 1 to 3 arrays or slices of the same
+/* shape.c: a walk over the elements of 1 to 3 arrays or slices of the same
  * shape, element by element in step, as rows: row(ctx, p, st, n) gets the
  * address of the row's first element in each (p[o]), the byte stride
  * between its elements (st[o]) and their number.  Rows follow the fastest
@@ -244,10 +244,10 @@ static inline void lmpio_lua_checkheld(lua_State *L, const lmpio_lua_buffer *b, 
  * a collective or a message: an array, slice or byte buffer of a
  * predefined type, not records.  Its type's code in *code. */
 lmpio_lua_buffer *lmpio_lua_toarray(lua_State *L, int idx, int *code);
-/* arith.c: the same, a slice replaced at idx by a contiguous copy (for
+/* The same, a slice replaced at idx by a contiguous copy (for
  * MPI's reductions, which take contiguous data). */
 lmpio_lua_buffer *lmpio_lua_toarray_flat(lua_State *L, int idx, int *code);
-/* arith.c: copies src's elements into dst (same shape and type). */
+/* shape.c: copies src's elements into dst (same shape and type). */
 void lmpio_lua_copy(lmpio_lua_buffer *dst, lmpio_lua_buffer *src);
 /* An array's memory as MPI takes it: (ptr, count, type); a slice is one
  * item of its datatype from its first element. */

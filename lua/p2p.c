@@ -269,7 +269,7 @@ static void failmpi(mreq *r, int rc, const char *what) {
   int len = 0, cls = MPI_ERR_OTHER;
   MPI_Error_class(rc, &cls);
   MPI_Error_string(rc, s, &len);
-  char m[sizeof r->errmsg];
+  char m[MPI_MAX_ERROR_STRING + 64];
   snprintf(m, sizeof m, "%s: %s", what, s);
   fail(r, cls, m);
 }
