@@ -1,6 +1,6 @@
 /* The Lua module `lmpio`: its entry point, which only registers.  Each
  * concern has its file (lmpio_lua.h); MPI's lifetime is lua/lifetime.c. */
-#include "lmpio_lua.h"
+#include "fileobj.h"
 
 /***
 The MPI-IO file model for Lua 5.4.
@@ -79,6 +79,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_arith_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
+  lmpio_lua_access_open(L);
   lmpio_lua_request_open(L);
   lmpio_lua_message_open(L);
   lmpio_lua_p2p_open(L);

@@ -71,7 +71,7 @@ typedef struct mreq {
   lmpio_lua_hold *hold; /* a send's: of the array sent, until it completes (user value UV_HOLD) */
   void *owner;      /* lmpio_lua_owner of its lua_State */
   struct mreq *next, **pprev; /* in the list of pending receives */
-  char errmsg[200];
+  char errmsg[MPI_MAX_ERROR_STRING + 64];
   unsigned char buf[INLINE];
 } mreq;
 enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, UV_INTO, NUV = UV_INTO };
