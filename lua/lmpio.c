@@ -73,6 +73,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lua_newtable(L);
   lmpio_lua_error_open(L);
   lmpio_lua_datatype_open(L);
+  lmpio_lua_typemap_open(L);
   lmpio_lua_buffer_open(L);
   lmpio_lua_array_ops_open(L);
   lmpio_lua_slice_open(L);
@@ -83,6 +84,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_request_open(L);
   lmpio_lua_message_open(L);
   lmpio_lua_p2p_open(L);
+  lmpio_lua_msgreq_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
   lmpio_lua_environment_open(L);
   return 1;

@@ -441,6 +441,8 @@ int lmpio_lua_array_ops_open(lua_State *L);
 int lmpio_lua_message_open(lua_State *L);
 int lmpio_lua_p2p_open(lua_State *L);
 int lmpio_lua_slice_open(lua_State *L);
+int lmpio_lua_typemap_open(lua_State *L);
+int lmpio_lua_msgreq_open(lua_State *L);
 int lmpio_lua_arith_open(lua_State *L);
 
 /* p2p.c: the pace of every wait of the module that polls: a bounded number

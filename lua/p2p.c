@@ -26,7 +26,7 @@
  * Waiting gives the core away: a bounded number of polls (MPI_Testsome),
  * then sched_yield until WAIT_YIELD_NS have passed, then sleeps that grow
  * from NAP_MIN_NS to NAP_MAX_NS (see STYLE.md, "Waiting"). */
-#include "lmpio_lua.h"
+#include "p2p.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -34,48 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { K_VALUE = 1, K_STRING, K_ARRAY };
-#define MAGIC 0x6c6d7032u /* "lmp2": a message that lmpio sent */
-
-typedef struct {
-  uint32_t magic;
-  int32_t kind;   /* K_* */
-  int32_t code;   /* an array's type code */
-  int32_t ndim;   /* an array's shape */
-  int32_t forder;
-  int32_t seq;    /* -1: the payload follows; else its tag on the shadow */
-  uint64_t count; /* an array's elements; bytes of the others */
-  uint64_t nbytes;
-  uint64_t dims[LMPIO_LUA_MAXDIM];
-} msghdr;
-#define HDR sizeof(msghdr)
-/* A message up to INLINE packed bytes travels whole (MPI_Pack's bytes of
- * the header and the payload; SLACK covers what packing may add). */
-enum { INLINE = 4096, SLACK = 64 };
-
-enum { ST_DONE, ST_POSTED, ST_PAYLOAD, ST_SENDING };
-
-typedef struct mreq {
-  MPI_Request req;  /* a send: its inline message or announcement; a receive: announcement, then payload */
-  MPI_Request req2; /* a send: its payload */
-  MPI_Comm comm, shadow;
-  int sending;
-  int state;        /* ST_* */
-  int src, tag;     /* a receive: what it matches */
-  int rsrc, rtag;   /* a receive: where its message came from */
-  int into;         /* a receive into an array the script gave (user value UV_INTO) */
-  int err;          /* a failure found while progressing it (raised by its wait), or 0 */
-  int waited;       /* completed by a wait or test (waitany skips it) */
-  lua_Integer n;    /* a receive into an array: the elements received */
-  msghdr hdr;       /* a receive: the header received */
-  lmpio_lua_hold *hold; /* a send's: of the array sent, until it completes (user value UV_HOLD) */
-  void *owner;      /* lmpio_lua_owner of its lua_State */
-  struct mreq *next, **pprev; /* in the list of pending receives */
-  char errmsg[MPI_MAX_ERROR_STRING + 64];
-  unsigned char buf[INLINE];
-} mreq;
-enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, UV_INTO, NUV = UV_INTO };
-#define PENDING_KEY "lmpio.pendingrecvs" /* registry: receives not complete (anchored until they are) */
+typedef lmpio_lua_mreq mreq;
 
 /* Receives posted and not complete, of every lua_State of the process. */
 static mreq *pending;
@@ -497,7 +456,7 @@ enum { NSMALL = 32 };
  * lua_State whose announcement may arrive) until all of them (all) or one
  * of them is complete, waiting (blocking) or not.  Returns the index of a
  * complete one (any), 0 (all done), or -1 (not blocking: not yet). */
-static int progress(lua_State *L, mreq *const *t, int n, int all, int blocking) {
+int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, int blocking) {
   void *owner = lmpio_lua_owner(L);
   lmpio_lua_waiter w = {0};
   for (;;) {
@@ -590,7 +549,7 @@ static int others_pending(lua_State *L) {
 /* Pushes what a completed request gives: nothing for a send; for a
  * receive the value, its source and tag (and the elements received into
  * an array given); raises its failure. */
-static int results(lua_State *L, int ridx, mreq *r) {
+int lmpio_lua_p2p_results(lua_State *L, int ridx, mreq *r) {
   if (r->err) {
     int cls = r->err;
     r->err = 0; /* raised once; waiting again returns nothing */
@@ -659,7 +618,7 @@ static int c_send(lua_State *L) {
     }
   }
   mreq *t[1] = {r};
-  progress(L, t, 1, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 1, 1, 1);
   if (r->err) return lmpio_lua_raise(L, r->err, lua_pushstring(L, r->errmsg));
   return 0;
 }
@@ -747,8 +706,8 @@ static int c_recv(lua_State *L) {
   lua_settop(L, 4);
   mreq *r = postrecv(L, 1, c, src, tag, into); /* 5 */
   mreq *t[1] = {r};
-  progress(L, t, 1, 1, 1);
-  return results(L, 5, r);
+  lmpio_lua_p2p_progress(L, t, 1, 1, 1);
+  return lmpio_lua_p2p_results(L, 5, r);
 }
 
 /***
@@ -817,204 +776,9 @@ static int c_sendrecv(lua_State *L) {
   s->owner = r->owner;
   startsend(L, 2, c, &c->seq, dest, tag, s); /* 9: the keeper */
   mreq *t[2] = {r, s};
-  progress(L, t, 2, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 2, 1, 1);
   if (s->err) return lmpio_lua_raise(L, s->err, lua_pushstring(L, s->errmsg));
-  return results(L, 7, r);
-}
-
-/* ---- requests of messages ------------------------------------------------------ */
-
-/***
-The request of `comm:isend` or `comm:irecv`.
-Complete it with `wait` (or `test` until it returns true), or with
-`lmpio.waitall` or `lmpio.waitany`, which take these requests too, in one
-list with those of files; until then it keeps the data it sends or
-receives alive, and an array it sends is held against writes (see
-`comm:isend`).  A receive stays posted until it completes, even when the
-script drops its request.
-@type msgrequest
-*/
-
-static mreq *checkmreq(lua_State *L, int idx) { return luaL_checkudata(L, idx, LMPIO_LUA_MSGREQUEST); }
-
-/***
-Waits until the send or receive is complete.
-While it waits, every pending receive of this rank goes on matching.
-Waiting again returns the same.
-@function msgrequest:wait
-@return nothing for a send; for a receive the value, the rank it came from
-  and its tag (and the elements received into an array given), as
-  `comm:recv`
-@raise when the message was not sent by lmpio, does not fit the array
-  given, or MPI fails
-*/
-static int m_wait(lua_State *L) {
-  mreq *r = checkmreq(L, 1);
-  lmpio_lua_running(L);
-  mreq *t[1] = {r};
-  progress(L, t, 1, 1, 1);
-  r->waited = 1;
-  return results(L, 1, r);
-}
-
-/***
-Whether the send or receive is complete; completes it if so.
-@function msgrequest:test
-@treturn boolean false while it is in progress, or true followed by what
-  `msgrequest:wait` returns
-@raise as `msgrequest:wait`
-*/
-static int m_test(lua_State *L) {
-  mreq *r = checkmreq(L, 1);
-  lmpio_lua_running(L);
-  mreq *t[1] = {r};
-  if (progress(L, t, 1, 1, 0) < 0) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  r->waited = 1;
-  lua_pushboolean(L, 1);
-  return 1 + results(L, 1, r);
-}
-
-static int m_gc(lua_State *L) {
-  mreq *r = checkmreq(L, 1);
-  /* MPI may still read or write the data, alive until this finalizer
-   * returns; a rank leaving on an error does not wait (its partner may
-   * never come: the job is being aborted); a receive never matched (its
-   * state closed) is cancelled */
-  if (!finalized() && !lmpio_lua_failing()) {
-    if (r->state == ST_POSTED && r->req != MPI_REQUEST_NULL) MPI_Cancel(&r->req);
-    if (r->req != MPI_REQUEST_NULL) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
-    if (r->req2 != MPI_REQUEST_NULL) MPI_Wait(&r->req2, MPI_STATUS_IGNORE);
-  }
-  r->state = ST_DONE;
-  unlist(NULL, r);
-  let_go(r);
-  return 0;
-}
-
-static int m_tostring(lua_State *L) {
-  const mreq *r = checkmreq(L, 1);
-  static const char *const states[] = {"complete", "waiting for its message", "in progress", "in progress"};
-  lua_pushfstring(L, "lmpio.msgrequest (%s, %s): %p", r->sending ? "send" : "receive", states[r->state],
-                  (const void *)r);
-  return 1;
-}
-
-/* lmpio.waitall over a list that may hold message requests too: the
- * message requests are waited for together, then the file requests go to
- * request.c's waitall (upvalue 1). */
-static int l_waitall(lua_State *L) {
-  lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1), k = 0;
-  if (n < 0 || n > INT_MAX / 2) luaL_argerror(L, 1, "too many requests");
-  mreq **t = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *t, 0); /* 2 */
-  int m = 0;
-  lua_newtable(L); /* 3: the others */
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, 1, i);
-    mreq *r = luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST);
-    if (r) {
-      t[m++] = r;
-      lua_pop(L, 1);
-    } else {
-      lua_rawseti(L, 3, ++k);
-    }
-  }
-  if (m) progress(L, t, m, 1, 1);
-  if (k || !m) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushvalue(L, m ? 3 : 1);
-    lua_call(L, 1, 0);
-  }
-  for (int i = 0; i < m; i++) t[i]->waited = 1;
-  for (int i = 0; i < m; i++) /* failures: raised as wait raises them */
-    if (t[i]->err) return lmpio_lua_raise(L, t[i]->err, lua_pushstring(L, t[i]->errmsg));
-  return 0;
-}
-
-/* lmpio.waitany over a list that may hold message requests too.  Without
- * them it is request.c's (upvalue 1: MPI_Waitany).  With them, the message
- * requests progress and the file requests are tested, round after round,
- * the rounds paced as every wait of this file, until one completes: the
- * first listing of each, skipping those a wait or test completed already,
- * as MPI skips null requests. */
-static int l_waitany(lua_State *L) {
-  lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1);
-  if (n < 0 || n > INT_MAX / 2) luaL_argerror(L, 1, "too many requests");
-  size_t slots = (size_t)(n > 0 ? n : 1);
-  mreq **t = lua_newuserdatauv(L, slots * sizeof *t, 0);                /* 2 */
-  int *at = lua_newuserdatauv(L, 2 * slots * sizeof *at, 0);           /* 3: list indices, messages then files */
-  lua_createtable(L, 0, (int)n);                                        /* 4: the requests seen */
-  int m = 0, nf = 0;
-  int *fat = at + slots;
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, 1, i);
-    mreq *r = luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST);
-    if (!r && !luaL_testudata(L, -1, LMPIO_LUA_REQUEST))
-      luaL_argerror(L, 1, lua_pushfstring(L, "element %I is not a request", i));
-    lua_pushvalue(L, -1);
-    int seen = lua_rawget(L, 4) != LUA_TNIL;
-    lua_pop(L, 1);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, 4);
-    if (seen) continue;
-    if (r) t[m] = r, at[m++] = (int)i;
-    else fat[nf++] = (int)i;
-  }
-  if (!m) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushvalue(L, 1);
-    lua_call(L, 1, LUA_MULTRET);
-    return lua_gettop(L) - 4;
-  }
-  mreq **live = lua_newuserdatauv(L, (size_t)m * sizeof *live, 0); /* 5 */
-  int *liveat = lua_newuserdatauv(L, (size_t)m * sizeof *liveat, 0); /* 6 */
-  lmpio_lua_waiter w = {0};
-  for (;;) {
-    int nl = 0, pending_files = 0;
-    for (int j = 0; j < m; j++)
-      if (!t[j]->waited) live[nl] = t[j], liveat[nl++] = at[j];
-    if (nl) {
-      int k = progress(L, live, nl, 0, 0);
-      if (k >= 0) {
-        live[k]->waited = 1;
-        lua_settop(L, 6);
-        lua_pushinteger(L, liveat[k]); /* 7 */
-        lua_geti(L, 1, liveat[k]);     /* 8 */
-        int nr = results(L, 8, live[k]);
-        lua_remove(L, 8);
-        return 1 + nr;
-      }
-    }
-    for (int j = 0; j < nf; j++) {
-      lua_settop(L, 6);
-      lua_geti(L, 1, fat[j]); /* 7 */
-      const lmpio_lua_request *f = lua_touserdata(L, 7);
-      if (f->done) continue;
-      pending_files = 1;
-      lua_pushinteger(L, fat[j]);  /* 8 */
-      lua_getfield(L, 7, "test"); /* the request's own test: its converters, its failure */
-      lua_pushvalue(L, 7);
-      lua_call(L, 1, LUA_MULTRET); /* 9: false, or true and what wait returns */
-      if (lua_toboolean(L, 9)) {
-        lua_remove(L, 9);
-        return lua_gettop(L) - 7;
-      }
-    }
-    lua_settop(L, 6);
-    if (!nl && !pending_files) {
-      lua_pushnil(L);
-      return 1;
-    }
-    lmpio_lua_pause(&w);
-  }
+  return lmpio_lua_p2p_results(L, 7, r);
 }
 
 /***
@@ -1039,26 +803,6 @@ int lmpio_lua_p2p_open(lua_State *L) {
     {NULL, NULL},
   };
   lmpio_lua_comm_methods(L, NULL, 0, local);
-  if (luaL_newmetatable(L, LMPIO_LUA_MSGREQUEST)) {
-    static const luaL_Reg meta[] = {{"__gc", m_gc}, {"__tostring", m_tostring}, {NULL, NULL}};
-    static const luaL_Reg methods[] = {{"wait", m_wait}, {"test", m_test}, {NULL, NULL}};
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, -1, "waitall") == LUA_TFUNCTION) { /* request.c's, for file requests */
-    lua_pushcclosure(L, l_waitall, 1);
-    lua_setfield(L, -2, "waitall");
-  } else {
-    lua_pop(L, 1);
-  }
-  if (lua_getfield(L, -1, "waitany") == LUA_TFUNCTION) {
-    lua_pushcclosure(L, l_waitany, 1);
-    lua_setfield(L, -2, "waitany");
-  } else {
-    lua_pop(L, 1);
-  }
   lua_pushinteger(L, MPI_ANY_SOURCE);
   lua_setfield(L, -2, "ANY_SOURCE");
   lua_pushinteger(L, MPI_ANY_TAG);
@@ -1066,4 +810,19 @@ int lmpio_lua_p2p_open(lua_State *L) {
   lua_pushinteger(L, MPI_PROC_NULL);
   lua_setfield(L, -2, "PROC_NULL");
   return 0;
+}
+
+/* What a msgrequest's __gc does (lua/msgreq.c): MPI may still read or
+ * write the data, alive until the finalizer returns; a rank leaving on an
+ * error does not wait (its partner may never come: the job is being
+ * aborted); a receive never matched (its state closed) is cancelled. */
+void lmpio_lua_p2p_drop(lmpio_lua_mreq *r) {
+  if (!finalized() && !lmpio_lua_failing()) {
+    if (r->state == ST_POSTED && r->req != MPI_REQUEST_NULL) MPI_Cancel(&r->req);
+    if (r->req != MPI_REQUEST_NULL) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+    if (r->req2 != MPI_REQUEST_NULL) MPI_Wait(&r->req2, MPI_STATUS_IGNORE);
+  }
+  r->state = ST_DONE;
+  unlist(NULL, r);
+  let_go(r);
 }
