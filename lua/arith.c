@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_AXPY, OP_COPY };
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_AXPY };
 enum { T_F64, T_F32, T_I32, T_I64 };
 
 typedef struct {
@@ -25,7 +25,6 @@ typedef struct {
   int scalar; /* the second operand is the number s */
   double s;
   int64_t si;
-  size_t esize;
 } ctx;
 
 #define KERNEL(name, T, U, FLOAT)                                                                   \
@@ -116,7 +115,7 @@ static void match(lua_State *L, int idx, const lmpio_lua_buffer *a, const lmpio_
  * alpha.  Returns out. */
 static void run(lua_State *L, int op, lmpio_lua_buffer *out, int outidx, lmpio_lua_buffer *a, int aidx, int xidx,
                 double alpha) {
-  ctx c = {op, arithtype(a), 0, alpha, 0, a->esize};
+  ctx c = {op, arithtype(a), 0, alpha, 0};
   if (c.t < 0)
     luaL_argerror(L, aidx, lua_pushfstring(L, "arithmetic applies to arrays of DOUBLE, FLOAT and 32- and 64-bit "
                                               "integers, not of %s", tname(a)));

@@ -331,7 +331,7 @@ local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int dims[MAXDIMS], coords[MAXDIMS], sub[MAXDIMS], starts[MAXDIMS], periods[MAXDIMS];
+  int dims[MAXDIMS], coords[MAXDIMS], periods[MAXDIMS];
   int n = checkdims(L, 2, dims);
   checkperiods(L, 4, n, periods);
   long long sizes[MAXDIMS];
@@ -359,6 +359,7 @@ static int c_grid(lua_State *L) {
   pushints(L, dims, n);
   pushints(L, coords, n);
   if (have_sizes) {
+    int sub[MAXDIMS], starts[MAXDIMS];
     for (int i = 0; i < n; i++) {
       lua_Integer first, count;
       lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
@@ -375,9 +376,9 @@ static int c_grid(lua_State *L) {
       int c = coords[i] + (side ? 1 : -1);
       if (periods[i]) c = (c + dims[i]) % dims[i];
       if (c < 0 || c >= dims[i]) continue; /* nil: no neighbour */
-      int r = 0;
-      for (int k = 0; k < n; k++) r = r * dims[k] + (k == i ? c : coords[k]);
-      lua_pushinteger(L, r);
+      int nr = 0;
+      for (int k = 0; k < n; k++) nr = nr * dims[k] + (k == i ? c : coords[k]);
+      lua_pushinteger(L, nr);
       lua_rawseti(L, -2, side + 1);
     }
     lua_rawseti(L, -2, i + 1);

@@ -931,6 +931,29 @@ static int l_byteswap(lua_State *L) {
   return 1;
 }
 
+/* lmpio._debug.borrow(fn, type, n, readonly): calls fn with a borrowed array
+ * over n zeroed elements on the C side, invalidates it when fn returns, and
+ * returns it with the bytes fn left (the mechanism converters use). */
+static int l_debug_borrow(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  MPI_Datatype t = lmpio_lua_checktype(L, 2);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  int ro = lua_toboolean(L, 4);
+  unsigned char mem[64 * 16];
+  MPI_Count es = lmpio_lua_isnamed(t) ? lmpio_lua_type_size(L, t) : 1;
+  if (n < 0 || n > 64 || es <= 0 || (size_t)n * (size_t)es > sizeof mem)
+    return luaL_argerror(L, 3, "0..64 elements of at most 16 bytes");
+  memset(mem, 0, sizeof mem);
+  lmpio_lua_buffer *b = lmpio_lua_pushborrowed(L, mem, (size_t)n, t, ro);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  int rc = lua_pcall(L, 1, 0, 0);
+  lmpio_lua_invalidate(b);
+  if (rc != LUA_OK) return lua_error(L);
+  lua_pushlstring(L, (const char *)mem, (size_t)n * (size_t)lmpio_lua_type_size(L, t));
+  return 2;
+}
+
 /* ---- module --------------------------------------------------------------------- */
 
 static void exit_hook(const void *owner) {
@@ -954,5 +977,14 @@ int lmpio_lua_datarep_open(lua_State *L) {
   lua_setfield(L, -2, "register_datarep");
   lua_pushcfunction(L, l_byteswap);
   lua_setfield(L, -2, "byteswap");
+  if (lua_getfield(L, -1, "_debug") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "_debug");
+  }
+  lua_pushcfunction(L, l_debug_borrow);
+  lua_setfield(L, -2, "borrow");
+  lua_pop(L, 1);
   return 0;
 }

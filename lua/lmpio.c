@@ -75,6 +75,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_datatype_open(L);
   lmpio_lua_typemap_open(L);
   lmpio_lua_buffer_open(L);
+  lmpio_lua_records_open(L);
   lmpio_lua_array_ops_open(L);
   lmpio_lua_slice_open(L);
   lmpio_lua_arith_open(L);

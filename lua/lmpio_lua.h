@@ -260,6 +260,54 @@ typedef struct {
  * elements). */
 void lmpio_lua_spanof(lua_State *L, int idx, const lmpio_lua_buffer *b, lmpio_lua_span *s);
 
+/* buffer.c: whether b's memory may be used (a converter's buffer, or a
+ * view of one, no longer may once the converter returned). */
+int lmpio_lua_usable(const lmpio_lua_buffer *b);
+/* buffer.c: a new zeroed buffer object of inline_bytes of memory (MPI_BYTE
+ * elements until the caller says otherwise). */
+lmpio_lua_buffer *lmpio_lua_allocbuffer(lua_State *L, size_t inline_bytes);
+/* buffer.c: pushes a view of count elements (type, kind, esize; records
+ * rec) at data, inside the memory of b (at bidx), which it keeps alive. */
+lmpio_lua_buffer *lmpio_lua_pushview_of(lua_State *L, int bidx, const lmpio_lua_buffer *b, unsigned char *data,
+                                        size_t count, size_t esize, MPI_Datatype type, int kind,
+                                        const struct lmpio_lua_records *rec);
+/* buffer.c: the layout of the record datatype object at idx (pushed), or
+ * NULL (nothing pushed); n zeroed records of layout r (at lidx), pushed. */
+const struct lmpio_lua_records *lmpio_lua_findlayout(lua_State *L, int idx);
+lmpio_lua_buffer *lmpio_lua_newrecords(lua_State *L, int lidx, const struct lmpio_lua_records *r, size_t n);
+/* buffer.c: the data bytes of one item of t; the bytes from a buffer's
+ * start that count items of t span (their data must start at or after 0):
+ * LMPIO_LUA_SPAN_BELOW when they reach below 0, LMPIO_LUA_SPAN_HUGE when
+ * the span does not fit a 64-bit size. */
+MPI_Count lmpio_lua_type_size(lua_State *L, MPI_Datatype t);
+enum { LMPIO_LUA_SPAN_BELOW = -1, LMPIO_LUA_SPAN_HUGE = -2 };
+long long lmpio_lua_typespan(lua_State *L, int count, MPI_Datatype t);
+
+/* values.c: stores the value at vidx into the element of kind and esize
+ * bytes at p: LMPIO_LUA_ST_OK or why not (nothing stored); storeerror
+ * raises the error of such an outcome for "what" (e.g. "element 3 of a
+ * DOUBLE array"). */
+enum { LMPIO_LUA_ST_OK, LMPIO_LUA_ST_NEEDINT, LMPIO_LUA_ST_NOTINT, LMPIO_LUA_ST_RANGE, LMPIO_LUA_ST_NEEDNUM,
+       LMPIO_LUA_ST_NEEDBOOL, LMPIO_LUA_ST_NOLUA };
+int lmpio_lua_storeelem(lua_State *L, int kind, size_t esize, unsigned char *p, int vidx);
+int lmpio_lua_storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, const char *what);
+
+/* holds.c: the check of n elements of b from element i (a slice: its
+ * span); the hold metatable and registry (at open); a registry table with
+ * weak keys at key. */
+void lmpio_lua_checkheld_elems(lua_State *L, const lmpio_lua_buffer *b, size_t i, size_t n, int writing);
+void lmpio_lua_holds_open(lua_State *L);
+void lmpio_lua_new_weak_keys(lua_State *L, const char *key);
+
+/* buffer.c: the 0-based storage position of the element at the 1-based
+ * indices given as arguments first..last (one index: a position; one per
+ * dimension: in the shape); whether the option at idx names Fortran order;
+ * the shape (a table of sizes) at idx into dims, its dimensions returned,
+ * the product in *total. */
+size_t lmpio_lua_argposition(lua_State *L, const lmpio_lua_buffer *b, int first, int last);
+int lmpio_lua_checkorder(lua_State *L, int idx);
+int lmpio_lua_checkshape(lua_State *L, int idx, size_t *dims, size_t *total);
+
 /* Elements i..j given as arguments ai and aj (optional; clamped as
  * string.sub clamps, negative from the end) -> start (0-based), n. */
 void lmpio_lua_range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n);
@@ -442,6 +490,7 @@ int lmpio_lua_message_open(lua_State *L);
 int lmpio_lua_p2p_open(lua_State *L);
 int lmpio_lua_slice_open(lua_State *L);
 int lmpio_lua_typemap_open(lua_State *L);
+int lmpio_lua_records_open(lua_State *L);
 int lmpio_lua_msgreq_open(lua_State *L);
 int lmpio_lua_arith_open(lua_State *L);
 

@@ -49,7 +49,7 @@ int lmpio_lua_sameshape(const lmpio_lua_buffer *a, const lmpio_lua_buffer *b) {
 }
 
 void lmpio_lua_walk_init(lmpio_lua_walk *w, lmpio_lua_buffer *const *bs, int n) {
-  size_t dims[LMPIO_LUA_MAXDIM];
+  size_t dims[LMPIO_LUA_MAXDIM] = {0};
   ptrdiff_t st[3][LMPIO_LUA_MAXDIM];
   int nd = 1;
   w->nops = n;

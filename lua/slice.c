@@ -1,4 +1,4 @@
-/* Shapes and slices: a:slice(...), an n-d strided view of an array that
+/* Shapes and slices: a:reshape, a:shape, a:index, and a:slice(...), an n-d strided view of an array that
  * shares its memory and describes itself to MPI as a datatype.
  *
  * A slice is a buffer (lua/buffer.c) with `strided` set: its first
@@ -152,11 +152,74 @@ static int b_slice(lua_State *L) {
   return 1;
 }
 
+/***
+The position in storage order (from 1) of the element at the indices of a
+shaped array, so that `a[a:index(i, j, k)]` is `a:get(i, j, k)`.
+@function array:index
+@param ... one index per dimension (from 1)
+@return the position
+@raise when an index is out of range or the count of indices is wrong
+*/
+static int b_indexof(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  lua_pushinteger(L, (lua_Integer)lmpio_lua_argposition(L, b, 2, lua_gettop(L)) + 1);
+  return 1;
+}
+
+/***
+A view of all of a with a shape: n-d indexing `b[{i, j, k}]`, `b:get(i,
+j, k)`, over the same memory in C order (last index fastest) or Fortran
+order (first index fastest), as the `order` of `lmpio.type.subarray` and
+`lmpio.type.darray`.
+@function array:reshape
+@param shape a table of sizes whose product is #a (1 to 8 dimensions)
+@param[opt="C"] order "C" or "c"; "F", "f", "fortran" or "Fortran"
+@return the view
+@raise when the product of the sizes is not #a
+*/
+static int b_reshape(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  if (b->strided) return luaL_error(L, "reshape of a slice (its elements are not one block of memory)");
+  size_t dims[LMPIO_LUA_MAXDIM], total;
+  int nd = lmpio_lua_checkshape(L, 2, dims, &total);
+  int f = lmpio_lua_checkorder(L, 3);
+  if (total != b->count)
+    return luaL_argerror(L, 2, lua_pushfstring(L, "a shape of %I elements for an array of %I", (lua_Integer)total,
+                                               (lua_Integer)b->count));
+  lmpio_lua_buffer *v = lmpio_lua_pushview(L, 1, b, b->data, b->count);
+  v->ndim = nd;
+  v->forder = f;
+  memcpy(v->dims, dims, sizeof dims);
+  return 1;
+}
+
+/***
+The shape of a and its order.
+@function array:shape
+@return a table of sizes ({#a} for an array without a shape)
+@return "C" or "F"
+*/
+static int b_shape(lua_State *L) {
+  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
+  size_t dims[LMPIO_LUA_MAXDIM];
+  ptrdiff_t st[LMPIO_LUA_MAXDIM];
+  int nd = lmpio_lua_layout(b, dims, st);
+  lua_createtable(L, nd, 0);
+  for (int k = 0; k < nd; k++) {
+    lua_pushinteger(L, (lua_Integer)dims[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+  lua_pushstring(L, b->forder ? "F" : "C");
+  return 2;
+}
+
 int lmpio_lua_slice_open(lua_State *L) {
   luaL_getmetatable(L, LMPIO_LUA_BUFFER);
   lua_getfield(L, -1, "methods");
-  lua_pushcfunction(L, b_slice);
-  lua_setfield(L, -2, "slice");
+  static const luaL_Reg methods[] = {
+    {"slice", b_slice}, {"reshape", b_reshape}, {"shape", b_shape}, {"index", b_indexof}, {NULL, NULL},
+  };
+  luaL_setfuncs(L, methods, 0);
   lua_pop(L, 2);
   return 0;
 }
