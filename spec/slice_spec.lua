@@ -206,3 +206,36 @@ describe("neighbours on a grid", function()
     assert.has_error(function() world:shift(1) end)
   end)
 end)
+
+describe("wrong arguments to the new methods", function()
+  it("raise errors, never crash", function()
+    local a = lmpio.array(lmpio.DOUBLE, { shape = { 3, 4 } })
+    local s = a:slice({ 1, 2 }, { 1, 4, 2 })
+    local junk = { nil, true, "x", {}, { 1, "a" }, { 0, 0, 0 }, -1, 0, 1.5, 2 ^ 62 // 1, math.huge, print,
+                   lmpio.array(lmpio.INT, 2), lmpio.buffer(3), lmpio.records({ { "x", lmpio.INT } }, 2), s }
+    local calls = {
+      function(x, y) return a:slice(x, y) end, function(x, y) return s:slice(x, y) end,
+      function(x, y) return a:copy(x, y) end, function(x, y) return s:add(x, y) end,
+      function(x, y) return a:subtract(x, y) end, function(x, y) return s:multiply(x, y) end,
+      function(x, y) return a:divide(x, y) end, function(x, y) return s:axpy(x, y) end,
+      function(x) return a + x end, function(x) return x - s end, function(x) return s * x end,
+      function(x, y) return s:set(x, y) end, function(x) return s:fill(x) end,
+      function(x, y) return world:sendrecv(s, nil, nil, x, y) end, function(x, y) return world:grid(x, y) end,
+      function(x, y) return world:shift(x, y) end, function(x) return world:coords(x) end,
+      function(x, y) return world:irecv(lmpio.PROC_NULL, x, y) end,
+      function(x) return world:recv(lmpio.PROC_NULL, 0, x) end,
+      function(x, y) return s:reshape(x, y) end, function(x, y) return s:index(x, y) end,
+    }
+    for ci, f in ipairs(calls) do
+      for i = 1, #junk + 1 do
+        for j = 1, #junk + 1, 3 do
+          local ok, e = pcall(f, junk[i], junk[j])
+          if not ok then assert.is_not_nil(e, "call " .. ci) end
+        end
+      end
+    end
+    -- still usable afterwards
+    assert.equal(12, #a)
+    world:barrier()
+  end)
+end)
