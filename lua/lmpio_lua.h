@@ -372,7 +372,7 @@ typedef struct lmpio_lua_comm {
 /* The communicator at idx; raises when it was freed or MPI was finalized. */
 MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx);
 lmpio_lua_comm *lmpio_lua_checklcomm(lua_State *L, int idx);
-/* Converts a Lua table (or nil) at idx to a new MPI_Info (or MPI_INFO_NULL):
+/* info.c: converts a Lua table (or nil) at idx to a new MPI_Info (or MPI_INFO_NULL):
  * values are strings, numbers or booleans ("true"/"false"), as strings;
  * validates everything before creating it. */
 MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx);
@@ -505,10 +505,10 @@ void lmpio_lua_pause(lmpio_lua_waiter *w);
 int lmpio_lua_lifetime_open(lua_State *L);
 int lmpio_lua_environment_open(lua_State *L);
 
-/* error.c: raises "unknown field 'x'" unless the table at idx has only the
+/* helpers.c: raises "unknown field 'x'" unless the table at idx has only the
  * string keys in names (NULL-terminated). */
 void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names);
-/* error.c: v, argument arg, as an int from min to INT_MAX; raises "out of
+/* helpers.c: v, argument arg, as an int from min to INT_MAX; raises "out of
  * range" otherwise. */
 int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min);
 

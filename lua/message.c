@@ -48,8 +48,8 @@ static int agreed(lua_State *L, const char *name, int arg, const char *why) {
 
 /* ---- reductions ---------------------------------------------------------------- */
 
-/* The first six as comm.c's reductions of numbers (their places are what
- * the agreement compares). */
+/* The one table of reduction operations, for numbers, booleans and arrays
+ * (their places are what the agreements compare). */
 static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", "band", "bor", "bxor", NULL};
 enum { OP_SUM, OP_MAX, OP_MIN, OP_PROD, OP_LAND, OP_LOR, OP_BAND, OP_BOR, OP_BXOR };
 static const MPI_Op mpiops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR, MPI_BAND, MPI_BOR, MPI_BXOR};
@@ -723,17 +723,14 @@ static int c_allgather(lua_State *L) {
 /* ---- reductions --------------------------------------------------------- */
 
 enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
-/* The operations on numbers and booleans (arrays take more, opnames). */
-static const char *const value_opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
 
 /* allreduce, scan and exscan of one number or boolean. */
 static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   if (lmpio_lua_tobuffer(L, 2)) return reduce_array(L, comm, kind, name);
-  static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isbool) luaL_checknumber(L, 2);
-  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", value_opnames);
+  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
    * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
@@ -745,9 +742,12 @@ static int reduce(lua_State *L, int kind, const char *name) {
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
                                                            "different operations, '%s' and '%s')",
-                                                           name, value_opnames[-v[2]], value_opnames[v[1]]));
+                                                           name, opnames[-v[2]], opnames[v[1]]));
   int allint = isbool || v[5] == 0;
-  MPI_Op mop = ops[op];
+  if (op >= OP_BAND && (isbool || !allint)) /* every rank knows: all raise */
+    agreed(L, name, 2, lua_pushfstring(L, "'%s' applies to integers, not to %s", opnames[op],
+                                       isbool ? "booleans" : "floats"));
+  MPI_Op mop = mpiops[op];
   if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
     int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
     lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
@@ -768,7 +768,7 @@ static int reduce(lua_State *L, int kind, const char *name) {
       lua_pushnil(L);
       return 1;
     }
-    ir = mop == MPI_PROD || mop == MPI_LAND;
+    ir = mop == MPI_BAND ? -1 : mop == MPI_PROD || mop == MPI_LAND;
     dr = (double)ir;
   }
   if (isbool) lua_pushboolean(L, ir != 0);
@@ -789,7 +789,7 @@ rank's arguments are wrong, every rank raises.
 @function comm:allreduce
 @param x a number, a boolean or an array
 @param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
-  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
+  and for integers (numbers or arrays) also `"band"`, `"bor"` and `"bxor"` (default
   `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
   `"prod"`, `"land"`) or "any" (the others); on floats the logical and
   bitwise ops raise
