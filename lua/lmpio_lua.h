@@ -500,6 +500,8 @@ typedef struct {
   long long opaque[4];
 } lmpio_lua_waiter; /* zeroed before a wait */
 void lmpio_lua_pause(lmpio_lua_waiter *w);
+/* The wait of w is over: adapts how long the next ones poll. */
+void lmpio_lua_waited(const lmpio_lua_waiter *w);
 /* lifetime.c: MPI initialised and the script's end watched (first); the
  * environment functions (wtime, wtick, abort, version). */
 int lmpio_lua_lifetime_open(lua_State *L);

@@ -23,9 +23,10 @@
  * receive, so a rank blocked in comm:send still lets a large message to it
  * through.
  *
- * Waiting gives the core away: a bounded number of polls (MPI_Testsome),
- * then sched_yield until WAIT_YIELD_NS have passed, then sleeps that grow
- * from NAP_MIN_NS to NAP_MAX_NS (see STYLE.md, "Waiting"). */
+ * Waiting gives the core away: a bounded number of polls (MPI_Testsome;
+ * the bound adapts, see lmpio_lua_pause), then sched_yield until
+ * WAIT_YIELD_NS have passed, then sleeps that grow from NAP_MIN_NS to
+ * NAP_MAX_NS (see STYLE.md, "Waiting"). */
 #include "p2p.h"
 
 #include <limits.h>
@@ -75,8 +76,14 @@ static int checktag(lua_State *L, int arg, int receiving) {
 
 /* ---- waiting -------------------------------------------------------------- */
 
-enum { SPIN_POLLS = 64 };
-#define WAIT_YIELD_NS 2000000L /* 2 ms of yielding before the first sleep */
+/* The spin is adaptive, as glibc's adaptive mutex: a wait polls up to
+ * `spin` times before it yields; a wait that ended while polling lets the
+ * next ones poll a little longer (the peer was running: its answer came
+ * on another core), one that had to yield halves it (the peer needed this
+ * core, or the machine is loaded: polling only delays it). */
+enum { SPIN_MIN = 2, SPIN_MAX = 512 };
+static _Thread_local unsigned spin = 64;
+#define WAIT_YIELD_NS 20000000L /* 20 ms of yielding before the first sleep */
 #define NAP_MIN_NS 20000L
 #define NAP_MAX_NS 500000L
 
@@ -94,8 +101,8 @@ static long elapsed_ns(const struct timespec *a) {
 
 void lmpio_lua_pause(lmpio_lua_waiter *w) {
   waiter *v = (waiter *)w;
-  if (++v->polls <= SPIN_POLLS) return;
-  if (v->polls == SPIN_POLLS + 1) {
+  if (++v->polls <= spin) return;
+  if (v->polls == spin + 1) {
     clock_gettime(CLOCK_MONOTONIC, &v->start);
     v->nap = NAP_MIN_NS;
   }
@@ -106,6 +113,13 @@ void lmpio_lua_pause(lmpio_lua_waiter *w) {
   struct timespec ts = {0, v->nap};
   nanosleep(&ts, NULL);
   v->nap = v->nap * 2 < NAP_MAX_NS ? v->nap * 2 : NAP_MAX_NS;
+}
+
+void lmpio_lua_waited(const lmpio_lua_waiter *w) {
+  const waiter *v = (const waiter *)w;
+  if (v->polls == 0) return; /* done at once: says nothing */
+  if (v->polls <= spin) spin = spin + spin / 4 + 1 < SPIN_MAX ? spin + spin / 4 + 1 : SPIN_MAX;
+  else spin = spin / 2 > SPIN_MIN ? spin / 2 : SPIN_MIN;
 }
 
 _Static_assert(sizeof(waiter) <= sizeof(lmpio_lua_waiter), "lmpio_lua_waiter holds a waiter");
@@ -466,7 +480,10 @@ int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, int blo
         ndone++;
         if (first < 0) first = i;
       }
-    if (all ? ndone == n : first >= 0) return all ? 0 : first;
+    if (all ? ndone == n : first >= 0) {
+      lmpio_lua_waited(&w);
+      return all ? 0 : first;
+    }
     int cap = 2 * n;
     for (const mreq *p = pending; p; p = p->next) cap++;
     MPI_Request small[NSMALL];
@@ -529,10 +546,7 @@ int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, int blo
         if (!isdone(t[i]) && t[i]->req == MPI_REQUEST_NULL && t[i]->req2 == MPI_REQUEST_NULL) t[i]->state = ST_DONE;
       continue;
     }
-    if (out) {
-      memset(&w, 0, sizeof w); /* something moved: poll again at once */
-      continue;
-    }
+    if (out) continue; /* something moved: poll again at once */
     if (!blocking) return -1;
     lmpio_lua_pause(&w);
   }
@@ -613,7 +627,10 @@ static int c_send(lua_State *L) {
     int flag = 0;
     for (;;) {
       lmpio_lua_checkmpi(L, MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-      if (flag) return 0;
+      if (flag) {
+        lmpio_lua_waited(&w);
+        return 0;
+      }
       lmpio_lua_pause(&w);
     }
   }
