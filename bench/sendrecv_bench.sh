@@ -13,14 +13,19 @@ RANKS=${RANKS:-"2 4"}
 N=${N:-120}
 ITERS=${ITERS:-20000}
 HERE=$(dirname "$0")
+PY=${PYTHON:-/usr/bin/python3}
 if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
+if ! "$PY" -c 'import numpy, mpi4py' 2>/dev/null; then
+  echo "$(basename "$0"): $PY cannot import numpy, mpi4py (apt-get install python3-numpy python3-mpi4py): skipped" >&2
+  exit 0
+fi
 for p in $RANKS; do
   l=$(timeout 300 "$MPIRUN" --oversubscribe --bind-to none -n "$p" "$LUA" "$HERE/sendrecv_bench.lua" "$N" "$ITERS" |
       sed -n 's/.*us=//p')
-  m=$(timeout 300 "$MPIRUN" --oversubscribe --bind-to none -n "$p" "${PYTHON:-/usr/bin/python3}" "$HERE/sendrecv_bench.py" "$N" "$ITERS" |
+  m=$(timeout 300 "$MPIRUN" --oversubscribe --bind-to none -n "$p" "$PY" "$HERE/sendrecv_bench.py" "$N" "$ITERS" |
       sed -n 's/.*us=//p')
   awk -v p="$p" -v n="$N" -v l="$l" -v m="$m" 'BEGIN {
     r = (m > 0) ? l / m : 0
