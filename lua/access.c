@@ -8,6 +8,10 @@
  * Nonblocking calls return an lmpio.request (lua/request.c).  The memory
  * of a call is parsed by lmpio_lua_checkmem (lua/buffer.c): an array, a
  * slice (one item of its own datatype), a byte buffer or a string. */
+#include "error.h"
+#include "buffer.h"
+#include "agree.h"
+#include "request.h"
 #include "fileobj.h"
 
 #include <stdlib.h>

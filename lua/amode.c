@@ -1,7 +1,7 @@
 /* Access modes of lmpio.open: io.open's mode strings ("r", "w+", ...),
  * words of MPI_MODE_* bits ("rdwr create"), integers, and back to words
  * (fh:get_amode); the lmpio.MODE_* constants. */
-#include "lmpio_lua.h"
+#include "fileobj.h"
 
 #include <ctype.h>
 #include <stdio.h>

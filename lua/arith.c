@@ -12,7 +12,8 @@
  * allocation but the result of an operator.  Operands that overlap other
  * than exactly (a shifted view of the same memory) give unspecified
  * results, except for copy, which copies as memmove does row by row. */
-#include "lmpio_lua.h"
+#include "datatype.h"
+#include "buffer.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -12,7 +12,8 @@
  * numpy sums, so the rounding error grows with log n, not n; integers are
  * summed modulo 2^64, as Lua's own integer arithmetic wraps.  A NaN makes
  * min and max NaN (it is no element's order). */
-#include "lmpio_lua.h"
+#include "datatype.h"
+#include "buffer.h"
 
 #include <math.h>
 #include <stdint.h>

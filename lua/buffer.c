@@ -11,6 +11,10 @@
  * its datatype, in user value 2.  Borrowed memory (a converter's buffers)
  * can be invalidated, after which every access, also through a view,
  * raises "used after the converter returned". */
+#include "error.h"
+#include "helpers.h"
+#include "datatype.h"
+#include "buffer.h"
 #include "records.h"
 
 typedef lmpio_lua_records records;

@@ -14,7 +14,10 @@
  * Every method checks that MPI is still running: a call that runs after
  * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
  * the MPI library abort the process. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "helpers.h"
+#include "agree.h"
+#include "comm.h"
 
 #include <limits.h>
 #include <stdint.h>

@@ -47,7 +47,11 @@
  *
  * The predefined items of a derived datatype are walked with the core's
  * public item walker (lmpio_items_*, over its typemap leaf cursor). */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "helpers.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
 #include "formats.h"
 
 #include <limits.h>

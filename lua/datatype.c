@@ -1,7 +1,8 @@
 /* Datatypes: every predefined type as lmpio.INT, lmpio.DOUBLE, ...; the
  * constructors under lmpio.type (committed for the user); queries; freed
  * when collected. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "datatype.h"
 
 #include <limits.h>
 #include <stdint.h>

@@ -1,7 +1,8 @@
 /* MPI-IO failures as Lua error objects: {class = n, name = "MPI_ERR_...",
  * message = "...", where = "script.lua:12", rank = r, call = "write_at"}
  * with a __tostring that prints where, name, class and message. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "buffer.h"
 
 /***
 The error object that a failing call raises (with `error`, so `pcall`

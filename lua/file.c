@@ -7,6 +7,13 @@
  * stay referenced from the registry (so __gc never closes an open file, which
  * would be a collective call) until fh:close() or __close; files still open at
  * exit are closed by every rank in the order they were opened. */
+#include "error.h"
+#include "helpers.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "agree.h"
+#include "comm.h"
 #include "fileobj.h"
 
 #include <ctype.h>

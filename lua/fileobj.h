@@ -5,7 +5,8 @@
 #ifndef LMPIO_LUA_FILEOBJ_H
 #define LMPIO_LUA_FILEOBJ_H
 
-#include "lmpio_lua.h"
+#include "buffer.h"
+#include "lifetime.h"
 
 typedef struct lfile {
   lmpio_file fh;           /* LMPIO_FILE_NULL once closed */
@@ -57,5 +58,6 @@ void lmpio_lua_amode_constants(lua_State *L);
  * the agreement on argument errors) and the data access methods to the
  * file objects' methods (after lmpio_lua_file_open). */
 int lmpio_lua_access_open(lua_State *L);
+int lmpio_lua_file_open(lua_State *L);
 
 #endif

@@ -1,7 +1,7 @@
 /* The module's own helper library: option tables checked field by field
  * (a misspelt key is an error, as luaposix does) and int arguments in
  * range.  (The check that MPI still runs is error.c's: it raises.) */
-#include "lmpio_lua.h"
+#include "helpers.h"
 
 #include <limits.h>
 #include <string.h>

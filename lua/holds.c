@@ -2,7 +2,7 @@
  * completes, a split collective until its _end, an isend) transfers in the
  * background, and the checks that refuse what Lua may not do with it
  * meanwhile (see lmpio_lua.h). */
-#include "lmpio_lua.h"
+#include "buffer.h"
 
 #include <stdio.h>
 #include <string.h>

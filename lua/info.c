@@ -1,6 +1,7 @@
 /* Info objects as Lua tables: MPI_Info from a table of string, number or
  * boolean values (checked before anything is created), and back. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "comm.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,12 @@
 /* The Lua module `lmpio`: its entry point, which only registers.  Each
  * concern has its file (lmpio_lua.h); MPI's lifetime is lua/lifetime.c. */
+#include "error.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "comm.h"
+#include "request.h"
+#include "p2p.h"
 #include "fileobj.h"
 
 /***

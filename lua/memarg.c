@@ -1,5 +1,8 @@
 /* Memory arguments of the calls that move data: (data [, count [,
  * datatype]]) of file access: lmpio_lua_checkmem and its checks. */
+#include "error.h"
+#include "datatype.h"
+#include "buffer.h"
 #include "records.h"
 
 #include <limits.h>

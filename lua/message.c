@@ -11,7 +11,13 @@
  * Arrays travel as their own MPI datatype, straight from and into their
  * memory.
  */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "helpers.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "agree.h"
+#include "comm.h"
+#include "serial.h"
 
 #include <limits.h>
 #include <sched.h>

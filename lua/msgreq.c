@@ -2,6 +2,8 @@
  * lmpio.waitall and lmpio.waitany over them mixed with file requests
  * (lua/request.c's, which they wrap).  Completion is lua/p2p.c's progress:
  * every wait also moves this rank's other pending receives on. */
+#include "error.h"
+#include "request.h"
 #include "p2p.h"
 
 #include <limits.h>

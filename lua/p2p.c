@@ -27,6 +27,13 @@
  * the bound adapts, see lmpio_lua_pause), then sched_yield until
  * WAIT_YIELD_NS have passed, then sleeps that grow from NAP_MIN_NS to
  * NAP_MAX_NS (see STYLE.md, "Waiting"). */
+#include "error.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "agree.h"
+#include "comm.h"
+#include "serial.h"
 #include "p2p.h"
 
 #include <limits.h>
@@ -36,6 +43,8 @@
 #include <time.h>
 
 typedef lmpio_lua_mreq mreq;
+/* User values of a request object. */
+enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, UV_INTO, NUV = UV_INTO };
 
 /* Receives posted and not complete, of every lua_State of the process. */
 static mreq *pending;

@@ -4,7 +4,8 @@
 #ifndef LMPIO_LUA_P2P_H
 #define LMPIO_LUA_P2P_H
 
-#include "lmpio_lua.h"
+#include "buffer.h"
+#include "comm.h"
 
 enum { K_VALUE = 1, K_STRING, K_ARRAY };
 #define MAGIC 0x6c6d7032u /* "lmp2": a message that lmpio sent */
@@ -46,7 +47,6 @@ typedef struct lmpio_lua_mreq {
   char errmsg[MPI_MAX_ERROR_STRING + 64];
   unsigned char buf[INLINE];
 } lmpio_lua_mreq;
-enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, UV_INTO, NUV = UV_INTO };
 #define PENDING_KEY "lmpio.pendingrecvs" /* registry: receives not complete (anchored until they are) */
 
 /* Progresses the n requests t (and every other pending receive of this
@@ -61,5 +61,16 @@ int lmpio_lua_p2p_results(lua_State *L, int ridx, lmpio_lua_mreq *r);
 /* The finalizer's part of a request: waits for (or cancels) what is in
  * progress and lets go of what it holds. */
 void lmpio_lua_p2p_drop(lmpio_lua_mreq *r);
+
+/* p2p.c: the pace of every wait of the module that polls: a bounded number
+ * of polls, then sched_yield for a while, then sleeps that grow. */
+typedef struct {
+  long long opaque[4];
+} lmpio_lua_waiter; /* zeroed before a wait */
+void lmpio_lua_pause(lmpio_lua_waiter *w);
+/* The wait of w is over: adapts how long the next ones poll. */
+void lmpio_lua_waited(const lmpio_lua_waiter *w);
+int lmpio_lua_p2p_open(lua_State *L);
+int lmpio_lua_msgreq_open(lua_State *L);
 
 #endif

@@ -3,6 +3,9 @@
  * h5py's compound type: r[i].x, r[i].v[2], r[i] = {...}), and r:fields().
  * Typed memory (lua/buffer.c) reaches the fields through the layout's ops
  * (records.h), so that it calls nothing here. */
+#include "error.h"
+#include "datatype.h"
+#include "buffer.h"
 #include "records.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef LMPIO_LUA_RECORDS_H
 #define LMPIO_LUA_RECORDS_H
 
-#include "lmpio_lua.h"
+#include "buffer.h"
 
 /* One field of a record. */
 typedef struct field {

@@ -3,7 +3,7 @@
  * or slices of one shape in step, row by row (what lua/arith.c,
  * lua/array_ops.c and lua/message.c run their loops on).  Plain C over the
  * buffer structure: no Lua call. */
-#include "lmpio_lua.h"
+#include "buffer.h"
 
 #include <string.h>
 

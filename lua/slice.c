@@ -9,7 +9,9 @@
  * Every call that takes data takes a slice as (data, 1, dtype), so MPI
  * gathers and scatters its elements in place.  A slice that happens to be
  * one block of memory is made a plain view (with its shape). */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "datatype.h"
+#include "buffer.h"
 
 #include <limits.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* A datatype's typemap seen from Lua: t:blocks() (its byte ranges) and
  * t:items() (its runs of predefined items), over the core's public item
  * walker (lmpio_items_*).  Methods of "lmpio.datatype". */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "datatype.h"
 
 #include <string.h>
 

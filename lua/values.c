@@ -7,7 +7,8 @@
  * whose magnitude does not exceed FLT_MAX (NaN and infinities are kept;
  * precision is rounded); DOUBLE and LONG_DOUBLE take any number.  An
  * UINT64 element above math.maxinteger reads as a float. */
-#include "lmpio_lua.h"
+#include "datatype.h"
+#include "buffer.h"
 
 #include <float.h>
 #include <limits.h>
