@@ -159,4 +159,9 @@ sh bench/lua_bench.sh < /dev/null || status=1
 # Lua arrays against numpy and mpi4py (bench/array_bench.sh).
 echo
 sh bench/array_bench.sh < /dev/null || status=1
+
+# Messages and the heat stencil against mpi4py and numpy (issue 30).
+echo
+sh bench/sendrecv_bench.sh < /dev/null || status=1
+sh bench/heat_bench.sh < /dev/null || status=1
 exit $status

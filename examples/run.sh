@@ -35,7 +35,7 @@ if [ -f "$BUILD/lua/lmpio.so" ]; then
       local fh <close> = l.open(l.self, \"$2\", \"w\")
       fh:set_view(0, l.DOUBLE, l.DOUBLE, \"external32\")
       fh:write_at(0, l.array(l.DOUBLE, { 0.5, 1.5, 2.5, 3.5, 4.5, 5.5 }))" &&
-    out=$(timeout -k 5 120 "$1" lua/lmpio-command.lua dump "$2" --etype DOUBLE --datarep external32 --columns 3) &&
+    out=$(timeout -k 5 120 "$1" bin/lmpio dump "$2" --etype DOUBLE --datarep external32 --columns 3) &&
     echo "$out" && [ "$out" = "$(printf "0.5 1.5 2.5\n3.5 4.5 5.5")" ] && echo "ok lmpio dump"' \
     "$BUILD" "$LUA" "$e32"
   rm -f "$e32"
@@ -44,4 +44,16 @@ fi
 # byte-identical to the serial run at 1, 2, 4 and 8 ranks, a FIFO consumer.
 if [ -f "$BUILD/lua/lmpio.so" ]; then
   run "pipelines (examples/pipelines.sh)" sh examples/pipelines.sh "$BUILD" "$MPIRUN" "$LUA"
+fi
+# examples/heat.lua at 1, 2 and 4 ranks (uneven blocks: 37 x 23) against
+# the serial computation of spec/heat_check.lua.
+if [ -f "$BUILD/lua/lmpio.so" ]; then
+  for p in 1 2 4; do
+    heat="${TMPDIR:-/tmp}/lmpio-example-$$-heat.dat"
+    run "heat.lua at $p ranks against the serial computation" sh -c '
+      LUA_CPATH_5_4="$0/lua/?.so;;" timeout -k 5 120 "$1" --oversubscribe -n "$3" "$2" examples/heat.lua 37 23 15 "$4" &&
+      out=$("$2" spec/heat_check.lua 37 23 15 "$4") && echo "$out" && [ "$out" = ok ] && echo "ok heat.lua at $3 ranks"' \
+      "$BUILD" "$MPIRUN" "$LUA" "$p" "$heat"
+    rm -f "$heat"
+  done
 fi

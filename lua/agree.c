@@ -7,7 +7,8 @@
  * waiting in a collective.  Communicators agree here (an MPI_Allreduce of
  * a few integers, or allgather's own exchange); files agree in the core
  * (lmpio_fail_next_collective). */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "agree.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -12,7 +12,8 @@
  * numpy sums, so the rounding error grows with log n, not n; integers are
  * summed modulo 2^64, as Lua's own integer arithmetic wraps.  A NaN makes
  * min and max NaN (it is no element's order). */
-#include "lmpio_lua.h"
+#include "datatype.h"
+#include "buffer.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -72,6 +73,37 @@ static int isbool_elem(const unsigned char *p, size_t esize) {
   return 0;
 }
 
+/* ---- runs: an array's elements, or a slice's, as runs of adjacent ones ------ */
+
+typedef void (*runfn)(void *ctx, const unsigned char *p, size_t n);
+typedef struct {
+  runfn f;
+  void *ctx;
+  size_t esize;
+} runs_ctx;
+
+static void runs_row(void *vc, unsigned char *const *p, const ptrdiff_t *st, size_t n) {
+  const runs_ctx *r = vc;
+  if (st[0] == (ptrdiff_t)r->esize) r->f(r->ctx, p[0], n);
+  else
+    for (size_t i = 0; i < n; i++) r->f(r->ctx, p[0] + (ptrdiff_t)i * st[0], 1);
+}
+
+/* Calls f on the runs of elements s..s+n-1 of b: one run for an array; a
+ * slice's rows (or its elements one by one, where a row's are not
+ * adjacent), which only takes its whole range. */
+static void runs(lua_State *L, lmpio_lua_buffer *b, size_t s, size_t n, runfn f, void *ctx) {
+  if (!b->strided) {
+    if (n) f(ctx, b->data + s * b->esize, n);
+    return;
+  }
+  if (s != 0 || n != b->count) luaL_error(L, "a range of a slice (take a slice of it instead)");
+  runs_ctx r = {f, ctx, b->esize};
+  lmpio_lua_walk w;
+  lmpio_lua_walk_init(&w, &b, 1);
+  lmpio_lua_walk_run(&w, runs_row, &r);
+}
+
 /* ---- sum -------------------------------------------------------------------- */
 
 /* Pairwise summation: blocks of up to 128 elements summed with 8
@@ -127,30 +159,43 @@ arithmetic wraps; booleans give the number of true elements.
 @usage local total = a:sum()          -- the whole array
 local head = a:sub(1, 10):sum()       -- the same as a:sum(1, 10)
 */
+typedef struct {
+  int ec;
+  size_t esize;
+  uint64_t u;
+  double d;
+  long double ld;
+} sum_ctx;
+
+static void sum_run(void *vc, const unsigned char *p, size_t n) {
+  sum_ctx *c = vc;
+  switch (c->ec) {
+  case E_F32: c->d += sum_f32(p, n); break;
+  case E_F64: c->d += sum_f64(p, n); break;
+  case E_LD: c->ld += sum_ld(p, n); break;
+  case E_I8: c->u += sum_i8(p, n); break;
+  case E_I16: c->u += sum_i16(p, n); break;
+  case E_I32: c->u += sum_i32(p, n); break;
+  case E_I64: c->u += sum_i64(p, n); break;
+  case E_U8: c->u += sum_u8(p, n); break;
+  case E_U16: c->u += sum_u16(p, n); break;
+  case E_U32: c->u += sum_u32(p, n); break;
+  case E_U64: c->u += sum_u64(p, n); break;
+  default:
+    for (size_t i = 0; i < n; i++) c->u += (uint64_t)isbool_elem(p + i * c->esize, c->esize);
+  }
+}
+
 static int a_sum(lua_State *L) {
   lmpio_lua_buffer *b = checknumeric(L, 1);
   size_t s, n;
   lmpio_lua_range(L, b, 2, 3, &s, &n);
-  const unsigned char *p = n ? b->data + s * b->esize : NULL;
-  uint64_t u = 0;
-  switch (ecode(b)) {
-  case E_F32: lua_pushnumber(L, (lua_Number)(n ? sum_f32(p, n) : 0)); return 1;
-  case E_F64: lua_pushnumber(L, (lua_Number)(n ? sum_f64(p, n) : 0)); return 1;
-  case E_LD: lua_pushnumber(L, (lua_Number)(n ? sum_ld(p, n) : 0)); return 1;
-  case E_I8: u = n ? sum_i8(p, n) : 0; break;
-  case E_I16: u = n ? sum_i16(p, n) : 0; break;
-  case E_I32: u = n ? sum_i32(p, n) : 0; break;
-  case E_I64: u = n ? sum_i64(p, n) : 0; break;
-  case E_U8: u = n ? sum_u8(p, n) : 0; break;
-  case E_U16: u = n ? sum_u16(p, n) : 0; break;
-  case E_U32: u = n ? sum_u32(p, n) : 0; break;
-  case E_U64: u = n ? sum_u64(p, n) : 0; break;
-  case E_BOOL:
-    for (size_t i = 0; i < n; i++) u += (uint64_t)isbool_elem(p + i * b->esize, b->esize);
-    break;
-  default: return luaL_argerror(L, 1, "elements of this type cannot be summed");
-  }
-  lua_pushinteger(L, (lua_Integer)u);
+  sum_ctx c = {ecode(b), b->esize, 0, 0, 0};
+  if (c.ec == E_NONE) return luaL_argerror(L, 1, "elements of this type cannot be summed");
+  runs(L, b, s, n, sum_run, &c);
+  if (c.ec == E_F32 || c.ec == E_F64) lua_pushnumber(L, (lua_Number)c.d);
+  else if (c.ec == E_LD) lua_pushnumber(L, (lua_Number)c.ld);
+  else lua_pushinteger(L, (lua_Integer)c.u);
   return 1;
 }
 
@@ -204,29 +249,26 @@ static void pushu64(lua_State *L, uint64_t v) { /* as a[i] reads an UINT64 */
   else lua_pushnumber(L, (lua_Number)v);
 }
 
-/* Pushes min (want & 1) and max (want & 2) of elements i..j (arguments 2
- * and 3) of the array at 1; nil for each when the range is empty. */
-static int minmax(lua_State *L, int want) {
-  lmpio_lua_buffer *b = checknumeric(L, 1);
-  size_t s, n;
-  lmpio_lua_range(L, b, 2, 3, &s, &n);
-  int k = (want & 1) + ((want & 2) >> 1);
-  if (n == 0) {
-    for (int i = 0; i < k; i++) lua_pushnil(L);
-    return k;
-  }
-  const unsigned char *p = b->data + s * b->esize;
-  int nan = 0;
-  lua_Number f[2];
+/* The smallest and largest element so far, of every kind. */
+typedef struct {
+  int ec, any, nan, all, anytrue;
+  size_t esize;
   lua_Integer v[2];
-  int isint = 1;
-  switch (ecode(b)) {
+  uint64_t u[2];
+  long double f[2];
+} mm_ctx;
+
+static void mm_run(void *vc, const unsigned char *p, size_t n) {
+  mm_ctx *c = vc;
+  int nan = 0, first = !c->any;
+  c->any = 1;
+  switch (c->ec) {
 #define INTS(code, fn, T)                                                      \
   case code: {                                                                 \
     T lo, hi;                                                                  \
     fn(p, n, &lo, &hi, &nan);                                                  \
-    v[0] = (lua_Integer)lo;                                                    \
-    v[1] = (lua_Integer)hi;                                                    \
+    if (first || (lua_Integer)lo < c->v[0]) c->v[0] = (lua_Integer)lo;         \
+    if (first || (lua_Integer)hi > c->v[1]) c->v[1] = (lua_Integer)hi;         \
     break;                                                                     \
   }
     INTS(E_I8, mm_i8, int8_t)
@@ -240,40 +282,53 @@ static int minmax(lua_State *L, int want) {
   case E_U64: {
     uint64_t lo, hi;
     mm_u64(p, n, &lo, &hi, &nan);
-    if (want & 1) pushu64(L, lo);
-    if (want & 2) pushu64(L, hi);
-    return k;
+    if (first || lo < c->u[0]) c->u[0] = lo;
+    if (first || hi > c->u[1]) c->u[1] = hi;
+    break;
   }
 #define FLOATS(code, fn, T)                                                    \
   case code: {                                                                 \
     T lo, hi;                                                                  \
     fn(p, n, &lo, &hi, &nan);                                                  \
-    f[0] = nan ? (lua_Number)NAN : (lua_Number)lo;                             \
-    f[1] = nan ? (lua_Number)NAN : (lua_Number)hi;                             \
-    isint = 0;                                                                 \
+    if (first || (long double)lo < c->f[0]) c->f[0] = (long double)lo;         \
+    if (first || (long double)hi > c->f[1]) c->f[1] = (long double)hi;         \
+    c->nan |= nan;                                                             \
     break;                                                                     \
   }
     FLOATS(E_F32, mm_f32, float)
     FLOATS(E_F64, mm_f64, double)
     FLOATS(E_LD, mm_ld, long double)
 #undef FLOATS
-  case E_BOOL: { /* false < true: min is "all", max is "any" */
-    int all = 1, any = 0;
+  default: /* booleans: false < true, min is "all", max is "any" */
     for (size_t i = 0; i < n; i++) {
-      int t = isbool_elem(p + i * b->esize, b->esize);
-      all &= t;
-      any |= t;
+      int t = isbool_elem(p + i * c->esize, c->esize);
+      c->all &= t;
+      c->anytrue |= t;
     }
-    if (want & 1) lua_pushboolean(L, all);
-    if (want & 2) lua_pushboolean(L, any);
-    return k;
   }
-  default: return luaL_argerror(L, 1, "elements of this type have no order");
-  }
+}
+
+/* Pushes min (want & 1) and max (want & 2) of elements i..j (arguments 2
+ * and 3) of the array at 1; nil for each when the range is empty. */
+static int minmax(lua_State *L, int want) {
+  lmpio_lua_buffer *b = checknumeric(L, 1);
+  size_t s, n;
+  lmpio_lua_range(L, b, 2, 3, &s, &n);
+  int k = (want & 1) + ((want & 2) >> 1);
+  mm_ctx c;
+  memset(&c, 0, sizeof c);
+  c.ec = ecode(b);
+  c.esize = b->esize;
+  c.all = 1;
+  if (c.ec == E_NONE) return luaL_argerror(L, 1, "elements of this type have no order");
+  if (n) runs(L, b, s, n, mm_run, &c);
   for (int i = 0; i < 2; i++) {
     if (!(want & (1 << i))) continue;
-    if (isint) lua_pushinteger(L, v[i]);
-    else lua_pushnumber(L, f[i]);
+    if (!c.any) lua_pushnil(L);
+    else if (c.ec == E_BOOL) lua_pushboolean(L, i ? c.anytrue : c.all);
+    else if (c.ec == E_U64) pushu64(L, c.u[i]);
+    else if (c.ec == E_F32 || c.ec == E_F64 || c.ec == E_LD) lua_pushnumber(L, c.nan ? (lua_Number)NAN : (lua_Number)c.f[i]);
+    else lua_pushinteger(L, c.v[i]);
   }
   return k;
 }
@@ -355,6 +410,35 @@ HIST(hist_f32, ld_f32)
 HIST(hist_f64, ld_f64)
 HIST(hist_ld, ld_ld)
 
+typedef struct {
+  int code;
+  double lo, hi;
+  size_t nbins;
+  int64_t *cnt;
+  int lanes;
+} hist_ctx;
+
+static void hist_run(void *vc, const unsigned char *p, size_t n) {
+  const hist_ctx *c = vc;
+  double dlo = c->lo, dhi = c->hi;
+  size_t nbins = c->nbins;
+  int64_t *cnt = c->cnt;
+  int lanes = c->lanes;
+  switch (c->code) {
+  case E_I8: hist_i8(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_I16: hist_i16(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_I32: hist_i32(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_I64: hist_i64(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_U8: hist_u8(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_U16: hist_u16(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_U32: hist_u32(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_U64: hist_u64(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_F32: hist_f32(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_F64: hist_f64(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  case E_LD: hist_ld(p, n, dlo, dhi, nbins, cnt, lanes); break;
+  }
+}
+
 /* Above this many bins the partial histograms cost more than they save. */
 #define LANE_BINS 4096
 
@@ -393,7 +477,7 @@ static int a_histogram(lua_State *L) {
   size_t nbins = (size_t)nb;
   lmpio_lua_buffer *c;
   if (!lua_isnoneornil(L, 5)) {
-    c = lmpio_lua_checkbuffer(L, 5);
+    c = lmpio_lua_checkflat(L, 5);
     if (c->rec || c->kind != LMPIO_LUA_K_INT || c->esize != 8)
       return luaL_argerror(L, 5, "counts must be an array of INT64_T");
     if (c->count != nbins)
@@ -412,22 +496,8 @@ static int a_histogram(lua_State *L) {
    * lanes are added up at the end. */
   int64_t *cnt = lua_newuserdatauv(L, (size_t)lanes * nbins * sizeof *cnt, 0);
   memset(cnt, 0, (size_t)lanes * nbins * sizeof *cnt);
-  const unsigned char *p = b->data;
-  size_t n = b->count;
-  double dlo = (double)lo, dhi = (double)hi;
-  if (n) switch (code) {
-    case E_I8: hist_i8(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_I16: hist_i16(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_I32: hist_i32(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_I64: hist_i64(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_U8: hist_u8(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_U16: hist_u16(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_U32: hist_u32(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_U64: hist_u64(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_F32: hist_f32(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_F64: hist_f64(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    case E_LD: hist_ld(p, n, dlo, dhi, nbins, cnt, lanes); break;
-    }
+  hist_ctx hc = {code, (double)lo, (double)hi, nbins, cnt, lanes};
+  runs(L, b, 0, b->count, hist_run, &hc);
   for (size_t k = 0; k < nbins; k++) {
     int64_t t;
     memcpy(&t, c->data + k * 8, 8);
@@ -452,9 +522,9 @@ static int chunk_next(lua_State *L) {
   lua_Integer n = count - first + 1 < size ? count - first + 1 : size;
   lua_pushinteger(L, first);
   lua_pushvalue(L, lua_upvalueindex(2));
-  const unsigned char *p = b->data + (size_t)(first - 1) * b->esize;
   for (lua_Integer k = 0; k < n; k++) {
-    lmpio_lua_loadelem(L, b->kind, b->esize, p + (size_t)k * b->esize);
+    size_t i = (size_t)(first - 1 + k);
+    lmpio_lua_loadelem(L, b->kind, b->esize, b->strided ? lmpio_lua_slice_at(b, i) : b->data + i * b->esize);
     lua_rawseti(L, -2, k + 1);
   }
   if (n < size) /* the last chunk: the table ends at n (#t == n) */

@@ -1,6 +1,7 @@
 /* Communicators (lmpio.world, lmpio.self, comm:rank/size/barrier/split/dup/
- * free), a grid helper (lmpio.dims_create, comm:grid, lmpio.block), info
- * objects as Lua tables, and the registration of the communicators'
+ * free), a grid helper (lmpio.dims_create, comm:grid, lmpio.block),
+ * Cartesian communicators (comm:cart, comm:shift, comm:coords), and the
+ * registration of the communicators'
  * collective methods (their own and lua/message.c's: bcast, allgather,
  * allreduce, ...).
  *
@@ -13,17 +14,21 @@
  * Every method checks that MPI is still running: a call that runs after
  * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
  * the MPI library abort the process. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "helpers.h"
+#include "agree.h"
+#include "comm.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-  MPI_Comm comm;
-  int owned; /* freed by comm:free() (MPI_Comm_free is collective: never in __gc) */
-} lcomm;
+typedef lmpio_lua_comm lcomm;
+
+/* The shadows of lmpio.world and lmpio.self, made once per process (the
+ * first require of the module, on every rank: MPI_Comm_dup is collective). */
+static MPI_Comm world_shadow = MPI_COMM_NULL, self_shadow = MPI_COMM_NULL;
 
 static int finalized(void) {
   int fin = 0;
@@ -40,9 +45,13 @@ static lcomm *checklcomm(lua_State *L, int idx) {
 
 MPI_Comm lmpio_lua_checkcomm(lua_State *L, int idx) { return checklcomm(L, idx)->comm; }
 
+lmpio_lua_comm *lmpio_lua_checklcomm(lua_State *L, int idx) { return checklcomm(L, idx); }
+
 static lcomm *pushcomm(lua_State *L, MPI_Comm comm, int owned) {
   lcomm *c = lua_newuserdatauv(L, sizeof *c, 0);
+  memset(c, 0, sizeof *c);
   c->comm = comm;
+  c->shadow = MPI_COMM_NULL;
   c->owned = owned;
   luaL_setmetatable(L, LMPIO_LUA_COMM);
   return c;
@@ -138,6 +147,7 @@ static int c_split(lua_State *L) {
   lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
   c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -154,6 +164,7 @@ static int c_dup(lua_State *L) {
   MPI_Comm out = MPI_COMM_NULL;
   lmpio_lua_checkmpi(L, MPI_Comm_dup(comm, &out), "MPI_Comm_dup");
   c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -171,6 +182,7 @@ static int c_free(lua_State *L) {
   if (!c->owned) return luaL_error(L, "cannot free a predefined communicator");
   lmpio_lua_checkmpi(L, MPI_Comm_free(&c->comm), "MPI_Comm_free");
   c->comm = MPI_COMM_NULL;
+  if (c->shadow != MPI_COMM_NULL) MPI_Comm_free(&c->shadow);
   return 0;
 }
 
@@ -238,6 +250,22 @@ static void dims_create(lua_State *L, int arg, int nnodes, int ndims, int dims[M
   lmpio_lua_checkmpi(L, MPI_Dims_create(nnodes, ndims, dims), "MPI_Dims_create");
 }
 
+/* periodic at idx: nil/false (none), true (all), or a table of n
+ * booleans. */
+static void checkperiods(lua_State *L, int idx, int n, int periods[MAXDIMS]) {
+  int all = lua_toboolean(L, idx) && !lua_istable(L, idx);
+  if (!lua_isnoneornil(L, idx) && !lua_isboolean(L, idx) && !lua_istable(L, idx))
+    luaL_typeerror(L, idx, "boolean or table of booleans");
+  for (int i = 0; i < n; i++) {
+    periods[i] = all;
+    if (lua_istable(L, idx)) {
+      lua_rawgeti(L, idx, i + 1);
+      periods[i] = lua_toboolean(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+}
+
 static void pushints(lua_State *L, const int *a, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
@@ -289,11 +317,17 @@ ranks).
 @param dims the number of dimensions, or a table of dims (0: choose)
 @param[opt] sizes the global array's size along each dimension (a table of
   non-negative integers, as many as dims)
+@param[opt=false] periodic whether the grid wraps around: a boolean for
+  every dimension, or a table of booleans, one per dimension
 @return dims (table), coords (table of this rank's coordinates, from 0),
-  and with sizes: subsizes and starts (tables, starts from 0)
+  with sizes: subsizes and starts (tables, starts from 0), and last the
+  neighbours: a table whose element d is `{before, after}`, the ranks one
+  step before and after along dimension d (nil at an edge of a dimension
+  that is not periodic), ready for `comm:sendrecv`
 @raise when the dims cannot be made from the communicator's size, or the
   sizes are not non-negative integers
-@usage local dims, coords, sub, starts = comm:grid(3, {nz, ny, nx})
+@usage local dims, coords, sub, starts, nb = comm:grid(3, {nz, ny, nx})
+local below, above = nb[1][1], nb[1][2]    -- nil at the edges
 local mine = lmpio.type.subarray({nz, ny, nx}, sub, starts, lmpio.DOUBLE)
 -- the same datatype as
 local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
@@ -301,8 +335,9 @@ local same = lmpio.type.darray(comm:size(), comm:rank(), {nz, ny, nx},
 */
 static int c_grid(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int dims[MAXDIMS], coords[MAXDIMS], sub[MAXDIMS], starts[MAXDIMS];
+  int dims[MAXDIMS], coords[MAXDIMS], periods[MAXDIMS];
   int n = checkdims(L, 2, dims);
+  checkperiods(L, 4, n, periods);
   long long sizes[MAXDIMS];
   int have_sizes = !lua_isnoneornil(L, 3);
   if (have_sizes) {
@@ -327,16 +362,116 @@ static int c_grid(lua_State *L) {
   }
   pushints(L, dims, n);
   pushints(L, coords, n);
-  if (!have_sizes) return 2;
-  for (int i = 0; i < n; i++) {
-    lua_Integer first, count;
-    lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
-    sub[i] = (int)count;
-    starts[i] = (int)first;
+  if (have_sizes) {
+    int sub[MAXDIMS], starts[MAXDIMS];
+    for (int i = 0; i < n; i++) {
+      lua_Integer first, count;
+      lmpio_lua_block(sizes[i], dims[i], coords[i], &first, &count);
+      sub[i] = (int)count;
+      starts[i] = (int)first;
+    }
+    pushints(L, sub, n);
+    pushints(L, starts, n);
   }
-  pushints(L, sub, n);
-  pushints(L, starts, n);
-  return 4;
+  lua_createtable(L, n, 0); /* the neighbours along each dimension */
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 2, 0);
+    for (int side = 0; side < 2; side++) {
+      int c = coords[i] + (side ? 1 : -1);
+      if (periods[i]) c = (c + dims[i]) % dims[i];
+      if (c < 0 || c >= dims[i]) continue; /* nil: no neighbour */
+      int nr = 0;
+      for (int k = 0; k < n; k++) nr = nr * dims[k] + (k == i ? c : coords[k]);
+      lua_pushinteger(L, nr);
+      lua_rawseti(L, -2, side + 1);
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return have_sizes ? 5 : 3;
+}
+
+/***
+A Cartesian communicator over the grid of `comm:grid` (`MPI_Cart_create`
+without reordering: every rank keeps its rank and the coordinates
+`comm:grid` gives it).
+Collective.  Its `shift` and `coords` give neighbours and places; it is a
+communicator like any other (messages, collectives, files).
+@function comm:cart
+@param dims the number of dimensions, or a table of dims (0: choose), as
+  `comm:grid`
+@param[opt=false] periodic a boolean for every dimension, or a table of
+  booleans, one per dimension
+@return a new communicator (free it with `comm:free`)
+@raise when the dims cannot be made from the communicator's size
+@usage local cart = world:cart(2, {false, true})
+local up, down = cart:shift(1)       -- nil at the edges of dimension 1
+*/
+static int c_cart(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int dims[MAXDIMS], periods[MAXDIMS];
+  int n = checkdims(L, 2, dims);
+  checkperiods(L, 3, n, periods);
+  dims_create(L, 2, lmpio_lua_commsize(comm), n, dims);
+  lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
+  long long v[LMPIO_LUA_NAGREE] = {0};
+  lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
+  MPI_Comm out = MPI_COMM_NULL;
+  lmpio_lua_checkmpi(L, MPI_Cart_create(comm, n, dims, periods, 0, &out), "MPI_Cart_create");
+  c->comm = out;
+  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
+  return 1;
+}
+
+static int checkcart(lua_State *L, MPI_Comm comm) {
+  int topo = MPI_UNDEFINED, nd = 0;
+  lmpio_lua_checkmpi(L, MPI_Topo_test(comm, &topo), "MPI_Topo_test");
+  if (topo != MPI_CART) luaL_error(L, "not a Cartesian communicator (make one with comm:cart)");
+  lmpio_lua_checkmpi(L, MPI_Cartdim_get(comm, &nd), "MPI_Cartdim_get");
+  return nd;
+}
+
+/***
+The ranks before and after this one along a dimension of a Cartesian
+communicator (`MPI_Cart_shift`): nil at an edge unless the dimension is
+periodic, so that they go straight to `comm:sendrecv`.
+Local.
+@function comm:shift
+@param dim the dimension, from 1
+@param[opt=1] disp how far (a positive or negative integer)
+@return the rank disp before (or nil), the rank disp after (or nil)
+@raise when the communicator is not Cartesian or dim is out of range
+*/
+static int c_shift(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int nd = checkcart(L, comm);
+  lua_Integer d = luaL_checkinteger(L, 2), disp = luaL_optinteger(L, 3, 1);
+  if (d < 1 || d > nd) return luaL_argerror(L, 2, lua_pushfstring(L, "a dimension from 1 to %d", nd));
+  if (disp < INT_MIN || disp > INT_MAX) return luaL_argerror(L, 3, "out of range");
+  int before, after;
+  lmpio_lua_checkmpi(L, MPI_Cart_shift(comm, (int)d - 1, (int)disp, &before, &after), "MPI_Cart_shift");
+  if (before == MPI_PROC_NULL) lua_pushnil(L);
+  else lua_pushinteger(L, before);
+  if (after == MPI_PROC_NULL) lua_pushnil(L);
+  else lua_pushinteger(L, after);
+  return 2;
+}
+
+/***
+The coordinates of a rank in a Cartesian communicator (`MPI_Cart_coords`).
+Local.
+@function comm:coords
+@param[opt] rank the rank (default: this one)
+@return a table of coordinates, from 0
+@raise when the communicator is not Cartesian or rank is out of range
+*/
+static int c_coords(lua_State *L) {
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int nd = checkcart(L, comm), coords[MAXDIMS];
+  lua_Integer r = luaL_optinteger(L, 2, lmpio_lua_commrank(comm));
+  if (r < 0 || r >= lmpio_lua_commsize(comm)) return luaL_argerror(L, 2, "not a rank of the communicator");
+  lmpio_lua_checkmpi(L, MPI_Cart_coords(comm, (int)r, nd, coords), "MPI_Cart_coords");
+  pushints(L, coords, nd);
+  return 1;
 }
 
 void lmpio_lua_block(lua_Integer n, lua_Integer parts, lua_Integer i, lua_Integer *first, lua_Integer *count) {
@@ -372,92 +507,6 @@ static int l_block(lua_State *L) {
   return 2;
 }
 
-/* ---- info objects ---------------------------------------------------------- */
-
-/* An info value as a string: strings as they are, integers in decimal,
- * floats with an integral value as integers ("4", not "4.0"), other floats
- * as %.17g would round-trip, booleans "true"/"false". */
-static void pushinfovalue(lua_State *L, int idx) {
-  switch (lua_type(L, idx)) {
-  case LUA_TBOOLEAN: lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false"); break;
-  case LUA_TNUMBER: {
-    lua_Integer i;
-    if (lua_isinteger(L, idx)) lua_pushfstring(L, "%I", (lua_Integer)lua_tointeger(L, idx));
-    else if (lua_numbertointeger(lua_tonumber(L, idx), &i)) lua_pushfstring(L, "%I", (lua_Integer)i);
-    else {
-      char s[64];
-      snprintf(s, sizeof s, "%.17g", (double)lua_tonumber(L, idx));
-      lua_pushstring(L, s);
-    }
-    break;
-  }
-  default: lua_pushvalue(L, idx);
-  }
-}
-
-MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx) {
-  if (lua_isnoneornil(L, idx)) return MPI_INFO_NULL;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  idx = lua_absindex(L, idx);
-  /* Every value as a string, in a scratch table, validating everything
-   * first so that nothing is leaked by an error (no allocation below). */
-  lua_newtable(L);
-  int scratch = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, idx, "info keys must be strings");
-    size_t klen;
-    const char *k = lua_tolstring(L, -2, &klen);
-    if (klen == 0 || klen > MPI_MAX_INFO_KEY || strlen(k) != klen)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info key '%s' is empty, too long or has a zero byte", k));
-    int t = lua_type(L, -1);
-    if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' must be a string, number or boolean, not %s",
-                                            k, luaL_typename(L, -1)));
-    lua_pushvalue(L, -2);
-    pushinfovalue(L, -2);
-    size_t vlen;
-    const char *v = lua_tolstring(L, -1, &vlen);
-    if (vlen > MPI_MAX_INFO_VAL || strlen(v) != vlen)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' is too long or has a zero byte", k));
-    lua_rawset(L, scratch);
-    lua_pop(L, 1);
-  }
-  MPI_Info info;
-  lmpio_lua_checkmpi(L, MPI_Info_create(&info), "MPI_Info_create");
-  lua_pushnil(L);
-  while (lua_next(L, scratch)) {
-    MPI_Info_set(info, lua_tostring(L, -2), lua_tostring(L, -1));
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-  return info;
-}
-
-void lmpio_lua_freeinfo(MPI_Info *info) {
-  if (*info != MPI_INFO_NULL) MPI_Info_free(info);
-  *info = MPI_INFO_NULL;
-}
-
-void lmpio_lua_pushinfo(lua_State *L, MPI_Info info) {
-  lua_newtable(L);
-  if (info == MPI_INFO_NULL) return;
-  int n = 0;
-  MPI_Info_get_nkeys(info, &n);
-  for (int i = 0; i < n; i++) {
-    char k[MPI_MAX_INFO_KEY + 1];
-    int vlen = 0, flag = 0;
-    if (MPI_Info_get_nthkey(info, i, k) != MPI_SUCCESS) continue;
-    if (MPI_Info_get_valuelen(info, k, &vlen, &flag) != MPI_SUCCESS || !flag) continue;
-    luaL_Buffer b;
-    char *v = luaL_buffinitsize(L, &b, (size_t)vlen + 1);
-    MPI_Info_get(info, k, vlen + 1, v, &flag);
-    luaL_pushresultsize(&b, (size_t)vlen);
-    lua_setfield(L, -2, k);
-  }
-}
-
 /***
 The communicator of every process of the job (`MPI_COMM_WORLD`).
 @field lmpio.world
@@ -488,6 +537,7 @@ void lmpio_lua_comm_methods(lua_State *L, const lmpio_lua_collective *cm, size_t
 
 static const collective_method collective_methods[] = {
   {"split", c_split, lmpio_lua_agree_failed},
+  {"cart", c_cart, lmpio_lua_agree_failed},
 };
 
 int lmpio_lua_comm_open(lua_State *L) {
@@ -495,7 +545,7 @@ int lmpio_lua_comm_open(lua_State *L) {
     static const luaL_Reg meta[] = {{"__tostring", c_tostring}, {"__eq", c_eq}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
       {"rank", c_rank}, {"size", c_size}, {"barrier", c_barrier}, {"dup", c_dup},
-      {"free", c_free}, {"grid", c_grid}, {NULL, NULL},
+      {"free", c_free}, {"grid", c_grid}, {"shift", c_shift}, {"coords", c_coords}, {NULL, NULL},
     };
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
@@ -507,9 +557,13 @@ int lmpio_lua_comm_open(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
-  pushcomm(L, MPI_COMM_WORLD, 0);
+  if (world_shadow == MPI_COMM_NULL) {
+    lmpio_lua_checkmpi(L, MPI_Comm_dup(MPI_COMM_WORLD, &world_shadow), "MPI_Comm_dup");
+    lmpio_lua_checkmpi(L, MPI_Comm_dup(MPI_COMM_SELF, &self_shadow), "MPI_Comm_dup");
+  }
+  pushcomm(L, MPI_COMM_WORLD, 0)->shadow = world_shadow;
   lua_setfield(L, -2, "world");
-  pushcomm(L, MPI_COMM_SELF, 0);
+  pushcomm(L, MPI_COMM_SELF, 0)->shadow = self_shadow;
   lua_setfield(L, -2, "self");
   lua_pushinteger(L, MPI_UNDEFINED);
   lua_setfield(L, -2, "UNDEFINED");

@@ -47,7 +47,12 @@
  *
  * The predefined items of a derived datatype are walked with the core's
  * public item walker (lmpio_items_*, over its typemap leaf cursor). */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "helpers.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "formats.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -58,7 +63,6 @@
 #define REPS_KEY "lmpio.datareps"       /* registry: lightuserdata(rep) -> spec table */
 
 enum { FORM_FULL, FORM_CODEC, FORM_FORMATS };
-enum { DIR_READ, DIR_WRITE };
 
 typedef struct rep {
   char name[MPI_MAX_DATAREP_STRING + 1];
@@ -71,7 +75,7 @@ typedef struct rep {
    * would answer if asked again. */
   struct ext { MPI_Datatype t; MPI_Aint e; } *ext;
   int next, cap;
-  struct fmt *fmts; /* the formats form: one compiled format per type */
+  struct lmpio_lua_fmt *fmts; /* the formats form: one compiled format per type */
   int nfmts;
   struct rep *link;
 } rep;
@@ -606,465 +610,32 @@ static int extent_fn(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_s
   return MPI_SUCCESS;
 }
 
-/* ---- the formats form, compiled to C ------------------------------------------ */
+/* ---- the formats form (lua/formats.c) ----------------------------------------- */
 
-/* Reverses the bytes of n items of size bytes from s into d (d may be s). */
-static void swap_items(unsigned char *d, const unsigned char *s, size_t n, size_t size) {
-  switch (size) {
-  case 1:
-    if (d != s) memmove(d, s, n);
-    return;
-  case 2:
-    for (size_t i = 0; i < n; i++) {
-      uint16_t v;
-      memcpy(&v, s + 2 * i, 2);
-      v = __builtin_bswap16(v);
-      memcpy(d + 2 * i, &v, 2);
-    }
-    return;
-  case 4:
-    for (size_t i = 0; i < n; i++) {
-      uint32_t v;
-      memcpy(&v, s + 4 * i, 4);
-      v = __builtin_bswap32(v);
-      memcpy(d + 4 * i, &v, 4);
-    }
-    return;
-  case 8:
-    for (size_t i = 0; i < n; i++) {
-      uint64_t v;
-      memcpy(&v, s + 8 * i, 8);
-      v = __builtin_bswap64(v);
-      memcpy(d + 8 * i, &v, 8);
-    }
-    return;
-  default:
-    for (size_t i = 0; i < n; i++) {
-      unsigned char *di = d + size * i;
-      const unsigned char *si = s + size * i;
-      for (size_t a = 0, b = size - 1; a <= b && b != (size_t)-1; a++, b--) {
-        unsigned char x = si[a], y = si[b];
-        di[a] = y;
-        di[b] = x;
-      }
-    }
-  }
-}
+typedef lmpio_lua_fmt fmt;
 
-/* A format of the formats form is one number in a fixed layout: a signed or
- * unsigned integer of 1 to 16 bytes or an IEEE float of 4 or 8 bytes, big-,
- * little- or native-endian.  Each is compiled at registration into one of
- * four loops over a run of items: a copy, a byte reversal, or an integer or
- * float conversion that changes the width (checked: a value that does not fit
- * the other side fails with MPI_ERR_CONVERSION, as external32 does).  The
- * converters and the extent function of the form are plain C: no Lua runs
- * during a data access, and the representation keeps working once the
- * registering Lua state is closed. */
-enum { N_SINT, N_UINT, N_FLOAT };      /* what a number is, natively or in the file */
-enum { OP_COPY, OP_SWAP, OP_INT, OP_FLOAT };
-
-typedef struct fmt {
-  MPI_Datatype t;
-  char key[32];                 /* the type name as the formats table gave it */
-  char text[24];                /* the format (for messages) */
-  unsigned char nkind, nsize;   /* native item: N_*, bytes */
-  unsigned char fkind, fsize;   /* file item */
-  unsigned char fbig;           /* file item is big-endian */
-  unsigned char op;
-} fmt;
-
-static int host_big(void) {
-  const uint16_t one = 1;
-  unsigned char b;
-  memcpy(&b, &one, 1);
-  return b == 0;
-}
-
-/* Parses a string.pack format holding one number.  Returns NULL and sets
- * kind, size and big, or the reason it is not such a format. */
-static const char *parse_format(const char *s, unsigned char *kind, unsigned char *size, unsigned char *big) {
-  int letter = 0, be = host_big();
-  while (*s) {
-    int c = (unsigned char)*s++;
-    switch (c) {
-    case ' ': continue;
-    case '<': be = 0; continue;
-    case '>': be = 1; continue;
-    case '=': be = host_big(); continue;
-    case '!':
-      while (*s >= '0' && *s <= '9') s++;
-      continue; /* alignment: no effect on one value at offset 0 */
-    }
-    if (letter) return "more than one value (one number per format)";
-    int k, n = 0;
-    switch (c) {
-    case 'b': k = N_SINT, n = 1; break;
-    case 'B': k = N_UINT, n = 1; break;
-    case 'h': k = N_SINT, n = (int)sizeof(short); break;
-    case 'H': k = N_UINT, n = (int)sizeof(short); break;
-    case 'l': k = N_SINT, n = (int)sizeof(long); break;
-    case 'L': k = N_UINT, n = (int)sizeof(long); break;
-    case 'j': k = N_SINT, n = (int)sizeof(lua_Integer); break;
-    case 'J': k = N_UINT, n = (int)sizeof(lua_Integer); break;
-    case 'T': k = N_UINT, n = (int)sizeof(size_t); break;
-    case 'f': k = N_FLOAT, n = (int)sizeof(float); break;
-    case 'd': k = N_FLOAT, n = (int)sizeof(double); break;
-    case 'n': k = N_FLOAT, n = (int)sizeof(lua_Number); break;
-    case 'i':
-    case 'I':
-      k = c == 'i' ? N_SINT : N_UINT;
-      if (*s >= '0' && *s <= '9') {
-        while (*s >= '0' && *s <= '9' && n <= 16) n = n * 10 + (*s++ - '0');
-        if (n < 1 || n > 16) return "integer size out of 1..16";
-      } else {
-        n = (int)sizeof(int);
-      }
-      break;
-    default:
-      return "only one number (b B h H i[n] I[n] l L j J T f d n, with < > = !) compiles; "
-             "other layouts need encode/decode";
-    }
-    if (k == N_FLOAT && n != 4 && n != 8) return "floats are 4 or 8 bytes";
-    letter = 1;
-    *kind = (unsigned char)k;
-    *size = (unsigned char)n;
-  }
-  if (!letter) return "no number in the format";
-  *big = (unsigned char)be;
-  return NULL;
-}
-
-/* Compiles format text for type t into f; returns NULL or the reason it
- * cannot be compiled. */
-static const char *compile_format(fmt *f, MPI_Datatype t, const char *key, const char *text) {
-  memset(f, 0, sizeof *f);
-  f->t = t;
-  snprintf(f->key, sizeof f->key, "%s", key);
-  snprintf(f->text, sizeof f->text, "%s", text);
-  int size = 0;
-  if (MPI_Type_size(t, &size) != MPI_SUCCESS) return "not a usable type";
+/* The kind of number of a predefined type (formats.h's N_*), or -1. */
+static int numkind(MPI_Datatype t) {
   switch (lmpio_lua_typekind(t)) {
-  case LMPIO_LUA_K_INT: f->nkind = N_SINT; break;
+  case LMPIO_LUA_K_INT: return N_SINT;
   case LMPIO_LUA_K_UINT:
-  case LMPIO_LUA_K_BOOL: f->nkind = N_UINT; break;
+  case LMPIO_LUA_K_BOOL: return N_UINT;
   case LMPIO_LUA_K_F32:
   case LMPIO_LUA_K_F64:
-  case LMPIO_LUA_K_LDOUBLE: f->nkind = N_FLOAT; break;
-  default: return "the type is not one integer or float (complex and pair types need encode/decode)";
-  }
-  if (f->nkind != N_FLOAT && size != 1 && size != 2 && size != 4 && size != 8)
-    return "integers of this native size are not supported";
-  if (f->nkind == N_FLOAT && size != sizeof(float) && size != sizeof(double) && size != sizeof(long double))
-    return "floats of this native size are not supported";
-  f->nsize = (unsigned char)size;
-  const char *why = parse_format(text, &f->fkind, &f->fsize, &f->fbig);
-  if (why) return why;
-  if ((f->nkind == N_FLOAT) != (f->fkind == N_FLOAT))
-    return f->nkind == N_FLOAT ? "a float type needs a float format (f, d or n)"
-                               : "an integer type needs an integer format (b B h H i I l L j J T)";
-  int same = f->nsize == f->fsize && (f->nkind == f->fkind || f->nkind == N_FLOAT);
-  if (same && (f->nsize == 1 || f->fbig == host_big())) f->op = OP_COPY;
-  else if (same) f->op = OP_SWAP;
-  else f->op = f->nkind == N_FLOAT ? OP_FLOAT : OP_INT;
-  return NULL;
-}
-
-/* An integer on its way: value = neg ? (int64_t)bits : bits. */
-typedef struct {
-  uint64_t bits;
-  int neg;
-} ival;
-
-static void ival_text(ival v, char *out, size_t n) {
-  if (v.neg) snprintf(out, n, "%lld", (long long)(int64_t)v.bits);
-  else snprintf(out, n, "%llu", (unsigned long long)v.bits);
-}
-
-/* Whether v fits an integer of kind k and size bytes. */
-static int ival_fits(ival v, int k, int size) {
-  if (k == N_SINT) {
-    if (size > 8) return 1;
-    if (size == 8) return v.neg || v.bits <= (uint64_t)INT64_MAX;
-    int64_t lim = (int64_t)1 << (8 * size - 1);
-    return v.neg ? (int64_t)v.bits >= -lim : v.bits < (uint64_t)lim;
-  }
-  if (v.neg) return 0;
-  return size >= 8 || v.bits < (uint64_t)1 << (8 * size);
-}
-
-/* The integer of kind k in size (1..16) little-endian bytes le; 0 when it
- * does not fit 64 bits. */
-static int ival_from_le(const unsigned char *le, int k, int size, ival *v) {
-  int low = size < 8 ? size : 8;
-  uint64_t bits = 0;
-  for (int b = 0; b < low; b++) bits |= (uint64_t)le[b] << (8 * b);
-  int neg = k == N_SINT && (le[size - 1] & 0x80);
-  if (size < 8 && neg) bits |= ~(uint64_t)0 << (8 * size);
-  for (int b = 8; b < size; b++)
-    if (le[b] != (neg ? 0xff : 0)) return 0;
-  if (neg && !(bits >> 63)) return 0; /* below INT64_MIN */
-  v->bits = bits;
-  v->neg = neg;
-  return 1;
-}
-
-static void ival_to_le(ival v, unsigned char *le, int size) {
-  for (int b = 0; b < size; b++) le[b] = b < 8 ? (unsigned char)(v.bits >> (8 * b)) : (v.neg ? 0xff : 0);
-}
-
-/* Native bytes <-> little-endian order (a copy or a reversal). */
-static void to_le(unsigned char *le, const unsigned char *p, int size, int big) {
-  for (int b = 0; b < size; b++) le[b] = p[big ? size - 1 - b : b];
-}
-
-/* The integer of kind k in size bytes at p, reversed when swap (the host's
- * order otherwise); 0 when it does not fit 64 bits. */
-static inline int load_int(const unsigned char *p, int size, int k, int swap, ival *v) {
-  uint64_t bits;
-  switch (size) {
-  case 1: bits = p[0]; break;
-  case 2: { uint16_t x; memcpy(&x, p, 2); bits = swap ? __builtin_bswap16(x) : x; break; }
-  case 4: { uint32_t x; memcpy(&x, p, 4); bits = swap ? __builtin_bswap32(x) : x; break; }
-  case 8: { uint64_t x; memcpy(&x, p, 8); bits = swap ? __builtin_bswap64(x) : x; break; }
-  default: {
-    unsigned char le[16];
-    to_le(le, p, size, host_big() != swap);
-    return ival_from_le(le, k, size, v);
-  }
-  }
-  int neg = k == N_SINT && (bits >> (8 * size - 1)) & 1;
-  if (neg && size < 8) bits |= ~(uint64_t)0 << (8 * size);
-  v->bits = bits;
-  v->neg = neg;
-  return 1;
-}
-
-/* Stores v (which fits) in size bytes at p, reversed when swap. */
-static inline void store_int(unsigned char *p, int size, int swap, ival v) {
-  switch (size) {
-  case 1: p[0] = (unsigned char)v.bits; return;
-  case 2: { uint16_t x = (uint16_t)v.bits; if (swap) x = __builtin_bswap16(x); memcpy(p, &x, 2); return; }
-  case 4: { uint32_t x = (uint32_t)v.bits; if (swap) x = __builtin_bswap32(x); memcpy(p, &x, 4); return; }
-  case 8: { uint64_t x = v.bits; if (swap) x = __builtin_bswap64(x); memcpy(p, &x, 8); return; }
-  default: {
-    unsigned char le[16];
-    ival_to_le(v, le, size);
-    to_le(p, le, size, host_big() != swap);
-  }
+  case LMPIO_LUA_K_LDOUBLE: return N_FLOAT;
+  default: return -1;
   }
 }
 
-/* Integers whose width or signedness differ: checked on the way. */
-static MPI_Count convert_ints(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
-                              char *why, size_t whylen) {
-  const int swap = f->fbig != host_big();
-  const int ns = f->nsize, fs = f->fsize, nk = f->nkind, fk = f->fkind;
-  ival v = {0, 0};
-  char t[32];
-  if (dir == DIR_WRITE) {
-    for (MPI_Count i = 0; i < n; i++) {
-      load_int(user + i * ns, ns, nk, 0, &v); /* native widths fit 64 bits */
-      if (!ival_fits(v, fk, fs)) {
-        ival_text(v, t, sizeof t);
-        snprintf(why, whylen, "the value %s does not fit", t);
-        return i;
-      }
-      store_int(file + i * fs, fs, swap, v);
-    }
-  } else {
-    for (MPI_Count i = 0; i < n; i++) {
-      if (!load_int(file + i * fs, fs, fk, swap, &v)) {
-        snprintf(why, whylen, "the file's value does not fit 64 bits");
-        return i;
-      }
-      if (!ival_fits(v, nk, ns)) {
-        ival_text(v, t, sizeof t);
-        snprintf(why, whylen, "the file's value %s does not fit the native type", t);
-        return i;
-      }
-      store_int(user + i * ns, ns, 0, v);
-    }
-  }
-  return n;
+static const char *compile_format(fmt *f, MPI_Datatype t, const char *key, const char *text) {
+  return lmpio_lua_fmt_compile(f, t, numkind(t), key, text);
 }
 
-/* double <-> float in the file, the common width change, on its own loop. */
-static MPI_Count convert_double_float(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
-                                      char *why, size_t whylen) {
-  const int swap = f->fbig != host_big();
-  for (MPI_Count i = 0; i < n; i++) {
-    double d;
-    float x;
-    uint32_t bits;
-    if (dir == DIR_WRITE) {
-      memcpy(&d, user + 8 * i, 8);
-      x = (float)d;
-      if (__builtin_isinf(x) && !__builtin_isinf(d)) {
-        snprintf(why, whylen, "the value %g does not fit", d);
-        return i;
-      }
-      memcpy(&bits, &x, 4);
-      if (swap) bits = __builtin_bswap32(bits);
-      memcpy(file + 4 * i, &bits, 4);
-    } else {
-      memcpy(&bits, file + 4 * i, 4);
-      if (swap) bits = __builtin_bswap32(bits);
-      memcpy(&x, &bits, 4);
-      d = x;
-      memcpy(user + 8 * i, &d, 8);
-    }
-  }
-  return n;
-}
-
-/* Floats of other widths (float <-> double in the file, long double),
- * through long double; narrowing that overflows to infinity fails. */
-static MPI_Count convert_floats(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
-                                char *why, size_t whylen) {
-  if (f->nsize == sizeof(double) && f->fsize == sizeof(float))
-    return convert_double_float(f, dir, user, file, n, why, whylen);
-  const int swap = f->fbig != host_big();
-  const int ssize = dir == DIR_WRITE ? f->nsize : f->fsize, dsize = dir == DIR_WRITE ? f->fsize : f->nsize;
-  for (MPI_Count i = 0; i < n; i++) {
-    unsigned char *src = dir == DIR_WRITE ? user + i * f->nsize : file + i * f->fsize;
-    unsigned char *dst = dir == DIR_WRITE ? file + i * f->fsize : user + i * f->nsize;
-    unsigned char tmp[sizeof(long double)];
-    long double x;
-    if (dir == DIR_READ && swap) {
-      swap_items(tmp, src, 1, (size_t)ssize);
-      src = tmp;
-    }
-    if (ssize == sizeof(float)) {
-      float v;
-      memcpy(&v, src, sizeof v);
-      x = v;
-    } else if (ssize == sizeof(double)) {
-      double v;
-      memcpy(&v, src, sizeof v);
-      x = v;
-    } else {
-      memcpy(&x, src, sizeof x);
-    }
-    int inf = 0;
-    if (dsize == sizeof(float)) {
-      float v = (float)x;
-      inf = __builtin_isinf(v);
-      memcpy(tmp, &v, sizeof v);
-    } else if (dsize == sizeof(double)) {
-      double v = (double)x;
-      inf = __builtin_isinf(v);
-      memcpy(tmp, &v, sizeof v);
-    } else {
-      memcpy(tmp, &x, sizeof x);
-    }
-    if (inf && !__builtin_isinf(x)) {
-      snprintf(why, whylen, "%sthe value %Lg does not fit", dir == DIR_READ ? "the file's value: " : "", x);
-      return i;
-    }
-    if (dir == DIR_WRITE && swap) swap_items(dst, tmp, 1, (size_t)dsize);
-    else memcpy(dst, tmp, (size_t)dsize);
-  }
-  return n;
-}
-
-/* Converts n back-to-back items between memory (user) and the file (file)
- * with format f.  Returns n, or the index of the first item that does not
- * fit, with its value in why. */
-static MPI_Count convert_run(const fmt *f, int dir, unsigned char *user, unsigned char *file, MPI_Count n,
-                             char *why, size_t whylen) {
-  switch (f->op) {
-  case OP_COPY:
-    if (dir == DIR_WRITE) memcpy(file, user, (size_t)n * f->nsize);
-    else memcpy(user, file, (size_t)n * f->nsize);
-    return n;
-  case OP_SWAP:
-    if (dir == DIR_WRITE) swap_items(file, user, (size_t)n, f->nsize);
-    else swap_items(user, file, (size_t)n, f->nsize);
-    return n;
-  case OP_INT: return convert_ints(f, dir, user, file, n, why, whylen);
-  default: return convert_floats(f, dir, user, file, n, why, whylen);
-  }
-}
-
-static const fmt *find_fmt(const rep *r, MPI_Datatype t) {
-  for (int i = 0; i < r->nfmts; i++)
-    if (r->fmts[i].t == t) return &r->fmts[i];
-  return NULL;
-}
-
-static void no_format(const rep *r, const char *what, MPI_Datatype t) {
-  char text[160];
-  const char *name = lmpio_lua_typename(t);
-  snprintf(text, sizeof text, "no format for type %s", name ? name : "(unnamed)");
-  set_msg(r, what, text);
-}
-
-/* The converter of the formats form, both directions: walks this chunk's
- * items of datatype run by run, each run through its compiled loop. */
 static int fmt_convert(rep *r, int dir, void *userbuf, MPI_Datatype dt, MPI_Count count, void *filebuf,
                        MPI_Offset position) {
-  const char *what = dir == DIR_READ ? "the read conversion" : "the write conversion";
-  unsigned char *user = userbuf, *file = filebuf;
-  char why[128];
-  const fmt *f = find_fmt(r, dt);
-  if (f) { /* a predefined type: its items tile the buffer */
-    MPI_Count done = convert_run(f, dir, user + position * f->nsize, file, count, why, sizeof why);
-    if (done == count) return MPI_SUCCESS;
-    char text[320];
-    snprintf(text, sizeof text, "item %lld (%s, format '%s'): %s", (long long)(position + done), f->key, f->text,
-             why);
-    set_msg(r, what, text);
-    return MPI_ERR_CONVERSION;
-  }
-  lmpio_items one = NULL, items = NULL;
-  if (lmpio_items_open(dt, 1, &one) != MPI_SUCCESS) {
-    set_msg(r, what, lmpio_last_error_message());
-    return MPI_ERR_CONVERSION;
-  }
-  MPI_Count per = lmpio_items_skip(one, (MPI_Count)1 << 62);
-  lmpio_items_close(one);
-  if (per <= 0) {
-    set_msg(r, what, "the datatype has no data");
-    return MPI_ERR_CONVERSION;
-  }
-  if (lmpio_items_open(dt, (position + count + per - 1) / per, &items) != MPI_SUCCESS) {
-    set_msg(r, what, lmpio_last_error_message());
-    return MPI_ERR_CONVERSION;
-  }
-  int rc = MPI_SUCCESS;
-  if (lmpio_items_skip(items, position) != position) {
-    set_msg(r, what, "the datatype has too few items");
-    rc = MPI_ERR_CONVERSION;
-  }
-  MPI_Count left = count, item = position;
-  while (rc == MPI_SUCCESS && left > 0) {
-    MPI_Aint off;
-    MPI_Datatype b;
-    MPI_Count n = lmpio_items_next(items, left, &off, &b, NULL);
-    if (n <= 0) {
-      set_msg(r, what, "the datatype has too few items");
-      rc = MPI_ERR_CONVERSION;
-      break;
-    }
-    if (!(f = find_fmt(r, b))) {
-      no_format(r, what, b);
-      rc = MPI_ERR_CONVERSION;
-      break;
-    }
-    MPI_Count done = convert_run(f, dir, user + off, file, n, why, sizeof why);
-    if (done != n) {
-      char text[320];
-      snprintf(text, sizeof text, "item %lld (%s, format '%s'): %s", (long long)(item + done), f->key, f->text,
-               why);
-      set_msg(r, what, text);
-      rc = MPI_ERR_CONVERSION;
-      break;
-    }
-    file += n * f->fsize;
-    item += n;
-    left -= n;
-  }
-  lmpio_items_close(items);
+  char msg[400];
+  int rc = lmpio_lua_fmt_convert(r->fmts, r->nfmts, dir, userbuf, dt, count, filebuf, position, msg, sizeof msg);
+  if (rc != MPI_SUCCESS) set_msg(r, dir == DIR_READ ? "the read conversion" : "the write conversion", msg);
   return rc;
 }
 
@@ -1081,13 +652,10 @@ static int fmt_write(void *userbuf, MPI_Datatype datatype, MPI_Count count, void
 /* The file extent of a type is the size of its format. */
 static int fmt_extent(MPI_Datatype datatype, MPI_Aint *file_extent, void *extra_state) {
   rep *r = extra_state;
-  const fmt *f = find_fmt(r, datatype);
-  if (!f) {
-    no_format(r, "the extent function", datatype);
-    return MPI_ERR_CONVERSION;
-  }
-  *file_extent = f->fsize;
-  return MPI_SUCCESS;
+  char why[200];
+  int rc = lmpio_lua_fmt_extent(r->fmts, r->nfmts, datatype, file_extent, why, sizeof why);
+  if (rc != MPI_SUCCESS) set_msg(r, "the extent function", why);
+  return rc;
 }
 
 /* Types that are bytes: without a format of their own, a formats
@@ -1331,14 +899,14 @@ be some 30 times slower).
   is read-only, or when the two ranges overlap other than exactly (in place)
 */
 static int l_byteswap(lua_State *L) {
-  lmpio_lua_buffer *d = lmpio_lua_checkbuffer(L, 1);
+  lmpio_lua_buffer *d = lmpio_lua_checkflat(L, 1);
   lua_Integer doff = luaL_checkinteger(L, 2);
   const unsigned char *s;
   size_t slen;
   if (lua_type(L, 3) == LUA_TSTRING) {
     s = (const unsigned char *)lua_tolstring(L, 3, &slen);
   } else {
-    lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 3);
+    lmpio_lua_buffer *b = lmpio_lua_checkflat(L, 3);
     lmpio_lua_checkheld(L, b, 0);
     s = b->data;
     slen = b->nbytes;
@@ -1362,9 +930,32 @@ static int l_byteswap(lua_State *L) {
   const unsigned char *sp = s + soff;
   if (bytes && dp != sp && dp < sp + bytes && sp < dp + bytes)
     return luaL_argerror(L, 3, "source and destination overlap (only the same range may be swapped in place)");
-  if (bytes) swap_items(dp, sp, (size_t)n, (size_t)size);
+  if (bytes) lmpio_lua_fmt_swap(dp, sp, (size_t)n, (size_t)size);
   lua_settop(L, 1);
   return 1;
+}
+
+/* lmpio._debug.borrow(fn, type, n, readonly): calls fn with a borrowed array
+ * over n zeroed elements on the C side, invalidates it when fn returns, and
+ * returns it with the bytes fn left (the mechanism converters use). */
+static int l_debug_borrow(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  MPI_Datatype t = lmpio_lua_checktype(L, 2);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  int ro = lua_toboolean(L, 4);
+  unsigned char mem[64 * 16];
+  MPI_Count es = lmpio_lua_isnamed(t) ? lmpio_lua_type_size(L, t) : 1;
+  if (n < 0 || n > 64 || es <= 0 || (size_t)n * (size_t)es > sizeof mem)
+    return luaL_argerror(L, 3, "0..64 elements of at most 16 bytes");
+  memset(mem, 0, sizeof mem);
+  lmpio_lua_buffer *b = lmpio_lua_pushborrowed(L, mem, (size_t)n, t, ro);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  int rc = lua_pcall(L, 1, 0, 0);
+  lmpio_lua_invalidate(b);
+  if (rc != LUA_OK) return lua_error(L);
+  lua_pushlstring(L, (const char *)mem, (size_t)n * (size_t)lmpio_lua_type_size(L, t));
+  return 2;
 }
 
 /* ---- module --------------------------------------------------------------------- */
@@ -1390,5 +981,14 @@ int lmpio_lua_datarep_open(lua_State *L) {
   lua_setfield(L, -2, "register_datarep");
   lua_pushcfunction(L, l_byteswap);
   lua_setfield(L, -2, "byteswap");
+  if (lua_getfield(L, -1, "_debug") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "_debug");
+  }
+  lua_pushcfunction(L, l_debug_borrow);
+  lua_setfield(L, -2, "borrow");
+  lua_pop(L, 1);
   return 0;
 }

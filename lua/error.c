@@ -1,7 +1,8 @@
 /* MPI-IO failures as Lua error objects: {class = n, name = "MPI_ERR_...",
  * message = "...", where = "script.lua:12", rank = r, call = "write_at"}
  * with a __tostring that prints where, name, class and message. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "buffer.h"
 
 /***
 The error object that a failing call raises (with `error`, so `pcall`
@@ -269,28 +270,6 @@ void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what) {
   lua_pushfstring(L, "%s: %s", what, s);
   lmpio_lua_pusherror(L, cls, lua_tostring(L, -1));
   lua_error(L);
-}
-
-/* A misspelt option key is an error, not silently ignored (luaposix). */
-void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (int i = 0; names[i]; i++)
-        if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
-    if (!ok) {
-      lua_pop(L, 1);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
-    }
-    lua_pop(L, 1);
-  }
-}
-
-/* An integer argument v of arg, from min to INT_MAX. */
-int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
-  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
-  return (int)v;
 }
 
 /* ---- after MPI_Finalize ------------------------------------------------------

@@ -7,7 +7,8 @@
  * Exit happens when the lua_State closes (a sentinel object's __gc; lua5.4
  * closes its state at the end of a script) or, for os.exit without closing
  * the state, from an atexit handler. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "lifetime.h"
 
 #include <dlfcn.h>
 #include <stdint.h>

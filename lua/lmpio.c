@@ -1,6 +1,13 @@
 /* The Lua module `lmpio`: its entry point, which only registers.  Each
  * concern has its file (lmpio_lua.h); MPI's lifetime is lua/lifetime.c. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "lifetime.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "comm.h"
+#include "request.h"
+#include "p2p.h"
+#include "fileobj.h"
 
 /***
 The MPI-IO file model for Lua 5.4.
@@ -73,12 +80,19 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lua_newtable(L);
   lmpio_lua_error_open(L);
   lmpio_lua_datatype_open(L);
+  lmpio_lua_typemap_open(L);
   lmpio_lua_buffer_open(L);
+  lmpio_lua_records_open(L);
   lmpio_lua_array_ops_open(L);
+  lmpio_lua_slice_open(L);
+  lmpio_lua_arith_open(L);
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
+  lmpio_lua_access_open(L);
   lmpio_lua_request_open(L);
   lmpio_lua_message_open(L);
+  lmpio_lua_p2p_open(L);
+  lmpio_lua_msgreq_open(L);
   if (lmpio_lua_datarep_open) lmpio_lua_datarep_open(L);
   lmpio_lua_environment_open(L);
   return 1;

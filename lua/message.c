@@ -1,5 +1,4 @@
-/* The collectives of communicators over values and arrays, and messages
- * between ranks.
+/* The collectives of communicators over values and arrays.
  *
  * Collectives: comm:bcast, comm:allgather, comm:allreduce, comm:scan and
  * comm:exscan of Lua values (serialised, lua/serial.c) and of arrays
@@ -11,23 +10,14 @@
  * so that a mismatch on one rank makes every rank raise and none hang.
  * Arrays travel as their own MPI datatype, straight from and into their
  * memory.
- *
- * Point-to-point: comm:send, comm:recv, comm:sendrecv, comm:isend and
- * comm:irecv move arrays (with their type and shape), strings (as bytes)
- * and the values bcast serialises.  A message is one MPI message of bytes:
- * a header (what it is) followed by the payload.  A large payload is sent
- * from and received into the array's memory directly, header and payload
- * described by one struct datatype at absolute addresses (MPI_BOTTOM); a
- * small one is copied next to the header.  Receives use matched probes
- * (MPI_Mprobe, MPI_Improbe): the size is known before the memory is
- * allocated, and no other receive can take the message in between.
- *
- * An irecv is matched when it is waited for or tested, or when a later
- * receive is: receives that are still waiting for their message are kept
- * in posting order (a registry table), and every attempt to match one first
- * tries those posted before it, so messages from one source with one tag
- * are received in the order they were sent, as MPI orders them. */
-#include "lmpio_lua.h"
+ */
+#include "error.h"
+#include "helpers.h"
+#include "datatype.h"
+#include "buffer.h"
+#include "agree.h"
+#include "comm.h"
+#include "serial.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -38,21 +28,6 @@ enum { LMPIO_LUA_ALLREDUCE, LMPIO_LUA_SCAN, LMPIO_LUA_EXSCAN };
 
 /* MPI counts are ints: arrays go in pieces of this many elements. */
 #define PIECE ((size_t)1 << 28)
-
-/* The array at idx when it is one (NULL otherwise) that may be the data of
- * a collective or a message: an array or byte buffer of a predefined type,
- * not records.  Its type's code in *code. */
-static lmpio_lua_buffer *toarray(lua_State *L, int idx, int *code) {
-  if (!lmpio_lua_tobuffer(L, idx)) return NULL;
-  lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
-  lmpio_lua_checkheld(L, b, 0);
-  if (b->rec)
-    luaL_argerror(L, idx, "records cannot be sent (send r:tostring() and rebuild them with lmpio.records)");
-  int c = lmpio_lua_typecode(b->type);
-  if (c < 0) luaL_argerror(L, idx, "only arrays of predefined datatypes can be sent");
-  *code = c;
-  return b;
-}
 
 static const char *typename_of(long long code) {
   const char *n = lmpio_lua_typename(lmpio_lua_codetype(code));
@@ -79,8 +54,8 @@ static int agreed(lua_State *L, const char *name, int arg, const char *why) {
 
 /* ---- reductions ---------------------------------------------------------------- */
 
-/* The first six as comm.c's reductions of numbers (their places are what
- * the agreement compares). */
+/* The one table of reduction operations, for numbers, booleans and arrays
+ * (their places are what the agreements compare). */
 static const char *const opnames[] = {"sum", "max", "min", "prod", "land", "lor", "band", "bor", "bxor", NULL};
 enum { OP_SUM, OP_MAX, OP_MIN, OP_PROD, OP_LAND, OP_LOR, OP_BAND, OP_BOR, OP_BXOR };
 static const MPI_Op mpiops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR, MPI_BAND, MPI_BOR, MPI_BXOR};
@@ -197,7 +172,7 @@ static void reduce_pieces(lua_State *L, MPI_Comm comm, int kind, int root, const
 static int reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name) {
   lua_settop(L, 3);
   int code;
-  lmpio_lua_buffer *a = toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
   int op = luaL_checkoption(L, 3, lmpio_lua_typekind(a->type) == LMPIO_LUA_K_BOOL ? "land" : "sum", opnames);
   lmpio_lua_buffer *r = newlike(L, a); /* 4: before the agreement (no error after it but MPI's) */
   long long n = (long long)a->count;
@@ -238,7 +213,7 @@ static int c_reduce(lua_State *L) {
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   if (root < 0 || root >= size) luaL_argerror(L, 4, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   int code = -1;
-  lmpio_lua_buffer *a = toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
   int isbool = !a && lua_type(L, 2) == LUA_TBOOLEAN;
   if (!a && !isbool) luaL_checknumber(L, 2);
   int kind = a ? 2 : isbool;
@@ -302,7 +277,7 @@ enum {
 
 static int bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
   int code;
-  lmpio_lua_buffer *a = toarray(L, idx, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray(L, idx, &code);
   if (!a) return 0;
   if (!isroot && a->readonly) luaL_argerror(L, idx, "cannot receive into a read-only array");
   if (!isroot) lmpio_lua_checkheld(L, a, 1);
@@ -346,9 +321,13 @@ static int bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *
       for (int k = 0; k < a->ndim; k++) a->dims[k] = (size_t)v[LMPIO_LUA_NAGREE + k];
     }
   }
-  for (size_t off = 0; off < a->nbytes; off += PIECE) {
-    int m = (int)(a->nbytes - off < PIECE ? a->nbytes - off : PIECE);
-    lmpio_lua_checkmpi(L, MPI_Bcast(a->data + off, m, MPI_BYTE, root, comm), "MPI_Bcast");
+  if (a->strided) { /* a slice: its elements scattered where they are */
+    lmpio_lua_checkmpi(L, MPI_Bcast(a->data, 1, a->dtype, root, comm), "MPI_Bcast");
+    return 1;
+  }
+  for (size_t off = 0; off < a->count; off += PIECE) { /* typed, as a slice on another rank takes them */
+    int m = (int)(a->count - off < PIECE ? a->count - off : PIECE);
+    lmpio_lua_checkmpi(L, MPI_Bcast(a->data + off * a->esize, m, a->type, root, comm), "MPI_Bcast");
   }
   return 1;
 }
@@ -382,7 +361,7 @@ static int *layout(lua_State *L, int size, const long long *n, const char *name)
 
 static int allgather_array(lua_State *L, MPI_Comm comm) {
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm), code;
-  lmpio_lua_buffer *a = toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray(L, 2, &code);
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 3 */
   long long *n = lua_newuserdatauv(L, (size_t)size * sizeof *n, 0);                       /* 4 */
   unsigned char *mine = blocks + (size_t)rank * LMPIO_LUA_GATHER_BLOCK;
@@ -402,7 +381,9 @@ static int allgather_array(lua_State *L, MPI_Comm comm) {
   }
   int *cd = layout(L, size, n, "allgather");
   lmpio_lua_buffer *all = lmpio_lua_newbuffer(L, a->type, (size_t)total);
-  lmpio_lua_checkmpi(L, MPI_Allgatherv(mem(a), (int)a->count, a->type, mem(all), cd, cd + size, a->type, comm),
+  lmpio_lua_span sp;
+  lmpio_lua_spanof(L, 2, a, &sp);
+  lmpio_lua_checkmpi(L, MPI_Allgatherv(sp.ptr, sp.count, sp.type, mem(all), cd, cd + size, a->type, comm),
                      "MPI_Allgatherv");
   return 1;
 }
@@ -436,7 +417,7 @@ static int c_gather(lua_State *L) {
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 4 */
   long long *n = lua_newuserdatauv(L, (size_t)size * sizeof *n, 0);                       /* 5 */
   unsigned char *mine = blocks + (size_t)rank * LMPIO_LUA_GATHER_BLOCK;
-  lmpio_lua_buffer *a = toarray(L, 2, &code);
+  lmpio_lua_buffer *a = lmpio_lua_toarray(L, 2, &code);
   size_t len = 0;
   const unsigned char *bytes = NULL;
   if (a) {
@@ -468,7 +449,9 @@ static int c_gather(lua_State *L) {
   if (a) {
     lmpio_lua_buffer *all = rank == root ? lmpio_lua_newbuffer(L, a->type, (size_t)(cd[size - 1] + cd[2 * size - 1]))
                                          : NULL;
-    lmpio_lua_checkmpi(L, MPI_Gatherv(mem(a), (int)a->count, a->type, all ? mem(all) : NULL, cd, cd + size, a->type,
+    lmpio_lua_span sp;
+    lmpio_lua_spanof(L, 2, a, &sp);
+    lmpio_lua_checkmpi(L, MPI_Gatherv(sp.ptr, sp.count, sp.type, all ? mem(all) : NULL, cd, cd + size, a->type,
                                       (int)root, comm),
                        "MPI_Gatherv");
     if (!all) lua_pushnil(L);
@@ -529,7 +512,7 @@ static int c_scatter(lua_State *L) {
   int *lens = lua_newuserdatauv(L, 2 * (size_t)size * sizeof(int), 0); /* 4: a table's pieces */
   if (rank == root) {
     int code;
-    a = toarray(L, 2, &code);
+    a = lmpio_lua_toarray_flat(L, 2, &code);
     if (a) {
       v[S_KIND] = 2;
       v[S_CODE] = code;
@@ -585,748 +568,6 @@ static int c_scatter(lua_State *L) {
   lmpio_lua_deserialise(L, got, (size_t)mylen);
   return 1;
 }
-
-/* ---- messages ------------------------------------------------------------------ */
-
-enum { K_VALUE = 1, K_STRING, K_ARRAY };
-#define MAGIC 0x6c6d7069u /* "lmpi": a message that lmpio sent */
-
-typedef struct {
-  uint32_t magic;
-  int32_t kind;   /* K_* */
-  int32_t code;   /* an array's type code */
-  int32_t ndim;   /* an array's shape */
-  int32_t forder;
-  int32_t pad;
-  uint64_t dims[LMPIO_LUA_MAXDIM];
-} msghdr;
-#define HDR sizeof(msghdr)
-/* Messages up to this size (header included) are copied through the
- * request: one contiguous MPI_BYTE buffer, no datatype to build. */
-enum { SMALL = 1024 };
-
-typedef struct {
-  MPI_Request req; /* the Isend or Imrecv while active */
-  MPI_Comm comm;
-  int sending;
-  int state;       /* ST_* */
-  int src, tag;    /* a receive: what it matches */
-  int rsrc, rtag;  /* a receive: where its message came from */
-  int large;       /* the payload is in user value UV_DATA, not after the header */
-  int waited;      /* completed by a wait or test (waitany skips it) */
-  lmpio_lua_hold *hold; /* a send's: of the array sent, until it completes (user value UV_HOLD) */
-  size_t total;    /* bytes of the message, header included */
-  union {
-    msghdr hdr;
-    unsigned char bytes[SMALL];
-  } u;
-} mreq;
-enum { ST_PENDING, ST_ACTIVE, ST_DONE };
-enum { UV_DATA = 1, UV_RESULT, UV_COMM, UV_HOLD, NUV = UV_HOLD };
-#define PENDING_KEY "lmpio.pendingrecvs" /* registry: receives not matched yet, in posting order */
-
-static int finalized(void) {
-  int fin = 0;
-  MPI_Finalized(&fin);
-  return fin;
-}
-
-/* A datatype (committed; free it) of the header at h followed by n bytes at
- * data, at absolute addresses (for MPI_BOTTOM). */
-static MPI_Datatype msgtype(lua_State *L, const void *h, const void *data, size_t n) {
-  MPI_Datatype piece, t;
-  lmpio_lua_checkmpi(L, MPI_Type_contiguous(1 << 30, MPI_BYTE, &piece), "MPI_Type_contiguous");
-  size_t q = n >> 30, rest = n & ((1u << 30) - 1);
-  int bl[3] = {(int)HDR, (int)q, (int)rest};
-  MPI_Aint at[3];
-  MPI_Get_address(h, &at[0]);
-  MPI_Get_address(data ? data : h, &at[1]);
-  at[2] = MPI_Aint_add(at[1], (MPI_Aint)(q << 30));
-  MPI_Datatype types[3] = {MPI_BYTE, piece, MPI_BYTE};
-  int rc = MPI_Type_create_struct(3, bl, at, types, &t);
-  MPI_Type_free(&piece);
-  lmpio_lua_checkmpi(L, rc, "MPI_Type_create_struct");
-  if ((rc = MPI_Type_commit(&t)) != MPI_SUCCESS) {
-    MPI_Type_free(&t);
-    lmpio_lua_checkmpi(L, rc, "MPI_Type_commit");
-  }
-  return t;
-}
-
-/* What the value at idx sends: its header into h, its payload (p, n);
- * pushes what keeps the payload alive (the value, or its serialised
- * bytes). */
-static void outgoing(lua_State *L, int idx, msghdr *h, const void **p, size_t *n) {
-  int code;
-  memset(h, 0, sizeof *h);
-  h->magic = MAGIC;
-  lmpio_lua_buffer *a = toarray(L, idx, &code);
-  if (a) {
-    h->kind = K_ARRAY;
-    h->code = code;
-    h->ndim = a->ndim;
-    h->forder = a->forder;
-    for (int k = 0; k < a->ndim; k++) h->dims[k] = (uint64_t)a->dims[k];
-    *p = a->data;
-    *n = a->nbytes;
-    lua_pushvalue(L, idx);
-  } else if (lua_type(L, idx) == LUA_TSTRING) {
-    h->kind = K_STRING;
-    *p = lua_tolstring(L, idx, n);
-    lua_pushvalue(L, idx);
-  } else {
-    h->kind = K_VALUE;
-    *p = lmpio_lua_serialise(L, idx, idx, n);
-  }
-}
-
-static int tag_ub(void) {
-  int *ub = NULL, flag = 0;
-  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-  return flag && ub ? *ub : 32767;
-}
-
-/* A rank argument: nil is lmpio.PROC_NULL (no partner); receives also take
- * lmpio.ANY_SOURCE. */
-static int checkpeer(lua_State *L, int arg, MPI_Comm comm, int receiving) {
-  if (lua_isnoneornil(L, arg)) return MPI_PROC_NULL;
-  lua_Integer r = luaL_checkinteger(L, arg);
-  int size = lmpio_lua_commsize(comm);
-  if (r == MPI_PROC_NULL || (receiving && r == MPI_ANY_SOURCE)) return (int)r;
-  if (r < 0 || r >= size)
-    luaL_argerror(L, arg, lua_pushfstring(L, "%I is not a rank of the communicator (0 to %d), lmpio.PROC_NULL%s", r,
-                                          size - 1, receiving ? " or lmpio.ANY_SOURCE" : ""));
-  return (int)r;
-}
-
-static int checktag(lua_State *L, int arg, int receiving) {
-  if (lua_isnoneornil(L, arg)) return receiving ? MPI_ANY_TAG : 0;
-  lua_Integer t = luaL_checkinteger(L, arg);
-  if (receiving && t == MPI_ANY_TAG) return MPI_ANY_TAG;
-  if (t < 0 || t > tag_ub())
-    luaL_argerror(L, arg, lua_pushfstring(L, "a tag is from 0 to %d%s", tag_ub(), receiving ? ", or lmpio.ANY_TAG" : ""));
-  return (int)t;
-}
-
-/* Pushes a new request of comm (the communicator object at commidx). */
-static mreq *newreq(lua_State *L, int commidx, MPI_Comm comm, int sending) {
-  commidx = lua_absindex(L, commidx);
-  mreq *r = lua_newuserdatauv(L, sizeof *r, NUV);
-  memset(r, 0, offsetof(mreq, u) + HDR);
-  r->req = MPI_REQUEST_NULL;
-  r->comm = comm;
-  r->sending = sending;
-  r->state = ST_DONE;
-  luaL_setmetatable(L, LMPIO_LUA_MSGREQUEST);
-  lua_pushvalue(L, commidx);
-  lua_setiuservalue(L, -2, UV_COMM);
-  return r;
-}
-
-/* Sends the value at idx: blocking (MPI_Send), or into the request r at
- * ridx (MPI_Isend; r keeps the payload alive, and holds an array against
- * writes as the method `call`: a small one is copied at once, but what Lua
- * may do with an array does not depend on its size). */
-static void sendvalue(lua_State *L, int idx, MPI_Comm comm, int dest, int tag, mreq *r, int ridx, const char *call) {
-  msghdr h;
-  const void *p;
-  size_t n;
-  ridx = ridx ? lua_absindex(L, ridx) : 0;
-  outgoing(L, idx, &h, &p, &n); /* pushes the keeper */
-  if (dest == MPI_PROC_NULL) return;
-  int rc;
-  if (n <= SMALL - HDR) {
-    unsigned char tmp[SMALL];
-    unsigned char *buf = r ? r->u.bytes : tmp;
-    memcpy(buf, &h, HDR);
-    if (n) memcpy(buf + HDR, p, n);
-    rc = r ? MPI_Isend(buf, (int)(HDR + n), MPI_BYTE, dest, tag, comm, &r->req)
-           : MPI_Send(buf, (int)(HDR + n), MPI_BYTE, dest, tag, comm);
-  } else {
-    const void *hp = &h;
-    if (r) {
-      r->u.hdr = h;
-      hp = &r->u.hdr;
-      lua_pushvalue(L, -1);
-      lua_setiuservalue(L, ridx, UV_DATA);
-    }
-    MPI_Datatype t = msgtype(L, hp, p, n);
-    rc = r ? MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, comm, &r->req) : MPI_Send(MPI_BOTTOM, 1, t, dest, tag, comm);
-    MPI_Type_free(&t);
-  }
-  lmpio_lua_checkmpi(L, rc, r ? "MPI_Isend" : "MPI_Send");
-  if (!r) return;
-  r->state = ST_ACTIVE;
-  if (h.kind == K_ARRAY) {
-    lmpio_lua_mem m = {0};
-    m.buf = lmpio_lua_tobuffer(L, idx);
-    r->hold = lmpio_lua_hold_push(L, idx, &m, 0, call, 0, &r->req);
-    lua_setiuservalue(L, ridx, UV_HOLD);
-  }
-}
-
-/* The send of r is done with: its array is the script's again. */
-static void let_go(mreq *r) {
-  lmpio_lua_unhold(r->hold);
-  r->hold = NULL;
-}
-
-/* Starts receiving the message msg (status st) into r (at ridx). */
-static void startrecv(lua_State *L, int ridx, mreq *r, MPI_Message *msg, MPI_Status *st) {
-  ridx = lua_absindex(L, ridx);
-  MPI_Count total = 0;
-  MPI_Get_elements_x(st, MPI_BYTE, &total);
-  r->rsrc = st->MPI_SOURCE;
-  r->rtag = st->MPI_TAG;
-  r->total = (size_t)total;
-  int rc;
-  if (total <= SMALL) {
-    r->large = 0;
-    rc = MPI_Imrecv(r->u.bytes, (int)total, MPI_BYTE, msg, &r->req);
-  } else {
-    lmpio_lua_buffer *b = lmpio_lua_newbuffer(L, MPI_BYTE, (size_t)total - HDR);
-    lua_setiuservalue(L, ridx, UV_DATA);
-    r->large = 1;
-    MPI_Datatype t = msgtype(L, &r->u.hdr, b->data, b->nbytes);
-    rc = MPI_Imrecv(MPI_BOTTOM, 1, t, msg, &r->req);
-    MPI_Type_free(&t);
-  }
-  lmpio_lua_checkmpi(L, rc, "MPI_Imrecv");
-  r->state = ST_ACTIVE;
-}
-
-/* The received message of r (at ridx) as a Lua value, kept as its result. */
-static void finishrecv(lua_State *L, int ridx, mreq *r) {
-  ridx = lua_absindex(L, ridx);
-  r->state = ST_DONE;
-  r->waited = 1;
-  msghdr h;
-  memcpy(&h, r->u.bytes, HDR);
-  if (r->total < HDR || h.magic != MAGIC || h.ndim < 0 || h.ndim > LMPIO_LUA_MAXDIM)
-    luaL_error(L, "received a message (from rank %d, tag %d) that lmpio did not send", r->rsrc, r->rtag);
-  size_t n = r->total - HDR;
-  lmpio_lua_buffer *big = NULL;
-  const unsigned char *p = r->u.bytes + HDR;
-  if (r->large) {
-    lua_getiuservalue(L, ridx, UV_DATA);
-    big = lmpio_lua_tobuffer(L, -1);
-    p = big->data;
-  }
-  switch (h.kind) {
-  case K_ARRAY: {
-    MPI_Datatype t = lmpio_lua_codetype(h.code);
-    MPI_Count es = 0;
-    if (t == MPI_DATATYPE_NULL || MPI_Type_size_x(t, &es) != MPI_SUCCESS || es <= 0 || n % (size_t)es)
-      luaL_error(L, "received an array (from rank %d) of an unknown type", r->rsrc);
-    lmpio_lua_buffer *a = big;
-    if (!a) {
-      a = lmpio_lua_newbuffer(L, t, n / (size_t)es);
-      if (n) memcpy(a->data, p, n);
-    } else { /* the memory received into becomes the array */
-      lua_pushvalue(L, -1); /* the result; one copy stays for the pop below */
-      a->type = t;
-      a->esize = (size_t)es;
-      a->count = n / (size_t)es;
-      a->kind = lmpio_lua_typekind(t);
-    }
-    size_t total = 1;
-    for (int k = 0; k < h.ndim; k++) total *= (size_t)h.dims[k];
-    if (h.ndim > 0 && total == a->count) {
-      a->ndim = h.ndim;
-      a->forder = h.forder != 0;
-      for (int k = 0; k < h.ndim; k++) a->dims[k] = (size_t)h.dims[k];
-    }
-    break;
-  }
-  case K_STRING: lua_pushlstring(L, (const char *)p, n); break;
-  case K_VALUE: lmpio_lua_deserialise(L, p, n); break;
-  default: luaL_error(L, "received a message (from rank %d, tag %d) that lmpio did not send", r->rsrc, r->rtag);
-  }
-  lua_setiuservalue(L, ridx, UV_RESULT);
-  lua_pushnil(L);
-  lua_setiuservalue(L, ridx, UV_DATA);
-  if (big) lua_pop(L, 1);
-}
-
-/* Whether receives a and b could take the same message. */
-static int overlap(const mreq *a, const mreq *b) {
-  return a->comm == b->comm && (a->src == b->src || a->src == MPI_ANY_SOURCE || b->src == MPI_ANY_SOURCE) &&
-         (a->tag == b->tag || a->tag == MPI_ANY_TAG || b->tag == MPI_ANY_TAG);
-}
-
-static void pushpending(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, PENDING_KEY) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, PENDING_KEY);
-  }
-}
-
-/* Tries to match the receives waiting for their message, in posting order,
- * up to target: starts those whose message has arrived and takes them off
- * the list.  A receive is not tried while an earlier one that could take
- * the same message still waits (the message is the earlier one's, as MPI
- * matches in posting order).  Returns whether target may block in
- * MPI_Mprobe (no earlier receive waits that could take its message). */
-static int probe_pending(lua_State *L, const mreq *target) {
-  pushpending(L);
-  int list = lua_gettop(L);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, list), w = 0;
-  const mreq **kept = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *kept, 0);
-  int stop = 0, free_to_block = 1;
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, list, i);
-    mreq *q = lua_touserdata(L, -1);
-    if (q->state != ST_PENDING) {
-      lua_pop(L, 1);
-      continue;
-    }
-    int blocked = 0;
-    for (lua_Integer k = 0; k < w && !blocked; k++) blocked = overlap(kept[k], q);
-    if (!stop && !blocked) {
-      int flag = 0;
-      MPI_Message msg;
-      MPI_Status st;
-      lmpio_lua_checkmpi(L, MPI_Improbe(q->src, q->tag, q->comm, &flag, &msg, &st), "MPI_Improbe");
-      if (flag) {
-        startrecv(L, -1, q, &msg, &st);
-        lua_pop(L, 1);
-        if (q == target) stop = 1;
-        continue;
-      }
-    }
-    if (q == target) {
-      stop = 1;
-      free_to_block = !blocked;
-    }
-    kept[w] = q;
-    lua_rawseti(L, list, ++w); /* still waiting: keeps its place */
-  }
-  for (lua_Integer i = w + 1; i <= n; i++) {
-    lua_pushnil(L);
-    lua_rawseti(L, list, i);
-  }
-  lua_pop(L, 2);
-  return free_to_block;
-}
-
-/* Takes r off the list of waiting receives. */
-static void unlist(lua_State *L, const mreq *r) {
-  pushpending(L);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, -1), w = 0;
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, -1, i);
-    if (lua_touserdata(L, -1) == r) lua_pop(L, 1);
-    else lua_rawseti(L, -2, ++w);
-  }
-  for (lua_Integer i = w + 1; i <= n; i++) {
-    lua_pushnil(L);
-    lua_rawseti(L, -2, i);
-  }
-  lua_pop(L, 1);
-}
-
-/* Completes the request r at ridx: waits when blocking, else tests.
- * Returns whether it is done. */
-static int complete(lua_State *L, int ridx, mreq *r, int blocking) {
-  ridx = lua_absindex(L, ridx);
-  while (r->state == ST_PENDING) {
-    int may_block = probe_pending(L, r);
-    if (r->state != ST_PENDING) break;
-    if (!blocking) return 0;
-    if (may_block) {
-      MPI_Message msg;
-      MPI_Status st;
-      lmpio_lua_checkmpi(L, MPI_Mprobe(r->src, r->tag, r->comm, &msg, &st), "MPI_Mprobe");
-      unlist(L, r);
-      startrecv(L, ridx, r, &msg, &st);
-      break;
-    }
-    sched_yield(); /* an earlier receive that could take the message is waiting */
-  }
-  if (r->state == ST_ACTIVE) {
-    int flag = 1;
-    int rc = blocking ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      r->state = ST_DONE;
-      r->waited = 1;
-      let_go(r);
-      lmpio_lua_checkmpi(L, rc, blocking ? "MPI_Wait" : "MPI_Test");
-    }
-    if (!flag) return 0;
-    if (r->sending) {
-      r->state = ST_DONE;
-      let_go(r);
-      lua_pushnil(L);
-      lua_setiuservalue(L, ridx, UV_DATA);
-    } else {
-      finishrecv(L, ridx, r);
-    }
-  }
-  r->waited = 1;
-  return 1;
-}
-
-/* Pushes what a completed request gives: nothing for a send; the value,
- * its source and tag for a receive. */
-static int results(lua_State *L, int ridx, const mreq *r) {
-  if (r->sending) return 0;
-  lua_getiuservalue(L, ridx, UV_RESULT);
-  lua_pushinteger(L, r->rsrc);
-  lua_pushinteger(L, r->rtag);
-  return 3;
-}
-
-/* Pushes a receive request of src and tag on the communicator at 1, listed
- * as waiting for its message (or done at once for lmpio.PROC_NULL). */
-static mreq *postrecv(lua_State *L, MPI_Comm comm, int src, int tag) {
-  mreq *r = newreq(L, 1, comm, 0);
-  r->src = src;
-  r->tag = tag;
-  if (src == MPI_PROC_NULL) { /* no message: nil from PROC_NULL, as MPI's status says */
-    r->rsrc = MPI_PROC_NULL;
-    r->rtag = MPI_ANY_TAG;
-    return r;
-  }
-  r->state = ST_PENDING;
-  pushpending(L);
-  lua_pushvalue(L, -2);
-  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
-  lua_pop(L, 1);
-  return r;
-}
-
-/***
-Sends a value to one rank (`MPI_Send`).
-An array travels as it is, straight from its memory, and arrives as an
-array of the same type and shape; a string arrives as the same bytes; the
-values `comm:bcast` sends (nil, booleans, numbers, tables of them) arrive
-as copies.  Blocks until the message is on its way (for large messages,
-until the receiver takes it); sending to oneself needs `comm:isend` or
-`comm:sendrecv`.
-@function comm:send
-@param x the value
-@param dest the rank to send to; nil or `lmpio.PROC_NULL`: nobody (nothing
-  is sent)
-@param[opt=0] tag a non-negative integer the receiver can select on
-@raise when dest or tag is out of range or x cannot be sent (functions,
-  userdata other than arrays, records)
-@usage comm:send(lmpio.array(lmpio.DOUBLE, {1, 2, 3}), 1)   -- on rank 0
-local a = comm:recv(0)                                   -- on rank 1
-*/
-static int c_send(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  luaL_checkany(L, 2);
-  int dest = checkpeer(L, 3, comm, 0), tag = checktag(L, 4, 0);
-  lua_settop(L, 4);
-  sendvalue(L, 2, comm, dest, tag, NULL, 0, NULL);
-  return 0;
-}
-
-/***
-Sends a value without waiting (`MPI_Isend`): the request's `wait` (or a
-`test` that returns true) completes it.
-The value is the message as `comm:send` sends it; an array's memory is
-sent from directly, so until the request completes the array is the
-call's, as for a file's `iwrite`: writing it (`a[i] = v`, `a:fill`,
-reading a file or a `bcast` into it, through any view of the same memory)
-raises "array is held by a pending isend; wait for its request first";
-reading it, or sending it again, is fine.  The hold ends when `wait`, a
-`test` that returns true, `lmpio.waitall` or `lmpio.waitany` completes the
-request, or when the request is collected.  The request keeps the value
-alive until then.
-@function comm:isend
-@param x the value
-@param dest the rank to send to, nil or `lmpio.PROC_NULL` (nothing is
-  sent, nothing held)
-@param[opt=0] tag as for `comm:send`
-@return a @{msgrequest}
-@raise as `comm:send`
-@usage local req = comm:isend(a, right)
--- a[1] = 0 here would raise: a is held until the send completes
-local halo = comm:recv(left)
-req:wait()
-a[1] = halo[1]
-*/
-static int c_isend(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  luaL_checkany(L, 2);
-  int dest = checkpeer(L, 3, comm, 0), tag = checktag(L, 4, 0);
-  lua_settop(L, 4);
-  mreq *r = newreq(L, 1, comm, 1); /* 5 */
-  sendvalue(L, 2, comm, dest, tag, r, 5, "isend");
-  lua_settop(L, 5);
-  return 1;
-}
-
-/***
-Receives a value from one rank (`MPI_Mprobe` and `MPI_Mrecv`).
-What arrives is what was sent with `comm:send`, `comm:isend` or
-`comm:sendrecv`: an array is received straight into the memory of a new
-array of the sender's type and shape.  Messages from one rank with one tag
-arrive in the order they were sent, also across earlier `comm:irecv`s.
-@function comm:recv
-@param src the rank to receive from, `lmpio.ANY_SOURCE`, or nil
-  (`lmpio.PROC_NULL`: no message, nil is returned at once)
-@param[opt] tag the tag to select (default `lmpio.ANY_TAG`: any)
-@return the value
-@return the rank it came from
-@return its tag
-@raise when src or tag is out of range, or the message was not sent by lmpio
-@usage local x, from = comm:recv(lmpio.ANY_SOURCE)
-*/
-static int c_recv(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int src = checkpeer(L, 2, comm, 1), tag = checktag(L, 3, 1);
-  lua_settop(L, 3);
-  mreq *r = postrecv(L, comm, src, tag); /* 4 */
-  complete(L, 4, r, 1);
-  return results(L, 4, r);
-}
-
-/***
-Starts receiving a value (`MPI_Improbe` and `MPI_Imrecv`): the request's
-`wait` gives it.
-The message is matched when the request is waited for or tested (or
-earlier, when a later receive is), and always before any receive posted
-after it: the order of messages is MPI's.
-@function comm:irecv
-@param src the rank to receive from, `lmpio.ANY_SOURCE`, or nil
-  (`lmpio.PROC_NULL`)
-@param[opt] tag as for `comm:recv`
-@return a @{msgrequest} whose `wait` returns what `comm:recv` returns
-@raise as `comm:recv`
-@usage local left, right = comm:irecv(l), comm:irecv(r)
-comm:send(edge_l, l); comm:send(edge_r, r)   -- (isend when l or r is self)
-local from_l, from_r = left:wait(), right:wait()
-*/
-static int c_irecv(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  int src = checkpeer(L, 2, comm, 1), tag = checktag(L, 3, 1);
-  lua_settop(L, 3);
-  postrecv(L, comm, src, tag);
-  return 1;
-}
-
-/***
-Sends a value to one rank and receives one from another, without
-deadlock whatever the order in which ranks call it (`MPI_Sendrecv`): the
-exchange of a halo.
-The value sent and the one received are messages as `comm:send` and
-`comm:recv` move them (arrays zero-copy, with their type and shape); the
-send and the receive use the same tag.
-@function comm:sendrecv
-@param x the value to send
-@param dest the rank to send to; nil or `lmpio.PROC_NULL`: nobody
-@param src the rank to receive from, `lmpio.ANY_SOURCE`; nil or
-  `lmpio.PROC_NULL`: nobody (nil is received)
-@param[opt] tag the tag of both (sent with 0 and received with any when
-  absent)
-@return the value received, the rank it came from, its tag
-@raise as `comm:send` and `comm:recv`
-@usage -- a ring: each rank's last element to the right, halo from the left
-local n, size = #u, comm:size()
-local right, left = (rank + 1) % size, (rank - 1) % size
-local halo = comm:sendrecv(u:sub(n, n), right, left)
-*/
-static int c_sendrecv(lua_State *L) {
-  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  luaL_checkany(L, 2);
-  int dest = checkpeer(L, 3, comm, 0), src = checkpeer(L, 4, comm, 1);
-  int tag = lua_isnoneornil(L, 5) ? 0 : checktag(L, 5, 0);
-  int rtag = lua_isnoneornil(L, 5) ? MPI_ANY_TAG : tag;
-  lua_settop(L, 5);
-  mreq *s = newreq(L, 1, comm, 1); /* 6: if anything below raises, its __gc waits for the send */
-  sendvalue(L, 2, comm, dest, tag, s, 6, "sendrecv");
-  lua_settop(L, 6);
-  mreq *r = postrecv(L, comm, src, rtag); /* 7 */
-  complete(L, 7, r, 1);
-  complete(L, 6, s, 1);
-  return results(L, 7, r);
-}
-
-/* ---- requests of messages ------------------------------------------------------ */
-
-/***
-The request of `comm:isend` or `comm:irecv`.
-Complete it with `wait` (or `test` until it returns true), or with
-`lmpio.waitall` or `lmpio.waitany`, which take these requests too, in one
-list with those of files; until then it keeps the data it sends or
-receives alive, and an array it sends is held against writes (see
-`comm:isend`).  A receive makes its own array: none given to `comm:irecv`
-is held.  A request collected before it completed is waited for first.
-@type msgrequest
-*/
-
-static mreq *checkmreq(lua_State *L) { return luaL_checkudata(L, 1, LMPIO_LUA_MSGREQUEST); }
-
-/***
-Waits until the send or receive is complete (`MPI_Wait`).
-Waiting again returns the same.
-@function msgrequest:wait
-@return nothing for a send; for a receive the value, the rank it came from
-  and its tag, as `comm:recv`
-@raise when the message was not sent by lmpio, or MPI fails
-*/
-static int m_wait(lua_State *L) {
-  mreq *r = checkmreq(L);
-  lmpio_lua_running(L);
-  complete(L, 1, r, 1);
-  return results(L, 1, r);
-}
-
-/***
-Whether the send or receive is complete (`MPI_Test`); completes it if so.
-@function msgrequest:test
-@treturn boolean false while it is in progress, or true followed by what
-  `msgrequest:wait` returns
-@raise as `msgrequest:wait`
-*/
-static int m_test(lua_State *L) {
-  mreq *r = checkmreq(L);
-  lmpio_lua_running(L);
-  if (!complete(L, 1, r, 0)) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  lua_pushboolean(L, 1);
-  return 1 + results(L, 1, r);
-}
-
-static int m_gc(lua_State *L) {
-  mreq *r = checkmreq(L);
-  /* MPI may still read or write the data, alive until this finalizer
-   * returns; a rank leaving on an error does not wait (its partner may
-   * never come: the job is being aborted) */
-  if (r->state == ST_ACTIVE && r->req != MPI_REQUEST_NULL && !finalized() && !lmpio_lua_failing())
-    MPI_Wait(&r->req, MPI_STATUS_IGNORE);
-  r->state = ST_DONE;
-  let_go(r);
-  return 0;
-}
-
-static int m_tostring(lua_State *L) {
-  const mreq *r = checkmreq(L);
-  static const char *const states[] = {"waiting for its message", "in progress", "complete"};
-  lua_pushfstring(L, "lmpio.msgrequest (%s, %s): %p", r->sending ? "send" : "receive", states[r->state],
-                  (const void *)r);
-  return 1;
-}
-
-/* lmpio.waitall over a list that may hold message requests too: the file
- * requests go to request.c's waitall (upvalue 1) together, then the
- * message requests are waited for in order. */
-static int l_waitall(lua_State *L) {
-  lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1), k = 0;
-  int mine = 0;
-  lua_newtable(L); /* 2: the others */
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, 1, i);
-    if (luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST)) {
-      mine = 1;
-      lua_pop(L, 1);
-    } else {
-      lua_rawseti(L, 2, ++k);
-    }
-  }
-  if (k || !mine) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushvalue(L, mine ? 2 : 1);
-    lua_call(L, 1, 0);
-  }
-  for (lua_Integer i = 1; mine && i <= n; i++) {
-    lua_geti(L, 1, i);
-    mreq *r = luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST);
-    if (r) complete(L, -1, r, 1);
-    lua_pop(L, 1);
-  }
-  return 0;
-}
-
-/* lmpio.waitany over a list that may hold message requests too.  Without
- * them it is request.c's (upvalue 1: MPI_Waitany).  With them there is no
- * MPI request to wait for (a receive is matched only when it is tested or
- * waited for), so the requests are tested in order, round after round,
- * until one completes: the first listing of each, skipping those a wait or
- * test completed already, as MPI skips null requests. */
-static int l_waitany(lua_State *L) {
-  lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1);
-  if (n < 0 || n > INT_MAX) luaL_argerror(L, 1, "too many requests");
-  unsigned char *dup = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1), 0); /* 2: listed before */
-  lua_createtable(L, 0, (int)n); /* 3: the requests seen */
-  int mine = 0;
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, 1, i);
-    if (luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST)) mine = 1;
-    else if (!luaL_testudata(L, -1, LMPIO_LUA_REQUEST))
-      luaL_argerror(L, 1, lua_pushfstring(L, "element %I is not a request", i));
-    lua_pushvalue(L, -1);
-    dup[i - 1] = lua_rawget(L, 3) != LUA_TNIL;
-    lua_pop(L, 1);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, 3);
-  }
-  if (!mine) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushvalue(L, 1);
-    lua_call(L, 1, LUA_MULTRET);
-    return lua_gettop(L) - 3;
-  }
-  for (;;) {
-    int pending = 0;
-    for (lua_Integer i = 1; i <= n; i++) {
-      if (dup[i - 1]) continue;
-      lua_settop(L, 2);
-      lua_geti(L, 1, i); /* 3 */
-      lua_pushinteger(L, i); /* 4 */
-      mreq *m = luaL_testudata(L, 3, LMPIO_LUA_MSGREQUEST);
-      if (m) {
-        if (m->waited) continue;
-        pending = 1;
-        if (complete(L, 3, m, 0)) return 1 + results(L, 3, m);
-        continue;
-      }
-      const lmpio_lua_request *f = lua_touserdata(L, 3);
-      if (f->done) continue;
-      pending = 1;
-      lua_getfield(L, 3, "test"); /* the request's own test: its converters, its failure */
-      lua_pushvalue(L, 3);
-      lua_call(L, 1, LUA_MULTRET); /* 5: false, or true and what wait returns */
-      if (lua_toboolean(L, 5)) {
-        lua_remove(L, 5);
-        return lua_gettop(L) - 3;
-      }
-    }
-    if (!pending) {
-      lua_pushnil(L);
-      return 1;
-    }
-    sched_yield(); /* the others' turn: a worker finishing a file request, a sender */
-  }
-}
-
-/***
-The source of a receive that takes a message from any rank (`MPI_ANY_SOURCE`).
-@field lmpio.ANY_SOURCE
-*/
-
-/***
-The tag of a receive that takes a message of any tag (`MPI_ANY_TAG`).
-@field lmpio.ANY_TAG
-*/
-
-/***
-The rank of no process (`MPI_PROC_NULL`): a send to it sends nothing, a
-receive from it gets nil at once; nil as a rank means the same.
-@field lmpio.PROC_NULL
-*/
 
 /* ---- collectives of values and arrays ------------------------------------ */
 
@@ -1488,17 +729,14 @@ static int c_allgather(lua_State *L) {
 /* ---- reductions --------------------------------------------------------- */
 
 enum { R_ALLREDUCE = LMPIO_LUA_ALLREDUCE, R_SCAN = LMPIO_LUA_SCAN, R_EXSCAN = LMPIO_LUA_EXSCAN };
-/* The operations on numbers and booleans (arrays take more, opnames). */
-static const char *const value_opnames[] = {"sum", "max", "min", "prod", "land", "lor", NULL};
 
 /* allreduce, scan and exscan of one number or boolean. */
 static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   if (lmpio_lua_tobuffer(L, 2)) return reduce_array(L, comm, kind, name);
-  static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_LAND, MPI_LOR};
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
   if (!isbool) luaL_checknumber(L, 2);
-  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", value_opnames);
+  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
    * are, and every rank the same kind of value (0 numbers, 1 booleans, 2
@@ -1510,9 +748,12 @@ static int reduce(lua_State *L, int kind, const char *name) {
   if (v[1] != -v[2])
     return lmpio_lua_raise(L, MPI_ERR_ARG, lua_pushfstring(L, "bad argument #2 to '%s' (the ranks name "
                                                            "different operations, '%s' and '%s')",
-                                                           name, value_opnames[-v[2]], value_opnames[v[1]]));
+                                                           name, opnames[-v[2]], opnames[v[1]]));
   int allint = isbool || v[5] == 0;
-  MPI_Op mop = ops[op];
+  if (op >= OP_BAND && (isbool || !allint)) /* every rank knows: all raise */
+    agreed(L, name, 2, lua_pushfstring(L, "'%s' applies to integers, not to %s", opnames[op],
+                                       isbool ? "booleans" : "floats"));
+  MPI_Op mop = mpiops[op];
   if (isbool && kind == R_ALLREDUCE) { /* the agreement did it: any (max) or all (min) */
     int any = mop == MPI_LOR || mop == MPI_MAX || mop == MPI_SUM;
     lua_pushboolean(L, any ? v[6] != 0 : -v[7] != 0);
@@ -1533,7 +774,7 @@ static int reduce(lua_State *L, int kind, const char *name) {
       lua_pushnil(L);
       return 1;
     }
-    ir = mop == MPI_PROD || mop == MPI_LAND;
+    ir = mop == MPI_BAND ? -1 : mop == MPI_PROD || mop == MPI_LAND;
     dr = (double)ir;
   }
   if (isbool) lua_pushboolean(L, ir != 0);
@@ -1554,7 +795,7 @@ rank's arguments are wrong, every rank raises.
 @function comm:allreduce
 @param x a number, a boolean or an array
 @param[opt] op `"sum"`, `"max"`, `"min"`, `"prod"`, `"land"` or `"lor"`,
-  and for integer arrays also `"band"`, `"bor"` and `"bxor"` (default
+  and for integers (numbers or arrays) also `"band"`, `"bor"` and `"bxor"` (default
   `"sum"`, `"land"` for booleans); on booleans every op is "all" (`"min"`,
   `"prod"`, `"land"`) or "any" (the others); on floats the logical and
   bitwise ops raise
@@ -1604,36 +845,6 @@ int lmpio_lua_message_open(lua_State *L) {
     {"gather", c_gather, lmpio_lua_gather_failed},
     {"scatter", c_scatter, lmpio_lua_agree_failed},
   };
-  static const luaL_Reg local[] = {
-    {"send", c_send}, {"isend", c_isend}, {"recv", c_recv}, {"irecv", c_irecv}, {"sendrecv", c_sendrecv},
-    {NULL, NULL},
-  };
-  lmpio_lua_comm_methods(L, collectives, sizeof collectives / sizeof *collectives, local);
-  if (luaL_newmetatable(L, LMPIO_LUA_MSGREQUEST)) {
-    static const luaL_Reg meta[] = {{"__gc", m_gc}, {"__tostring", m_tostring}, {NULL, NULL}};
-    static const luaL_Reg methods[] = {{"wait", m_wait}, {"test", m_test}, {NULL, NULL}};
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, -1, "waitall") == LUA_TFUNCTION) { /* request.c's, for file requests */
-    lua_pushcclosure(L, l_waitall, 1);
-    lua_setfield(L, -2, "waitall");
-  } else {
-    lua_pop(L, 1);
-  }
-  if (lua_getfield(L, -1, "waitany") == LUA_TFUNCTION) {
-    lua_pushcclosure(L, l_waitany, 1);
-    lua_setfield(L, -2, "waitany");
-  } else {
-    lua_pop(L, 1);
-  }
-  lua_pushinteger(L, MPI_ANY_SOURCE);
-  lua_setfield(L, -2, "ANY_SOURCE");
-  lua_pushinteger(L, MPI_ANY_TAG);
-  lua_setfield(L, -2, "ANY_TAG");
-  lua_pushinteger(L, MPI_PROC_NULL);
-  lua_setfield(L, -2, "PROC_NULL");
+  lmpio_lua_comm_methods(L, collectives, sizeof collectives / sizeof *collectives, NULL);
   return 0;
 }

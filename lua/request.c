@@ -16,7 +16,9 @@
  * Every wait and test enters the core as a call does (LMPIO_LUA_CORE): a
  * read in a representation with Lua converters is converted when it
  * completes, on this thread, inside MPI_Wait / MPI_Test. */
-#include "lmpio_lua.h"
+#include "error.h"
+#include "buffer.h"
+#include "request.h"
 
 #include <limits.h>
 

@@ -2,7 +2,7 @@
  * (lua/message.c): comm:bcast, comm:allgather, comm:send and the others send
  * what lmpio_lua_serialise makes and rebuild it with
  * lmpio_lua_deserialise. */
-#include "lmpio_lua.h"
+#include "serial.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -38,7 +38,7 @@ build = {
       },
       -- the lmpio command (dump, convert, map, run)
       bin = {
-         lmpio = "lua/lmpio-command.lua",
+         lmpio = "bin/lmpio",
       },
    },
 }

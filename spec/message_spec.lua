@@ -509,3 +509,18 @@ describe("messages between ranks", function()
     assert.has_error(function() world:isend(1, right, lmpio.ANY_TAG) end)
   end)
 end)
+
+describe("one table of reduction operations", function()
+  it("takes the bitwise ops on integer numbers, and raises on every rank for floats", function()
+    assert.equal(((1 << size) - 1), world:allreduce(1 << rank, "bor"))
+    assert.equal(0, world:allreduce(1 << rank, "band") & ~((1 << size) - 1))
+    local x = world:exscan(1 << rank, "bxor")   -- collectives: every rank calls both
+    local y = world:exscan(1 << rank, "band")
+    assert.equal(rank == 0 and 0 or (1 << rank) - 1, x)
+    assert.equal(rank == 0 and -1 or rank == 1 and 1 or 0, y) -- rank 0: band's identity, all bits
+    local ok, e = pcall(world.allreduce, world, 0.5, "band")
+    assert.is_false(ok)
+    assert.equal("MPI_ERR_ARG", e.name)
+    assert.is_true(H.all(not ok))
+  end)
+end)
