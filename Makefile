@@ -223,7 +223,7 @@ install: lib $(BUILD)/lmpio.pc
 	install -m 644 core/include/lmpio.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lmpio.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 bin/lmpio $(DESTDIR)$(PREFIX)/bin/lmpio
+	install -m 755 lua/lmpio-command.lua $(DESTDIR)$(PREFIX)/bin/lmpio
 
 clean:
 	rm -rf $(BUILD)

@@ -27,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 launch() { # launch LAUNCHER RANKS: the parallel cat, standard streams as given
   case $1 in
   mpirun) timeout -k 5 120 "$MPIRUN" --oversubscribe -n "$2" "$LUA" examples/cat.lua ;;
-  lmpio) timeout -k 5 120 "$LUA" bin/lmpio run --oversubscribe -n "$2" "$LUA" examples/cat.lua ;;
+  lmpio) timeout -k 5 120 "$LUA" lua/lmpio-command.lua run --oversubscribe -n "$2" "$LUA" examples/cat.lua ;;
   esac
 }
 

@@ -35,7 +35,7 @@ check "fifo_consumer.lua: every line once" "$got" "lines 50000 sum 1250025000"
 # lmpio run: standard input and output passed to and from rank 0 by the
 # launcher (FIFOs), not by mpirun's forwarding: every run byte-identical.
 export MPIRUN
-run() { TMPDIR="$tmp" timeout -k 5 120 "$LUA" bin/lmpio run --oversubscribe "$@"; }
+run() { TMPDIR="$tmp" timeout -k 5 120 "$LUA" lua/lmpio-command.lua run --oversubscribe "$@"; }
 { seq 1 30000; head -c 200000 /dev/urandom; printf 'no newline at the end'; } > "$tmp/input"
 for n in 1 2 4; do
   same=0

@@ -35,7 +35,7 @@ if [ -f "$BUILD/lua/lmpio.so" ]; then
       local fh <close> = l.open(l.self, \"$2\", \"w\")
       fh:set_view(0, l.DOUBLE, l.DOUBLE, \"external32\")
       fh:write_at(0, l.array(l.DOUBLE, { 0.5, 1.5, 2.5, 3.5, 4.5, 5.5 }))" &&
-    out=$(timeout -k 5 120 "$1" bin/lmpio dump "$2" --etype DOUBLE --datarep external32 --columns 3) &&
+    out=$(timeout -k 5 120 "$1" lua/lmpio-command.lua dump "$2" --etype DOUBLE --datarep external32 --columns 3) &&
     echo "$out" && [ "$out" = "$(printf "0.5 1.5 2.5\n3.5 4.5 5.5")" ] && echo "ok lmpio dump"' \
     "$BUILD" "$LUA" "$e32"
   rm -f "$e32"

@@ -38,7 +38,7 @@ build = {
       },
       -- the lmpio command (dump, convert, map, run)
       bin = {
-         lmpio = "bin/lmpio",
+         lmpio = "lua/lmpio-command.lua",
       },
    },
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The lmpio command (bin/lmpio): dump, convert, map, --help and
+# The lmpio command (lua/lmpio-command.lua): dump, convert, map, --help and
 # its errors.  Run from the top of the tree with the module built:
 #   BUILD=build sh spec/command_test.sh
 # Prints one "ok NAME" / "not ok NAME" per check (spec/run.sh runs it).
@@ -12,7 +12,7 @@ if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
-CMD=$PWD/bin/lmpio
+CMD=$PWD/lua/lmpio-command.lua
 dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-command.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 # Open MPI's launcher on more ranks than cores, when it is Open MPI.

@@ -16,7 +16,7 @@ while read -r cfg; do
   run "busted specs [$cfg]" sh spec/mpi_busted.sh $cfg </dev/null
 done < "$log.luacfg"
 rm -f "$log.luacfg"
-# The lmpio command (bin/lmpio): one process and mpirun jobs of
+# The lmpio command (lua/lmpio-command.lua): one process and mpirun jobs of
 # its own, so it runs once, not under each configuration.
 run "lmpio command (spec/command_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/command_test.sh
 # The file methods' fuzzer, its seeds that found defects (2 ranks, once).
