@@ -17,16 +17,13 @@
 #include "buffer.h"
 #include "records.h"
 
-typedef lmpio_lua_records records;
-
-#include <float.h>
 #include <limits.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #define ALIGN 16
+typedef lmpio_lua_records records;
 
 lmpio_lua_buffer *lmpio_lua_allocbuffer(lua_State *L, size_t inline_bytes) {
   size_t hdr = (sizeof(lmpio_lua_buffer) + ALIGN - 1) / ALIGN * ALIGN;

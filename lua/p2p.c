@@ -432,9 +432,57 @@ static void advance(lua_State *L, mreq *r, int which, const MPI_Status *st) {
 
 /* Posts the receive of src and tag on c into a new request, pushed; into:
  * the stack index of an array to receive into, or 0. */
-static mreq *postrecv(lua_State *L, int commidx, const lmpio_lua_comm *c, int src, int tag, int into) {
+#define CACHE_KEY "lmpio.p2pcache" /* registry: the request objects blocking calls reuse */
+enum { CACHE_RECV = 1, CACHE_SEND, CACHE_STALE };
+
+/* Pushes the cached object of slot (a receive request, or a send's scratch)
+ * when it is idle, else a new one that becomes the cached one: a blocking
+ * call allocates nothing in the common case.  One that a failed call left
+ * in progress stays referenced (the stale list) until MPI is done with it. */
+static mreq *cached(lua_State *L, int slot) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, CACHE_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 3, 0);
+    lua_newtable(L);
+    lua_rawseti(L, -2, CACHE_STALE);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
+  }
+  mreq *r = lua_rawgeti(L, -1, slot) == LUA_TUSERDATA ? lua_touserdata(L, -1) : NULL;
+  if (r && r->state == ST_DONE && !r->pprev && r->req == MPI_REQUEST_NULL && r->req2 == MPI_REQUEST_NULL) {
+    lua_remove(L, -2);
+    return r;
+  }
+  if (r) { /* busy: kept until it completes */
+    lua_rawgeti(L, -2, CACHE_STALE);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  r = lua_newuserdatauv(L, sizeof *r, slot == CACHE_RECV ? NUV : 0);
+  if (slot == CACHE_RECV) luaL_setmetatable(L, LMPIO_LUA_MSGREQUEST);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, -3, slot);
+  lua_remove(L, -2);
+  memset(r, 0, offsetof(mreq, buf));
+  r->req = r->req2 = MPI_REQUEST_NULL;
+  return r;
+}
+
+/* The cached receive at ridx lets go of what it referenced. */
+static void idle(lua_State *L, int ridx) {
+  for (int uv = 1; uv <= NUV; uv++) {
+    lua_pushnil(L);
+    lua_setiuservalue(L, ridx, uv);
+  }
+}
+
+/* Sets up the receive r (at the top, a new request, or the cached one) of
+ * src and tag on c and posts it; into: the stack index of an array to
+ * receive into, or 0. */
+static void initrecv(lua_State *L, int commidx, mreq *r, const lmpio_lua_comm *c, int src, int tag, int into) {
   commidx = lua_absindex(L, commidx);
-  mreq *r = lua_newuserdatauv(L, sizeof *r, NUV);
   memset(r, 0, offsetof(mreq, buf));
   r->req = r->req2 = MPI_REQUEST_NULL;
   r->comm = c->comm;
@@ -443,7 +491,7 @@ static mreq *postrecv(lua_State *L, int commidx, const lmpio_lua_comm *c, int sr
   r->tag = tag;
   r->owner = lmpio_lua_owner(L);
   r->state = ST_DONE;
-  luaL_setmetatable(L, LMPIO_LUA_MSGREQUEST);
+  r->req = r->req2 = MPI_REQUEST_NULL;
   lua_pushvalue(L, commidx);
   lua_setiuservalue(L, -2, UV_COMM);
   if (into) {
@@ -454,7 +502,7 @@ static mreq *postrecv(lua_State *L, int commidx, const lmpio_lua_comm *c, int sr
   if (src == MPI_PROC_NULL) { /* no message: nil from PROC_NULL, as MPI's status says */
     r->rsrc = MPI_PROC_NULL;
     r->rtag = MPI_ANY_TAG;
-    return r;
+    return;
   }
   lmpio_lua_checkmpi(L, MPI_Irecv(r->buf, INLINE, MPI_PACKED, src, tag, c->comm, &r->req), "MPI_Irecv");
   r->state = ST_POSTED;
@@ -466,6 +514,14 @@ static mreq *postrecv(lua_State *L, int commidx, const lmpio_lua_comm *c, int sr
   if (pending) pending->pprev = &r->next;
   r->pprev = &pending;
   pending = r;
+}
+
+/* Pushes a new request of a receive, posted (see initrecv). */
+static mreq *postrecv(lua_State *L, int commidx, const lmpio_lua_comm *c, int src, int tag, int into) {
+  commidx = lua_absindex(L, commidx);
+  mreq *r = lua_newuserdatauv(L, sizeof *r, NUV);
+  luaL_setmetatable(L, LMPIO_LUA_MSGREQUEST);
+  initrecv(L, commidx, r, c, src, tag, into);
   return r;
 }
 
@@ -626,7 +682,7 @@ static int c_send(lua_State *L) {
   luaL_checkany(L, 2);
   int dest = checkpeer(L, 3, c->comm, 0), tag = checktag(L, 4, 0);
   lua_settop(L, 4);
-  mreq *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5: scratch, no metatable */
+  mreq *r = cached(L, CACHE_SEND); /* 5: the send's scratch */
   memset(r, 0, offsetof(mreq, buf));
   lmpio_lua_comm *mc = lmpio_lua_checklcomm(L, 1);
   startsend(L, 2, mc, &mc->seq, dest, tag, r);
@@ -637,6 +693,7 @@ static int c_send(lua_State *L) {
     for (;;) {
       lmpio_lua_checkmpi(L, MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
       if (flag) {
+        r->state = ST_DONE;
         lmpio_lua_waited(&w);
         return 0;
       }
@@ -730,10 +787,13 @@ static int c_recv(lua_State *L) {
   int src = checkpeer(L, 2, c->comm, 1), tag = checktag(L, 3, 1);
   int into = checkinto(L, 4);
   lua_settop(L, 4);
-  mreq *r = postrecv(L, 1, c, src, tag, into); /* 5 */
+  mreq *r = cached(L, CACHE_RECV); /* 5 */
+  initrecv(L, 1, r, c, src, tag, into);
   mreq *t[1] = {r};
   lmpio_lua_p2p_progress(L, t, 1, 1, 1);
-  return lmpio_lua_p2p_results(L, 5, r);
+  int n = lmpio_lua_p2p_results(L, 5, r);
+  idle(L, 5);
+  return n;
 }
 
 /***
@@ -796,15 +856,18 @@ static int c_sendrecv(lua_State *L) {
   int rtag = lua_isnoneornil(L, 5) ? MPI_ANY_TAG : tag;
   int into = checkinto(L, 6);
   lua_settop(L, 6);
-  mreq *r = postrecv(L, 1, c, src, rtag, into); /* 7 */
-  mreq *s = lua_newuserdatauv(L, sizeof *s, 0); /* 8: scratch */
+  mreq *r = cached(L, CACHE_RECV); /* 7 */
+  initrecv(L, 1, r, c, src, rtag, into);
+  mreq *s = cached(L, CACHE_SEND); /* 8: the send's scratch */
   memset(s, 0, offsetof(mreq, buf));
   s->owner = r->owner;
   startsend(L, 2, c, &c->seq, dest, tag, s); /* 9: the keeper */
   mreq *t[2] = {r, s};
   lmpio_lua_p2p_progress(L, t, 2, 1, 1);
   if (s->err) return lmpio_lua_raise(L, s->err, lua_pushstring(L, s->errmsg));
-  return lmpio_lua_p2p_results(L, 7, r);
+  int n = lmpio_lua_p2p_results(L, 7, r);
+  idle(L, 7);
+  return n;
 }
 
 /***
