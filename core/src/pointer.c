@@ -456,8 +456,14 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   lmpio__shared_note_move(fh);
   rc = ordered_positions(fh, st, rc, *n, &before, &total, call);
   if (rc != MPI_SUCCESS) return rc;
+  /* Past 2^63 - 1 etypes: the same numbers on every rank, so the same
+   * failure, and the pointer stays (a signed overflow wrapped it). */
+  MPI_Offset start, end;
+  if (!lmpio__add_ok(st->base, st->delta, &start) || !lmpio__add_ok(start, total, &end))
+    return lmpio__err(MPI_ERR_ARG, call, "the shared file pointer %lld + %lld etypes overflows a 64-bit offset",
+                      (long long)st->base, (long long)total);
   *agreed = fh->size == 1;
-  *at = st->base + st->delta + before;
+  *at = start + before;
   st->base += total; /* the pointer moves once, by everything requested */
   return MPI_SUCCESS;
 }

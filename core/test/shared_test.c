@@ -11,6 +11,8 @@
  * that ranks on different machines use). */
 #include "testlib.h"
 
+#include <limits.h>
+
 #include <stdint.h>
 #include <time.h>
 
@@ -687,6 +689,29 @@ static void test_same_bytes_as_mpi_io(void) {
   tl_unlink(mpath);
 }
 
+/* An ordered call that would move the shared pointer past 2^63 - 1 fails
+ * on every rank with MPI_ERR_ARG and moves nothing (the position was a
+ * signed overflow: UBSan in the fuzzer's seed 22, spec/fuzz_methods.lua). */
+static void test_ordered_overflow(void) {
+  char *path = tl_path("ordover");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_seek_shared(fh, LLONG_MAX - 10, MPI_SEEK_SET));
+  char b[100];
+  memset(b, 'x', sizeof b);
+  TL_RC(lmpio_file_write_ordered(fh, b, sizeof b, MPI_BYTE, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+  TL_CHECK(strstr(lmpio_last_error_message(), "overflows") != NULL);
+  TL_RC(lmpio_file_read_ordered(fh, b, sizeof b, MPI_BYTE, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+  MPI_Offset at = -1;
+  TL_OK(lmpio_file_get_position_shared(fh, &at));
+  TL_EQ(at, LLONG_MAX - 10);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -703,6 +728,7 @@ int main(int argc, char **argv) {
       {"write_shared progresses while rank 0 is busy outside MPI", test_progress_without_owner},
       {"the helper file disappears on close", test_helper_file_removed},
       {"same file bytes as the MPI library's MPI_File_write_ordered/write_shared", test_same_bytes_as_mpi_io},
+      {"an ordered call past 2^63 - 1 fails on every rank and moves nothing", test_ordered_overflow},
   };
   int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int mode = 0; mode < (tl_size > 1 ? 2 : 1); mode++) {
