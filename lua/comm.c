@@ -113,7 +113,14 @@ Collective.
   from a `__gc` that runs after the script ended)
 */
 static int c_barrier(lua_State *L) {
-  lmpio_lua_checkmpi(L, MPI_Barrier(lmpio_lua_checkcomm(L, 1)), "MPI_Barrier");
+  MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  lua_State *saved = lmpio_lua_caller; /* (a hang report names this line) */
+  lmpio_lua_caller = L;
+  lmpio_watch_begin("barrier");
+  int rc = MPI_Barrier(comm);
+  lmpio_watch_end();
+  lmpio_lua_caller = saved;
+  lmpio_lua_checkmpi(L, rc, "MPI_Barrier");
   return 0;
 }
 

@@ -238,7 +238,23 @@ static const struct { const char *name; int cls; } classes[] = {
   {"ERR_INTERN", MPI_ERR_INTERN},
 };
 
+/* Where a long wait of this thread is, for the core's hang reports
+ * (lmpio_watch_where): the script's line that made the innermost core or
+ * MPI call in progress.  Called from the core's watchdog thread while this
+ * thread waits inside that call (the core lets it return only after the
+ * report), so the Lua stack holds still; lua_getinfo "Sl" only reads it. */
+static void script_where(void *arg, char *buf, size_t n) {
+  lua_State *L = *(lua_State *const *)arg;
+  lua_Debug ar;
+  for (int level = 0; L && lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    snprintf(buf, n, "%s:%d", ar.short_src, ar.currentline);
+    return;
+  }
+}
+
 int lmpio_lua_error_open(lua_State *L) {
+  lmpio_watch_where(script_where, &lmpio_lua_caller);
   if (luaL_newmetatable(L, LMPIO_LUA_ERROR)) {
     lua_pushcfunction(L, error_tostring);
     lua_setfield(L, -2, "__tostring");

@@ -80,6 +80,20 @@ if [ "${n:-1}" -gt 1 ]; then
     fi
   done
 fi
+# A rank that waits past LMPIO_HANG_REPORT seconds names its call and the
+# script's line on standard error: in a file's collective (the core's
+# agreement) and in a barrier (the module's own wait).
+if [ "${n:-1}" -gt 1 ]; then
+  if timeout -k 5 "$T" env LMPIO_HANG_REPORT=1 "$MPIRUN" "$@" -x LMPIO_HANG_REPORT "$LUA" spec/hang_report.lua "$dir/hang" \
+       >"$dir/hang.log" 2>&1 &&
+     grep -q "lmpio: rank 0 has waited [0-9]* s in write_at_all (spec/hang_report.lua:11)" "$dir/hang.log" &&
+     grep -q "lmpio: rank 0 has waited [0-9]* s in barrier (spec/hang_report.lua:13)" "$dir/hang.log"; then
+    echo "ok a long wait names its call and the script's line (write_at_all, barrier)"
+  else
+    echo "not ok a long wait names its call and the script's line (write_at_all, barrier)"
+    sed 's/^/# /' "$dir/hang.log" | tail -n 20
+  fi
+fi
 # No debug hook on the script's calls, whether the script requires the
 # module or lua5.4 loads it (-l); a failure is still seen with -l.
 for how in require -l; do
