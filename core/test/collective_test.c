@@ -655,7 +655,15 @@ static void far_case(const char *path, MPI_Offset far, int must_land) {
 static void test_far_offsets(void) {
   char shm[256];
   snprintf(shm, sizeof shm, "/dev/shm/lmpio-far-%s", strrchr(tl_path("far"), '/') + 1);
-  if (access("/dev/shm", W_OK) == 0) {
+  /* (/dev/shm is each machine's own: only when every rank shares this one) */
+  MPI_Comm node;
+  int here = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &here);
+  MPI_Comm_free(&node);
+  int shm_ok = here == tl_size && access("/dev/shm", W_OK) == 0;
+  MPI_Allreduce(MPI_IN_PLACE, &shm_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (shm_ok) {
     far_case(shm, (MPI_Offset)1 << 61, 1);
     far_case(shm, ((MPI_Offset)1 << 40) + 3, 1);
   }
