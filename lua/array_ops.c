@@ -15,6 +15,7 @@
 #include "datatype.h"
 #include "buffer.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -376,24 +377,36 @@ enum { LANES = 4 }; /* partial histograms: consecutive equal bins do not wait on
  * histograms of nbins each, lane-major when lanes > 1).  x is counted in
  * bin floor((x - lo) * nbins / (hi - lo)) when lo <= x < hi: exact for
  * data and edges that are small integers or their binary fractions. */
+/* The bin (from 0) of x in [lo, hi) split into nb bins: (x - lo) * nb / (hi
+ * - lo) where that product is finite (the common case, exact at the edges
+ * as written), else with each value halved and the fraction taken first, so
+ * that no intermediate overflows for any finite lo, hi and x (issue 32:
+ * {1.6e308, 1.0e308}:histogram(0, 1.7e308, 2) counted 2 0). */
+static inline size_t hist_bin(double x, double lo, double hi, double nb) {
+  double w = hi - lo, d = x - lo;
+  if (isfinite(w) && d * nb <= DBL_MAX) return (size_t)(d * nb / w);
+  double t = (x * 0.5 - lo * 0.5) / (hi * 0.5 - lo * 0.5) * nb;
+  return t < nb ? (size_t)t : (size_t)nb;
+}
+
 #define HIST(name, LOAD)                                                       \
   static void name(const unsigned char *p, size_t n, double lo, double hi, size_t nbins, int64_t *cnt, \
                    int lanes) {                                                \
-    double w = hi - lo, nb = (double)nbins;                                    \
+    double nb = (double)nbins;                                                 \
     size_t i = 0;                                                              \
     if (lanes == LANES)                                                        \
       for (; i + LANES <= n; i += LANES)                                       \
         for (int l = 0; l < LANES; l++) {                                      \
           double x = (double)LOAD(p, i + l);                                   \
           if (x >= lo && x < hi) {                                             \
-            size_t k = (size_t)((x - lo) * nb / w);                            \
+            size_t k = hist_bin(x, lo, hi, nb);                                \
             cnt[(size_t)l * nbins + (k < nbins ? k : nbins - 1)]++;            \
           }                                                                    \
         }                                                                      \
     for (; i < n; i++) {                                                       \
       double x = (double)LOAD(p, i);                                           \
       if (x >= lo && x < hi) {                                                 \
-        size_t k = (size_t)((x - lo) * nb / w);                                \
+        size_t k = hist_bin(x, lo, hi, nb);                                    \
         cnt[k < nbins ? k : nbins - 1]++;                                      \
       }                                                                        \
     }                                                                          \
@@ -445,8 +458,9 @@ static void hist_run(void *vc, const unsigned char *p, size_t n) {
 /***
 Counts the elements in nbins equal bins of [lo, hi), in C.
 Element x goes to bin `floor((x - lo) * nbins / (hi - lo)) + 1` (from 1);
-elements outside [lo, hi) and NaN are not counted (unlike numpy, hi itself
-is outside).  With `counts`, the counts are added to it, so that a large
+elements outside [lo, hi), infinities and NaN are not counted (unlike
+numpy, hi itself is outside).  Any finite lo < hi work, up to the whole
+range of a double (no intermediate overflows).  With `counts`, the counts are added to it, so that a large
 file can be counted piece by piece; the result is an `INT64_T` array,
 ready for `comm:allreduce(counts, "sum")`.
 @function array:histogram
@@ -472,7 +486,6 @@ static int a_histogram(lua_State *L) {
   lua_Integer nb = luaL_checkinteger(L, 4);
   if (!isfinite(lo) || !isfinite(hi) || !(lo < hi))
     return luaL_argerror(L, 3, "lo and hi must be finite numbers with lo < hi");
-  if (!isfinite(hi - lo)) return luaL_argerror(L, 3, "hi - lo is beyond the range of a double");
   if (nb < 1 || nb > (lua_Integer)1 << 40) return luaL_argerror(L, 4, "the number of bins must be positive");
   size_t nbins = (size_t)nb;
   lmpio_lua_buffer *c;
