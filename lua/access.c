@@ -330,8 +330,8 @@ static int records_iter(lua_State *L) {
     lua_replace(L, lua_upvalueindex(4));
     return 1;
   }
-  lfile *f = luaL_checkudata(L, lua_upvalueindex(1), LMPIO_LUA_FILE);
-  if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
+  lfile *f = lmpio_lua_checkudata(L, lua_upvalueindex(1), LMPIO_LUA_FILE);
+  if (f->fh == LMPIO_FILE_NULL) return lmpio_lua_error(L, MPI_ERR_FILE, "attempt to use a closed file");
   records_step(L, f, (int)lua_tointeger(L, lua_upvalueindex(2)), lua_tointeger(L, lua_upvalueindex(3)));
   if (lua_isnil(L, -1)) {
     lua_pushboolean(L, 1);
@@ -375,22 +375,22 @@ for lines in input:records_ordered{max = 1 << 20} do
 end
 */
 static int f_records_ordered(lua_State *L) {
-  lfile *f = luaL_checkudata(L, 1, LMPIO_LUA_FILE);
+  lfile *f = lmpio_lua_checkudata(L, 1, LMPIO_LUA_FILE);
   lmpio_lua_running(L);
-  if (f->fh == LMPIO_FILE_NULL) return luaL_error(L, "attempt to use a closed file");
+  if (f->fh == LMPIO_FILE_NULL) return lmpio_lua_error(L, MPI_ERR_FILE, "attempt to use a closed file");
   lua_Integer max = 1 << 20;
   int sep = '\n';
   if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
+    lmpio_lua_checkluatype(L, 2, LUA_TTABLE);
     if (lua_getfield(L, 2, "max") != LUA_TNIL) {
       int isnum;
       max = lua_tointegerx(L, -1, &isnum);
-      if (!isnum || max < 1 || max > INT_MAX / 2) luaL_argerror(L, 2, "max must be an integer from 1 to 1073741823");
+      if (!isnum || max < 1 || max > INT_MAX / 2) lmpio_lua_argerror(L, 2, "max must be an integer from 1 to 1073741823");
     }
     if (lua_getfield(L, 2, "sep") != LUA_TNIL) {
       size_t n;
       const char *s = lua_tolstring(L, -1, &n);
-      if (!s || lua_type(L, -1) != LUA_TSTRING || n != 1) luaL_argerror(L, 2, "sep must be a string of one character");
+      if (!s || lua_type(L, -1) != LUA_TSTRING || n != 1) lmpio_lua_argerror(L, 2, "sep must be a string of one character");
       sep = (unsigned char)s[0];
     }
     lua_pop(L, 2);
@@ -425,7 +425,7 @@ static int f_records_ordered(lua_State *L) {
 /* __close of a records pass: the iterator is done, the unfinished record
  * gone (local: nothing collective runs, whenever the loop is left). */
 static int records_close(lua_State *L) {
-  luaL_checkudata(L, 1, RECORDS_PASS);
+  lmpio_lua_checkudata(L, 1, RECORDS_PASS);
   if (lua_getiuservalue(L, 1, 2) == LUA_TFUNCTION) {
     lua_pushboolean(L, 0);
     lua_setupvalue(L, -2, 4);
@@ -633,7 +633,7 @@ static int split_end(lua_State *L, const lfile_access *a) {
     lua_pop(L, 2);
     lua_rawgeti(L, kept, 1); /* the data, at kept + 1 */
     if (!lua_isnoneornil(L, 2) && !lua_rawequal(L, 2, -1))
-      return luaL_argerror(L, 2, "not the buffer given to the matching _begin");
+      return lmpio_lua_argerror(L, 2, "not the buffer given to the matching _begin");
   }
   MPI_Status st;
   int rc;
@@ -840,10 +840,10 @@ static const lfile_access *end_row(const lfile_access *begin_row);
  * then ends it at once: where the others' run in the background, their _end
  * raises the error; here none stays active, as after any failed _begin). */
 static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail, const lfile_access *a) {
-  if (!f || f->fh == LMPIO_FILE_NULL || lua_type(L, -1) != LUA_TSTRING)
-    return lua_error(L); /* nothing to agree on */
-  lmpio_lua_fix_argerror(L, name, 1);
-  const char *msg = lua_tostring(L, -1);
+  (void)name;
+  if (!f || f->fh == LMPIO_FILE_NULL || !lmpio_lua_isargerror(L, -1))
+    return lua_error(L); /* nothing to agree on: the error object as it is */
+  const char *msg = lmpio_lua_errormessage(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;

@@ -40,7 +40,7 @@ static int mode_bit(lua_State *L, int arg, const char *s, size_t len) {
   if (strncmp(n, "mode_", 5) == 0) n += 5;
   for (size_t i = 0; i < NMODES; i++)
     if (strcmp(n, modes[i].name) == 0) return modes[i].bit;
-  return luaL_argerror(L, arg, lua_pushfstring(L, "unknown access mode '%s' (expected rdonly, rdwr, wronly, "
+  return lmpio_lua_argerror(L, arg, lua_pushfstring(L, "unknown access mode '%s' (expected rdonly, rdwr, wronly, "
                                                "create, excl, delete_on_close, unique_open, sequential, "
                                                "append, or one of r r+ w w+ a a+)", w));
 }
@@ -50,8 +50,8 @@ static int mode_bit(lua_State *L, int arg, const char *s, size_t len) {
 int lmpio_lua_checkamode(lua_State *L, int arg) {
   switch (lua_type(L, arg)) {
   case LUA_TNUMBER: {
-    lua_Integer v = luaL_checkinteger(L, arg);
-    if (v < 0 || v > INT_MAX) luaL_argerror(L, arg, "invalid access mode");
+    lua_Integer v = lmpio_lua_checkinteger(L, arg);
+    if (v < 0 || v > INT_MAX) lmpio_lua_argerror(L, arg, "invalid access mode");
     return (int)v;
   }
   case LUA_TSTRING: {
@@ -68,7 +68,7 @@ int lmpio_lua_checkamode(lua_State *L, int arg) {
       s += n;
       if (*s) s++;
     }
-    if (!any) luaL_argerror(L, arg, "empty access mode");
+    if (!any) lmpio_lua_argerror(L, arg, "empty access mode");
     return amode;
   }
   case LUA_TTABLE: {
@@ -85,14 +85,14 @@ int lmpio_lua_checkamode(lua_State *L, int arg) {
         int bit = mode_bit(L, arg, s, n);
         if (lua_toboolean(L, -1)) amode |= bit;
       } else {
-        luaL_argerror(L, arg, "access mode tables hold flag names");
+        lmpio_lua_argerror(L, arg, "access mode tables hold flag names");
       }
       lua_pop(L, 1);
     }
     return amode;
   }
   default:
-    return luaL_typeerror(L, arg, "access mode (integer, string or table)");
+    return lmpio_lua_typeerror(L, arg, "access mode (integer, string or table)");
   }
 }
 

@@ -97,7 +97,7 @@ static const char *tname(const lmpio_lua_buffer *b) {
 /* The array at idx, readable (and writable: out) now. */
 static lmpio_lua_buffer *operand(lua_State *L, int idx, int out) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
-  if (out && b->readonly) luaL_argerror(L, idx, "attempt to write to a read-only buffer");
+  if (out && b->readonly) lmpio_lua_argerror(L, idx, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld(L, b, out);
   return b;
 }
@@ -105,10 +105,10 @@ static lmpio_lua_buffer *operand(lua_State *L, int idx, int out) {
 /* Raises unless b has a's shape and type. */
 static void match(lua_State *L, int idx, const lmpio_lua_buffer *a, const lmpio_lua_buffer *b) {
   if (b->type != a->type || b->rec || a->rec)
-    luaL_argerror(L, idx, lua_pushfstring(L, "an array of %s expected (as the array operated on), got %s", tname(a),
+    lmpio_lua_argerror(L, idx, lua_pushfstring(L, "an array of %s expected (as the array operated on), got %s", tname(a),
                                           tname(b)));
   if (!lmpio_lua_sameshape(a, b))
-    luaL_argerror(L, idx, lua_pushfstring(L, "an array or slice of the same shape expected (%I elements, got %I)",
+    lmpio_lua_argerror(L, idx, lua_pushfstring(L, "an array or slice of the same shape expected (%I elements, got %I)",
                                           (lua_Integer)a->count, (lua_Integer)b->count));
 }
 
@@ -118,21 +118,21 @@ static void run(lua_State *L, int op, lmpio_lua_buffer *out, int outidx, lmpio_l
                 double alpha) {
   ctx c = {op, arithtype(a), 0, alpha, 0};
   if (c.t < 0)
-    luaL_argerror(L, aidx, lua_pushfstring(L, "arithmetic applies to arrays of DOUBLE, FLOAT and 32- and 64-bit "
+    lmpio_lua_argerror(L, aidx, lua_pushfstring(L, "arithmetic applies to arrays of DOUBLE, FLOAT and 32- and 64-bit "
                                               "integers, not of %s", tname(a)));
   match(L, outidx, a, out);
   lmpio_lua_buffer *ops[3] = {out, a, NULL};
   int isint = c.t == T_I32 || c.t == T_I64;
   if (op == OP_AXPY && isint) {
-    if (!lua_isinteger(L, xidx - 1)) luaL_argerror(L, xidx - 1, "an integer scale for an integer array");
+    if (!lua_isinteger(L, xidx - 1)) lmpio_lua_argerror(L, xidx - 1, "an integer scale for an integer array");
     c.si = (int64_t)lua_tointeger(L, xidx - 1);
   }
   if (lua_type(L, xidx) == LUA_TNUMBER && op != OP_AXPY) {
     c.scalar = 1;
     if (isint) {
-      if (!lua_isinteger(L, xidx)) luaL_argerror(L, xidx, "an integer expected for an integer array");
+      if (!lua_isinteger(L, xidx)) lmpio_lua_argerror(L, xidx, "an integer expected for an integer array");
       c.si = (int64_t)lua_tointeger(L, xidx);
-      if (c.t == T_I32 && (c.si < INT32_MIN || c.si > INT32_MAX)) luaL_argerror(L, xidx, "out of range of an INT");
+      if (c.t == T_I32 && (c.si < INT32_MIN || c.si > INT32_MAX)) lmpio_lua_argerror(L, xidx, "out of range of an INT");
     } else {
       c.s = (double)lua_tonumber(L, xidx);
     }
@@ -140,7 +140,7 @@ static void run(lua_State *L, int op, lmpio_lua_buffer *out, int outidx, lmpio_l
     ops[2] = operand(L, xidx, 0);
     match(L, xidx, a, ops[2]);
   }
-  if (isint && op == OP_DIV) luaL_argerror(L, aidx, "integer arrays have no division (use arrays of floats)");
+  if (isint && op == OP_DIV) lmpio_lua_argerror(L, aidx, "integer arrays have no division (use arrays of floats)");
   lmpio_lua_walk w;
   lmpio_lua_walk_init(&w, ops, c.scalar ? 2 : 3);
   static const lmpio_lua_row kernels[] = {k_f64, k_f32, k_i32, k_i64};
@@ -150,7 +150,7 @@ static void run(lua_State *L, int op, lmpio_lua_buffer *out, int outidx, lmpio_l
 /* a:op(x [, out]) */
 static int elementwise(lua_State *L, int op) {
   lmpio_lua_buffer *a = operand(L, 1, 0);
-  luaL_checkany(L, 2);
+  lmpio_lua_checkany(L, 2);
   int outidx = lua_isnoneornil(L, 3) ? 1 : 3;
   lmpio_lua_buffer *out = operand(L, outidx, 1);
   run(L, op, out, outidx, a, 1, 2, 0);
@@ -221,7 +221,7 @@ c:axpy(0.2, t)                               -- c = c + 0.2 t
 */
 static int a_axpy(lua_State *L) {
   lmpio_lua_buffer *y = operand(L, 1, 1);
-  double alpha = (double)luaL_checknumber(L, 2);
+  double alpha = (double)lmpio_lua_checknumber(L, 2);
   lmpio_lua_checkbuffer(L, 3);
   run(L, OP_AXPY, y, 1, y, 1, 3, alpha);
   lua_settop(L, 1);
@@ -264,7 +264,7 @@ static int binop(lua_State *L, int op) {
   if (ai == 1) {
     run(L, op, r, 3, a, 1, 2, 0);
   } else { /* number op a: r (zeros) + x, then op a */
-    luaL_checknumber(L, 1);
+    lmpio_lua_checknumber(L, 1);
     run(L, OP_ADD, r, 3, r, 3, 1, 0);
     run(L, op, r, 3, r, 3, 2, 0);
   }

@@ -24,9 +24,9 @@
 static lmpio_lua_buffer *checknumeric(lua_State *L, int idx) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
   lmpio_lua_checkheld(L, b, 0);
-  if (b->rec) luaL_argerror(L, idx, "an array of numbers expected, got records");
+  if (b->rec) lmpio_lua_argerror(L, idx, "an array of numbers expected, got records");
   if (b->kind == LMPIO_LUA_K_NONE)
-    luaL_argerror(L, idx, "an array of numbers expected (elements of this type cannot be read from Lua)");
+    lmpio_lua_argerror(L, idx, "an array of numbers expected (elements of this type cannot be read from Lua)");
   return b;
 }
 
@@ -98,7 +98,7 @@ static void runs(lua_State *L, lmpio_lua_buffer *b, size_t s, size_t n, runfn f,
     if (n) f(ctx, b->data + s * b->esize, n);
     return;
   }
-  if (s != 0 || n != b->count) luaL_error(L, "a range of a slice (take a slice of it instead)");
+  if (s != 0 || n != b->count) lmpio_lua_error(L, MPI_ERR_ARG, "a range of a slice (take a slice of it instead)");
   runs_ctx r = {f, ctx, b->esize};
   lmpio_lua_walk w;
   lmpio_lua_walk_init(&w, &b, 1);
@@ -192,7 +192,7 @@ static int a_sum(lua_State *L) {
   size_t s, n;
   lmpio_lua_range(L, b, 2, 3, &s, &n);
   sum_ctx c = {ecode(b), b->esize, 0, 0, 0};
-  if (c.ec == E_NONE) return luaL_argerror(L, 1, "elements of this type cannot be summed");
+  if (c.ec == E_NONE) return lmpio_lua_argerror(L, 1, "elements of this type cannot be summed");
   runs(L, b, s, n, sum_run, &c);
   if (c.ec == E_F32 || c.ec == E_F64) lua_pushnumber(L, (lua_Number)c.d);
   else if (c.ec == E_LD) lua_pushnumber(L, (lua_Number)c.ld);
@@ -321,7 +321,7 @@ static int minmax(lua_State *L, int want) {
   c.ec = ecode(b);
   c.esize = b->esize;
   c.all = 1;
-  if (c.ec == E_NONE) return luaL_argerror(L, 1, "elements of this type have no order");
+  if (c.ec == E_NONE) return lmpio_lua_argerror(L, 1, "elements of this type have no order");
   if (n) runs(L, b, s, n, mm_run, &c);
   for (int i = 0; i < 2; i++) {
     if (!(want & (1 << i))) continue;
@@ -482,20 +482,20 @@ counts = world:allreduce(counts)    -- the job's histogram, on every rank
 */
 static int a_histogram(lua_State *L) {
   lmpio_lua_buffer *b = checknumeric(L, 1);
-  lua_Number lo = luaL_checknumber(L, 2), hi = luaL_checknumber(L, 3);
-  lua_Integer nb = luaL_checkinteger(L, 4);
+  lua_Number lo = lmpio_lua_checknumber(L, 2), hi = lmpio_lua_checknumber(L, 3);
+  lua_Integer nb = lmpio_lua_checkinteger(L, 4);
   if (!isfinite(lo) || !isfinite(hi) || !(lo < hi))
-    return luaL_argerror(L, 3, "lo and hi must be finite numbers with lo < hi");
-  if (nb < 1 || nb > (lua_Integer)1 << 40) return luaL_argerror(L, 4, "the number of bins must be positive");
+    return lmpio_lua_argerror(L, 3, "lo and hi must be finite numbers with lo < hi");
+  if (nb < 1 || nb > (lua_Integer)1 << 40) return lmpio_lua_argerror(L, 4, "the number of bins must be positive");
   size_t nbins = (size_t)nb;
   lmpio_lua_buffer *c;
   if (!lua_isnoneornil(L, 5)) {
     c = lmpio_lua_checkflat(L, 5);
     if (c->rec || c->kind != LMPIO_LUA_K_INT || c->esize != 8)
-      return luaL_argerror(L, 5, "counts must be an array of INT64_T");
+      return lmpio_lua_argerror(L, 5, "counts must be an array of INT64_T");
     if (c->count != nbins)
-      return luaL_argerror(L, 5, lua_pushfstring(L, "counts has %I elements for %I bins", (lua_Integer)c->count, nb));
-    if (c->readonly) return luaL_argerror(L, 5, "counts is read-only");
+      return lmpio_lua_argerror(L, 5, lua_pushfstring(L, "counts has %I elements for %I bins", (lua_Integer)c->count, nb));
+    if (c->readonly) return lmpio_lua_argerror(L, 5, "counts is read-only");
     lmpio_lua_checkheld(L, c, 1);
     lua_settop(L, 5);
   } else {
@@ -503,7 +503,7 @@ static int a_histogram(lua_State *L) {
     c = lmpio_lua_newbuffer(L, MPI_INT64_T, nbins);
   }
   int code = ecode(b);
-  if (code == E_NONE || code == E_BOOL) return luaL_argerror(L, 1, "elements of this type cannot be binned");
+  if (code == E_NONE || code == E_BOOL) return lmpio_lua_argerror(L, 1, "elements of this type cannot be binned");
   int lanes = nbins <= LANE_BINS && b->count >= 4 * nbins ? LANES : 1;
   /* Partial counts in a scratch area: c's memory may be unaligned, and the
    * lanes are added up at the end. */
@@ -529,7 +529,7 @@ static int chunk_next(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, lua_upvalueindex(1));
   lmpio_lua_checkheld(L, b, 0);
   lua_Integer size = lua_tointeger(L, lua_upvalueindex(3));
-  lua_Integer first = lua_isnil(L, 2) ? 1 : luaL_checkinteger(L, 2) + size;
+  lua_Integer first = lua_isnil(L, 2) ? 1 : lmpio_lua_checkinteger(L, 2) + size;
   lua_Integer count = (lua_Integer)b->count;
   if (first < 1 || first > count) return 0;
   lua_Integer n = count - first + 1 < size ? count - first + 1 : size;
@@ -577,8 +577,8 @@ end
 static int a_chunks(lua_State *L) {
   lmpio_lua_buffer *b = checknumeric(L, 1);
   (void)b;
-  lua_Integer size = luaL_optinteger(L, 2, 4096);
-  if (size < 1 || size > (1 << 26)) return luaL_argerror(L, 2, "a piece holds 1 to 2^26 elements");
+  lua_Integer size = lmpio_lua_optinteger(L, 2, 4096);
+  if (size < 1 || size > (1 << 26)) return lmpio_lua_argerror(L, 2, "a piece holds 1 to 2^26 elements");
   lua_settop(L, 1);
   lua_createtable(L, (int)size, 0);
   lua_pushinteger(L, size);

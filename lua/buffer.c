@@ -27,7 +27,7 @@ typedef lmpio_lua_records records;
 
 lmpio_lua_buffer *lmpio_lua_allocbuffer(lua_State *L, size_t inline_bytes) {
   size_t hdr = (sizeof(lmpio_lua_buffer) + ALIGN - 1) / ALIGN * ALIGN;
-  if (inline_bytes > (size_t)-1 - hdr - ALIGN) luaL_error(L, "buffer too large");
+  if (inline_bytes > (size_t)-1 - hdr - ALIGN) lmpio_lua_error(L, MPI_ERR_ARG, "buffer too large");
   lmpio_lua_buffer *b = lua_newuserdatauv(L, hdr + (inline_bytes ? inline_bytes + ALIGN : 0), 2);
   memset(b, 0, sizeof *b);
   if (inline_bytes) {
@@ -54,15 +54,15 @@ lmpio_lua_buffer *lmpio_lua_tobuffer(lua_State *L, int idx) {
 }
 
 lmpio_lua_buffer *lmpio_lua_checkbuffer(lua_State *L, int idx) {
-  lmpio_lua_buffer *b = luaL_checkudata(L, idx, LMPIO_LUA_BUFFER);
-  if (!lmpio_lua_usable(b)) luaL_error(L, "buffer used after the converter returned");
+  lmpio_lua_buffer *b = lmpio_lua_checkudata(L, idx, LMPIO_LUA_BUFFER);
+  if (!lmpio_lua_usable(b)) lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
   return b;
 }
 
 lmpio_lua_buffer *lmpio_lua_checkflat(lua_State *L, int idx) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
   if (b->strided)
-    luaL_argerror(L, idx, "a slice is not contiguous memory (copy it into an array first: a:copy(slice))");
+    lmpio_lua_argerror(L, idx, "a slice is not contiguous memory (copy it into an array first: a:copy(slice))");
   return b;
 }
 
@@ -115,8 +115,8 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
   int kind = lmpio_lua_typekind(type);
   if (lmpio_lua_isnamed(type)) {
     MPI_Count es = lmpio_lua_type_size(L, type);
-    if (es <= 0) luaL_error(L, "datatype has no data");
-    if (count > ((size_t)-1 / 2) / (size_t)es) luaL_error(L, "buffer too large");
+    if (es <= 0) lmpio_lua_error(L, MPI_ERR_ARG, "datatype has no data");
+    if (count > ((size_t)-1 / 2) / (size_t)es) lmpio_lua_error(L, MPI_ERR_ARG, "buffer too large");
     lmpio_lua_buffer *b = lmpio_lua_allocbuffer(L, count * (size_t)es);
     b->type = type;
     b->esize = (size_t)es;
@@ -126,10 +126,10 @@ lmpio_lua_buffer *lmpio_lua_newbuffer(lua_State *L, MPI_Datatype type, size_t co
     return b;
   }
   /* A derived type: the bytes its count instances span. */
-  if (count > INT_MAX) luaL_error(L, "count too large");
+  if (count > INT_MAX) lmpio_lua_error(L, MPI_ERR_ARG, "count too large");
   long long need = lmpio_lua_typespan(L, (int)count, type);
-  if (need == LMPIO_LUA_SPAN_HUGE || (need >= 0 && (unsigned long long)need > (size_t)-1 / 2)) luaL_error(L, "buffer too large");
-  if (need < 0) luaL_error(L, "datatype reaches before the start of the buffer");
+  if (need == LMPIO_LUA_SPAN_HUGE || (need >= 0 && (unsigned long long)need > (size_t)-1 / 2)) lmpio_lua_error(L, MPI_ERR_ARG, "buffer too large");
+  if (need < 0) lmpio_lua_error(L, MPI_ERR_ARG, "datatype reaches before the start of the buffer");
   MPI_Count lb, ext, tlb, text;
   lmpio_lua_checkmpi(L, MPI_Type_get_extent_x(type, &lb, &ext), "MPI_Type_get_extent_x");
   lmpio_lua_checkmpi(L, MPI_Type_get_true_extent_x(type, &tlb, &text), "MPI_Type_get_true_extent_x");
@@ -234,7 +234,7 @@ static void pushelem(lua_State *L, int bidx, const lmpio_lua_buffer *b, size_t i
     return;
   }
   if (!lmpio_lua_loadelem(L, b->kind, b->esize, elemat(b, i)))
-    luaL_error(L, "elements of type %s cannot be read from Lua (use tostring)", elemname(b));
+    lmpio_lua_error(L, MPI_ERR_ARG, "elements of type %s cannot be read from Lua (use tostring)", elemname(b));
 }
 
 /* Stores the value at vidx into element i of b. */
@@ -243,10 +243,11 @@ static void setelem(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vidx)
     b->rec->ops->set(L, b, i, vidx);
     return;
   }
+  vidx = lua_absindex(L, vidx); /* before the message is pushed (issue 32: it named itself) */
   int st = lmpio_lua_storeelem(L, b->kind, b->esize, elemat(b, i), vidx);
   if (st != LMPIO_LUA_ST_OK)
     lmpio_lua_storeerror(L, st, b->kind, b->esize, vidx,
-               lua_pushfstring(L, "element %I of a %s array", (lua_Integer)i + 1, elemname(b)));
+               lua_pushfstring(L, "element %I of an array of %s", (lua_Integer)i + 1, elemname(b)));
 }
 
 /* ---- shapes ----------------------------------------------------------------- */
@@ -269,13 +270,13 @@ static size_t position(lua_State *L, const lmpio_lua_buffer *b, const lua_Intege
   int nd = getdims(b, dims);
   if (n == 1) {
     if (ix[0] < 1 || (lua_Unsigned)ix[0] > b->count)
-      luaL_error(L, "index %I out of range 1..%I", ix[0], (lua_Integer)b->count);
+      lmpio_lua_error(L, MPI_ERR_ARG, "index %I out of range 1..%I", ix[0], (lua_Integer)b->count);
     return (size_t)ix[0] - 1;
   }
-  if (n != nd) luaL_error(L, "%d indices for an array of %d dimensions", n, nd);
+  if (n != nd) lmpio_lua_error(L, MPI_ERR_ARG, "%d indices for an array of %d dimensions", n, nd);
   for (int k = 0; k < n; k++)
     if (ix[k] < 1 || (lua_Unsigned)ix[k] > dims[k])
-      luaL_error(L, "index %d is %I, out of range 1..%I", k + 1, ix[k], (lua_Integer)dims[k]);
+      lmpio_lua_error(L, MPI_ERR_ARG, "index %d is %I, out of range 1..%I", k + 1, ix[k], (lua_Integer)dims[k]);
   size_t pos = 0;
   if (b->forder)
     for (int k = n - 1; k >= 0; k--) pos = pos * dims[k] + (size_t)(ix[k] - 1);
@@ -288,9 +289,9 @@ static size_t position(lua_State *L, const lmpio_lua_buffer *b, const lua_Intege
 size_t lmpio_lua_argposition(lua_State *L, const lmpio_lua_buffer *b, int first, int last) {
   lua_Integer ix[LMPIO_LUA_MAXDIM];
   int n = last - first + 1;
-  if (n < 1) luaL_error(L, "missing index");
-  if (n > LMPIO_LUA_MAXDIM) luaL_error(L, "too many indices (at most %d)", LMPIO_LUA_MAXDIM);
-  for (int k = 0; k < n; k++) ix[k] = luaL_checkinteger(L, first + k);
+  if (n < 1) lmpio_lua_error(L, MPI_ERR_ARG, "missing index");
+  if (n > LMPIO_LUA_MAXDIM) lmpio_lua_error(L, MPI_ERR_ARG, "too many indices (at most %d)", LMPIO_LUA_MAXDIM);
+  for (int k = 0; k < n; k++) ix[k] = lmpio_lua_checkinteger(L, first + k);
   return position(L, b, ix, n);
 }
 
@@ -298,12 +299,12 @@ size_t lmpio_lua_argposition(lua_State *L, const lmpio_lua_buffer *b, int first,
 static size_t tableposition(lua_State *L, const lmpio_lua_buffer *b, int tidx) {
   lua_Integer ix[LMPIO_LUA_MAXDIM];
   lua_Integer n = (lua_Integer)lua_rawlen(L, tidx);
-  if (n < 1 || n > LMPIO_LUA_MAXDIM) luaL_error(L, "an index table holds 1 to %d indices", LMPIO_LUA_MAXDIM);
+  if (n < 1 || n > LMPIO_LUA_MAXDIM) lmpio_lua_error(L, MPI_ERR_ARG, "an index table holds 1 to %d indices", LMPIO_LUA_MAXDIM);
   for (lua_Integer k = 0; k < n; k++) {
     int isnum;
     lua_rawgeti(L, tidx, k + 1);
     ix[k] = lua_tointegerx(L, -1, &isnum);
-    if (!isnum) luaL_error(L, "index %d is not an integer", (int)k + 1);
+    if (!isnum) lmpio_lua_error(L, MPI_ERR_ARG, "index %d is not an integer", (int)k + 1);
     lua_pop(L, 1);
   }
   return position(L, b, ix, (int)n);
@@ -313,26 +314,26 @@ static size_t tableposition(lua_State *L, const lmpio_lua_buffer *b, int tidx) {
  * "Fortran") rather than C order ("C", "c"; the default). */
 int lmpio_lua_checkorder(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return 0;
-  const char *s = luaL_checkstring(L, idx);
+  const char *s = lmpio_lua_checkstring(L, idx);
   if (!strcmp(s, "C") || !strcmp(s, "c")) return 0;
   if (!strcmp(s, "F") || !strcmp(s, "f") || !strcmp(s, "fortran") || !strcmp(s, "Fortran")) return 1;
-  return luaL_argerror(L, idx, lua_pushfstring(L, "order must be \"C\" or \"F\" (\"fortran\"), got \"%s\"", s));
+  return lmpio_lua_argerror(L, idx, lua_pushfstring(L, "order must be \"C\" or \"F\" (\"fortran\"), got \"%s\"", s));
 }
 
 /* Reads the shape (a table of 1..LMPIO_LUA_MAXDIM sizes) at idx into dims;
  * returns the number of dimensions and the product in *total. */
 int lmpio_lua_checkshape(lua_State *L, int idx, size_t *dims, size_t *total) {
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_Integer n = luaL_len(L, idx);
-  if (n < 1 || n > LMPIO_LUA_MAXDIM) luaL_argerror(L, idx, "a shape has 1 to 8 dimensions");
+  lmpio_lua_checkluatype(L, idx, LUA_TTABLE);
+  lua_Integer n = lmpio_lua_len(L, idx);
+  if (n < 1 || n > LMPIO_LUA_MAXDIM) lmpio_lua_argerror(L, idx, "a shape has 1 to 8 dimensions");
   size_t t = 1;
   for (lua_Integer k = 0; k < n; k++) {
     int isnum;
     lua_geti(L, idx, k + 1);
     lua_Integer d = lua_tointegerx(L, -1, &isnum);
     lua_pop(L, 1);
-    if (!isnum || d < 0) luaL_argerror(L, idx, lua_pushfstring(L, "dimension %d is not a size", (int)k + 1));
-    if (d && t > ((size_t)-1 / 2) / (size_t)d) luaL_argerror(L, idx, "shape too large");
+    if (!isnum || d < 0) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "dimension %d is not a size", (int)k + 1));
+    if (d && t > ((size_t)-1 / 2) / (size_t)d) lmpio_lua_argerror(L, idx, "shape too large");
     dims[k] = (size_t)d;
     t *= (size_t)d;
   }
@@ -351,7 +352,7 @@ static int methods(lua_State *L) {
 }
 
 /* The buffer at argument 1 of __index and __newindex, or NULL: its
- * metatable is upvalue 1 of the metamethod (luaL_checkudata's registry
+ * metatable is upvalue 1 of the metamethod (lmpio_lua_checkudata's registry
  * lookup costs a sixth of a[i]).  Leaves the metatable on the stack. */
 static lmpio_lua_buffer *ours(lua_State *L) {
   lmpio_lua_buffer *b = lua_touserdata(L, 1);
@@ -376,7 +377,7 @@ static int b_index(lua_State *L) {
   const lmpio_lua_buffer *fast = lua_isinteger(L, 2) ? ours(L) : NULL;
   if (fast) { /* a[i]: the hot path of loops */
     lua_Integer ix = lua_tointeger(L, 2);
-    if (!lmpio_lua_usable(fast)) return luaL_error(L, "buffer used after the converter returned");
+    if (!lmpio_lua_usable(fast)) return lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
     if (ix < 1 || (lua_Unsigned)ix > fast->count) return 0;
     lmpio_lua_checkheld_elems(L, fast, (size_t)ix - 1, 1, 0);
     if (fast->kind == LMPIO_LUA_K_F64 && !fast->rec && !fast->strided) {
@@ -388,13 +389,13 @@ static int b_index(lua_State *L) {
     }
     return 1;
   }
-  lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
+  lmpio_lua_buffer *b = lmpio_lua_checkudata(L, 1, LMPIO_LUA_BUFFER);
   switch (lua_type(L, 2)) {
   case LUA_TNUMBER: {
     int isnum;
     lua_Integer i = lua_tointegerx(L, 2, &isnum);
     if (!isnum) return 0;
-    if (!lmpio_lua_usable(b)) return luaL_error(L, "buffer used after the converter returned");
+    if (!lmpio_lua_usable(b)) return lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
     if (i < 1 || (lua_Unsigned)i > b->count) return 0;
     lmpio_lua_checkheld_elems(L, b, (size_t)i - 1, 1, 0);
     pushelem(L, 1, b, (size_t)i - 1);
@@ -402,12 +403,12 @@ static int b_index(lua_State *L) {
   }
   case LUA_TSTRING:
     if (b->isref) {
-      if (!lmpio_lua_usable(b)) return luaL_error(L, "buffer used after the converter returned");
+      if (!lmpio_lua_usable(b)) return lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
       if (b->rec->ops->index(L, b)) return 1; /* a field (lua/records.c) */
     }
     return methods(L);
   case LUA_TTABLE:
-    if (!lmpio_lua_usable(b)) return luaL_error(L, "buffer used after the converter returned");
+    if (!lmpio_lua_usable(b)) return lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
     size_t pos = tableposition(L, b, 2);
     lmpio_lua_checkheld_elems(L, b, pos, 1, 0);
     pushelem(L, 1, b, pos);
@@ -448,7 +449,7 @@ static int b_newindex(lua_State *L) {
   lua_Integer i = lua_tointegerx(L, 2, &isnum);
   if (isnum) {
     if (i < 1 || (lua_Unsigned)i > b->count)
-      return luaL_error(L, "index %I out of range 1..%I", i, (lua_Integer)b->count);
+      return lmpio_lua_error(L, MPI_ERR_ARG, "index %I out of range 1..%I", i, (lua_Integer)b->count);
     pos = (size_t)i - 1;
   } else if (lua_type(L, 2) == LUA_TSTRING && b->isref) {
     b->rec->ops->newindex(L, b); /* lua/records.c */
@@ -456,9 +457,9 @@ static int b_newindex(lua_State *L) {
   } else if (lua_type(L, 2) == LUA_TTABLE) {
     pos = tableposition(L, b, 2);
   } else {
-    return luaL_error(L, "%s arrays only have integer keys", elemname(b));
+    return lmpio_lua_error(L, MPI_ERR_ARG, "%s arrays only have integer keys", elemname(b));
   }
-  if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+  if (b->readonly) return lmpio_lua_error(L, MPI_ERR_BUFFER, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld_elems(L, b, pos, 1, 1);
   setelem(L, b, pos, 3);
   return 0;
@@ -482,7 +483,7 @@ a shaped array, "view" for views, "lmpio.buffer(n)", "lmpio.records(n)".
 @return a string
 */
 static int b_tostring_meta(lua_State *L) {
-  lmpio_lua_buffer *b = luaL_checkudata(L, 1, LMPIO_LUA_BUFFER);
+  lmpio_lua_buffer *b = lmpio_lua_checkudata(L, 1, LMPIO_LUA_BUFFER);
   const char *how = b->strided ? " slice" : b->root ? " view" : b->borrowed ? " borrowed" : "";
   if (!lmpio_lua_usable(b)) {
     lua_pushliteral(L, "lmpio.buffer (used after the converter returned)");
@@ -510,7 +511,7 @@ static int b_tostring_meta(lua_State *L) {
 
 static int b_next(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  lua_Integer i = luaL_checkinteger(L, 2);
+  lua_Integer i = lmpio_lua_checkinteger(L, 2);
   if (i < 0 || (lua_Unsigned)i >= b->count) return 0;
   lmpio_lua_checkheld_elems(L, b, (size_t)i, 1, 0);
   i++;
@@ -540,7 +541,7 @@ static int b_pairs(lua_State *L) {
  * to the array as string.sub does) -> start, n. */
 static void range(lua_State *L, const lmpio_lua_buffer *b, int ai, int aj, size_t *start, size_t *n) {
   lua_Integer cnt = (lua_Integer)b->count;
-  lua_Integer i = luaL_optinteger(L, ai, 1), j = luaL_optinteger(L, aj, cnt);
+  lua_Integer i = lmpio_lua_optinteger(L, ai, 1), j = lmpio_lua_optinteger(L, aj, cnt);
   if (i < 0) i += cnt + 1;
   if (j < 0) j += cnt + 1;
   if (i < 1) i = 1;
@@ -594,7 +595,7 @@ static int b_totable(lua_State *L) {
   size_t s, n;
   range(L, b, 2, 3, &s, &n);
   lmpio_lua_checkheld_elems(L, b, s, n, 0);
-  if (n > INT_MAX) return luaL_error(L, "too many elements for a table");
+  if (n > INT_MAX) return lmpio_lua_error(L, MPI_ERR_ARG, "too many elements for a table");
   lua_createtable(L, (int)n, 0);
   for (size_t k = 0; k < n; k++) {
     if (b->rec) b->rec->ops->totable(L, b, s + k);
@@ -616,8 +617,8 @@ The value is checked once, as `a[i] = v` checks it, then copied in C.
 */
 static int b_fill(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  luaL_checkany(L, 2);
-  if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+  lmpio_lua_checkany(L, 2);
+  if (b->readonly) return lmpio_lua_error(L, MPI_ERR_BUFFER, "attempt to write to a read-only buffer");
   size_t s, n;
   range(L, b, 3, 4, &s, &n);
   lmpio_lua_checkheld_elems(L, b, s, n, 1);
@@ -646,13 +647,13 @@ elements), copies them into consecutive elements from there.
 static int b_set(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   int top = lua_gettop(L);
-  if (top < 3) return luaL_error(L, "set needs an index and a value");
-  if (b->readonly) return luaL_error(L, "attempt to write to a read-only buffer");
+  if (top < 3) return lmpio_lua_error(L, MPI_ERR_ARG, "set needs an index and a value");
+  if (b->readonly) return lmpio_lua_error(L, MPI_ERR_BUFFER, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld(L, b, 1);
   int t = lua_type(L, top), bulk = t == LUA_TSTRING;
   lmpio_lua_buffer *src = top == 3 && !b->rec ? lmpio_lua_tobuffer(L, top) : NULL;
   if (src) {
-    if (!lmpio_lua_usable(src)) return luaL_error(L, "buffer used after the converter returned");
+    if (!lmpio_lua_usable(src)) return lmpio_lua_error(L, MPI_ERR_BUFFER, "buffer used after the converter returned");
     bulk = 1;
   }
   if (t == LUA_TTABLE) { /* for records, one record table or a list of them */
@@ -661,9 +662,9 @@ static int b_set(lua_State *L) {
   }
   size_t start;
   if (bulk && top == 3) { /* where the copy starts, up to #a + 1 */
-    lua_Integer i = luaL_checkinteger(L, 2);
-    if (i < 1) return luaL_argerror(L, 2, "index must be at least 1");
-    if ((lua_Unsigned)i - 1 > b->count) return luaL_argerror(L, 3, "does not fit in the buffer");
+    lua_Integer i = lmpio_lua_checkinteger(L, 2);
+    if (i < 1) return lmpio_lua_argerror(L, 2, "index must be at least 1");
+    if ((lua_Unsigned)i - 1 > b->count) return lmpio_lua_argerror(L, 3, "does not fit in the buffer");
     start = (size_t)i - 1;
   } else {
     start = lmpio_lua_argposition(L, b, 2, top - 1);
@@ -673,14 +674,14 @@ static int b_set(lua_State *L) {
   } else if (t == LUA_TSTRING) {
     size_t len;
     const char *s = lua_tolstring(L, top, &len);
-    if (len % b->esize) return luaL_argerror(L, top, "not a whole number of elements");
-    if (len / b->esize > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
+    if (len % b->esize) return lmpio_lua_argerror(L, top, "not a whole number of elements");
+    if (len / b->esize > b->count - start) return lmpio_lua_argerror(L, top, "does not fit in the buffer");
     for (size_t k = 0; b->strided && k < len / b->esize; k++) memcpy(elemat(b, start + k), s + k * b->esize, b->esize);
     if (len && !b->strided) memcpy(b->data + start * b->esize, s, len);
   } else if (src) { /* an array: its elements, in storage order */
-    if (src->count > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
+    if (src->count > b->count - start) return lmpio_lua_argerror(L, top, "does not fit in the buffer");
     if (src->type != b->type || src->rec || b->rec)
-      return luaL_argerror(L, top, "an array of another element type (set copies elements as they are)");
+      return lmpio_lua_argerror(L, top, "an array of another element type (set copies elements as they are)");
     lmpio_lua_checkheld(L, src, 0);
     if (!src->strided && !b->strided) {
       if (src->count) memmove(b->data + start * b->esize, src->data, src->count * b->esize);
@@ -688,8 +689,8 @@ static int b_set(lua_State *L) {
       for (size_t k = 0; k < src->count; k++) memmove(elemat(b, start + k), elemat(src, k), b->esize);
     }
   } else {
-    lua_Integer n = luaL_len(L, top);
-    if ((lua_Unsigned)n > b->count - start) return luaL_argerror(L, top, "does not fit in the buffer");
+    lua_Integer n = lmpio_lua_len(L, top);
+    if ((lua_Unsigned)n > b->count - start) return lmpio_lua_argerror(L, top, "does not fit in the buffer");
     for (lua_Integer k = 0; k < n; k++) {
       lua_geti(L, top, k + 1);
       setelem(L, b, start + (size_t)k, -1);
@@ -732,12 +733,12 @@ empty view).  The view has no shape.
 */
 static int b_sub(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  if (b->strided) return luaL_error(L, "sub of a slice: take a slice of it (a:slice)");
+  if (b->strided) return lmpio_lua_error(L, MPI_ERR_ARG, "sub of a slice: take a slice of it (a:slice)");
   lua_Integer cnt = (lua_Integer)b->count;
-  lua_Integer i0 = luaL_checkinteger(L, 2), j0 = luaL_optinteger(L, 3, cnt);
+  lua_Integer i0 = lmpio_lua_checkinteger(L, 2), j0 = lmpio_lua_optinteger(L, 3, cnt);
   lua_Integer i = i0 < 0 ? i0 + cnt + 1 : i0, j = j0 < 0 ? j0 + cnt + 1 : j0;
   if (i < 1 || j > cnt || j < i - 1)
-    return luaL_error(L, "sub(%I, %I) out of bounds: the array has %I elements", i0, j0, cnt);
+    return lmpio_lua_error(L, MPI_ERR_ARG, "sub(%I, %I) out of bounds: the array has %I elements", i0, j0, cnt);
   subview(L, 1, b, (size_t)(i - 1), (size_t)(j - i + 1));
   return 1;
 }
@@ -776,7 +777,7 @@ after the converter returned.
 @return a boolean
 */
 static int b_valid(lua_State *L) {
-  lua_pushboolean(L, lmpio_lua_usable(luaL_checkudata(L, 1, LMPIO_LUA_BUFFER)));
+  lua_pushboolean(L, lmpio_lua_usable(lmpio_lua_checkudata(L, 1, LMPIO_LUA_BUFFER)));
   return 1;
 }
 
@@ -787,9 +788,9 @@ lmpio_lua_buffer *lmpio_lua_toarray(lua_State *L, int idx, int *code) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, idx);
   lmpio_lua_checkheld(L, b, 0);
   if (b->rec)
-    luaL_argerror(L, idx, "records cannot be sent (send r:tostring() and rebuild them with lmpio.records)");
+    lmpio_lua_argerror(L, idx, "records cannot be sent (send r:tostring() and rebuild them with lmpio.records)");
   int c = lmpio_lua_typecode(b->type);
-  if (c < 0) luaL_argerror(L, idx, "only arrays of predefined datatypes can be sent");
+  if (c < 0) lmpio_lua_argerror(L, idx, "only arrays of predefined datatypes can be sent");
   *code = c;
   return b;
 }
@@ -801,7 +802,7 @@ void lmpio_lua_spanof(lua_State *L, int idx, const lmpio_lua_buffer *b, lmpio_lu
     s->type = b->dtype;
     return;
   }
-  if (b->count > INT_MAX) luaL_argerror(L, idx, "more than 2^31 - 1 elements in one call");
+  if (b->count > INT_MAX) lmpio_lua_argerror(L, idx, "more than 2^31 - 1 elements in one call");
   s->ptr = b->data ? (void *)b->data : (void *)b;
   s->count = (int)b->count;
   s->type = b->type;
@@ -837,8 +838,8 @@ const lmpio_lua_records *lmpio_lua_findlayout(lua_State *L, int idx) {
 /* Pushes n zeroed records of the layout r (at lidx). */
 lmpio_lua_buffer *lmpio_lua_newrecords(lua_State *L, int lidx, const lmpio_lua_records *r, size_t n) {
   lidx = lua_absindex(L, lidx);
-  if (r->tobj->type == MPI_DATATYPE_NULL) luaL_error(L, "the record datatype was freed");
-  if (n > ((size_t)-1 / 2) / r->extent) luaL_error(L, "buffer too large");
+  if (r->tobj->type == MPI_DATATYPE_NULL) lmpio_lua_error(L, MPI_ERR_TYPE, "the record datatype was freed");
+  if (n > ((size_t)-1 / 2) / r->extent) lmpio_lua_error(L, MPI_ERR_ARG, "buffer too large");
   lmpio_lua_buffer *b = lmpio_lua_allocbuffer(L, n * r->extent);
   b->type = r->tobj->type;
   b->kind = LMPIO_LUA_K_NONE;
@@ -871,14 +872,14 @@ Stores are range-checked (see `a[i] = v`).
 static int l_array(lua_State *L) {
   lmpio_lua_running(L);
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
-  if (!lmpio_lua_isnamed(t)) return luaL_argerror(L, 1, "arrays hold predefined datatypes");
+  if (!lmpio_lua_isnamed(t)) return lmpio_lua_argerror(L, 1, "arrays hold predefined datatypes");
   MPI_Count es = lmpio_lua_type_size(L, t);
   int optidx = 0;
   lua_settop(L, 3);
   if (lua_type(L, 2) == LUA_TTABLE && lua_getfield(L, 2, "shape") != LUA_TNIL) optidx = 2;
   lua_settop(L, 3);
   if (!optidx && !lua_isnil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
+    lmpio_lua_checkluatype(L, 3, LUA_TTABLE);
     optidx = 3;
   }
   size_t dims[LMPIO_LUA_MAXDIM], total = 0;
@@ -898,16 +899,16 @@ static int l_array(lua_State *L) {
   } else {
     switch (lua_type(L, 2)) {
     case LUA_TNUMBER: {
-      lua_Integer n = luaL_checkinteger(L, 2);
-      if (n < 0) return luaL_argerror(L, 2, "size must not be negative");
+      lua_Integer n = lmpio_lua_checkinteger(L, 2);
+      if (n < 0) return lmpio_lua_argerror(L, 2, "size must not be negative");
       b = lmpio_lua_newbuffer(L, t, (size_t)n);
       break;
     }
     case LUA_TTABLE: {
-      lua_Integer n = luaL_len(L, 2);
+      lua_Integer n = lmpio_lua_len(L, 2);
       b = lmpio_lua_newbuffer(L, t, (size_t)n);
       if (b->kind == LMPIO_LUA_K_NONE && n > 0)
-        return luaL_argerror(L, 2, "elements of this type cannot be written from Lua");
+        return lmpio_lua_argerror(L, 2, "elements of this type cannot be written from Lua");
       for (lua_Integer k = 0; k < n; k++) {
         lua_geti(L, 2, k + 1);
         setelem(L, b, (size_t)k, -1);
@@ -918,16 +919,16 @@ static int l_array(lua_State *L) {
     case LUA_TSTRING: {
       size_t len;
       const char *s = lua_tolstring(L, 2, &len);
-      if (len % (size_t)es) return luaL_argerror(L, 2, "not a whole number of elements");
+      if (len % (size_t)es) return lmpio_lua_argerror(L, 2, "not a whole number of elements");
       b = lmpio_lua_newbuffer(L, t, len / (size_t)es);
       if (len) memcpy(b->data, s, len);
       break;
     }
     default:
-      return luaL_typeerror(L, 2, "size, table, string or options");
+      return lmpio_lua_typeerror(L, 2, "size, table, string or options");
     }
     if (nd && total != b->count)
-      return luaL_argerror(L, 3, lua_pushfstring(L, "a shape of %I elements for an array of %I",
+      return lmpio_lua_argerror(L, 3, lua_pushfstring(L, "a shape of %I elements for an array of %I",
                                                  (lua_Integer)total, (lua_Integer)b->count));
   }
   b->ndim = nd;
@@ -952,8 +953,8 @@ static int l_buffer(lua_State *L) {
     if (len) memcpy(b->data, s, len);
     return 1;
   }
-  lua_Integer n = luaL_checkinteger(L, 1);
-  if (n < 0) return luaL_argerror(L, 1, "size must not be negative");
+  lua_Integer n = lmpio_lua_checkinteger(L, 1);
+  if (n < 0) return lmpio_lua_argerror(L, 1, "size must not be negative");
   lmpio_lua_newbuffer(L, MPI_BYTE, (size_t)n);
   return 1;
 }

@@ -198,6 +198,7 @@ long long lmpio_lua_typespan(lua_State *L, int count, MPI_Datatype t);
 enum { LMPIO_LUA_ST_OK, LMPIO_LUA_ST_NEEDINT, LMPIO_LUA_ST_NOTINT, LMPIO_LUA_ST_RANGE, LMPIO_LUA_ST_NEEDNUM,
        LMPIO_LUA_ST_NEEDBOOL, LMPIO_LUA_ST_NOLUA };
 int lmpio_lua_storeelem(lua_State *L, int kind, size_t esize, unsigned char *p, int vidx);
+/* vidx must be absolute (what is pushed above the value). */
 int lmpio_lua_storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, const char *what);
 
 /* holds.c: the check of n elements of b from element i (a slice: its

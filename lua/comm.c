@@ -37,9 +37,9 @@ static int finalized(void) {
 }
 
 static lcomm *checklcomm(lua_State *L, int idx) {
-  lcomm *c = luaL_checkudata(L, idx, LMPIO_LUA_COMM);
+  lcomm *c = lmpio_lua_checkudata(L, idx, LMPIO_LUA_COMM);
   lmpio_lua_running(L);
-  if (c->comm == MPI_COMM_NULL) luaL_error(L, "attempt to use a freed communicator");
+  if (c->comm == MPI_COMM_NULL) lmpio_lua_error(L, MPI_ERR_COMM, "attempt to use a freed communicator");
   return c;
 }
 
@@ -67,13 +67,8 @@ static int collective_call(lua_State *L) {
   MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
   int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
   if (n >= 0) return n;
-  if (lua_type(L, -1) != LUA_TSTRING) {
-    luaL_tolstring(L, -1, NULL);
-    lua_remove(L, -2);
-  }
-  lmpio_lua_fix_argerror(L, cm->name, 1);
-  cm->fail(L, comm, lua_tostring(L, -1));
-  return luaL_error(L, "%s: agreement failed", cm->name); /* not reached */
+  cm->fail(L, comm, lmpio_lua_errormessage(L, -1));
+  return lmpio_lua_error(L, MPI_ERR_INTERN, "%s: agreement failed", cm->name); /* not reached */
 }
 
 
@@ -143,10 +138,10 @@ static int c_split(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int color = MPI_UNDEFINED;
   if (!lua_isnoneornil(L, 2) && !(lua_isboolean(L, 2) && !lua_toboolean(L, 2))) {
-    lua_Integer v = luaL_checkinteger(L, 2);
+    lua_Integer v = lmpio_lua_checkinteger(L, 2);
     if (v != MPI_UNDEFINED) color = lmpio_lua_checkint(L, 2, v, 0);
   }
-  int key = lmpio_lua_checkint(L, 3, luaL_optinteger(L, 3, 0), INT_MIN);
+  int key = lmpio_lua_checkint(L, 3, lmpio_lua_optinteger(L, 3, 0), INT_MIN);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
   long long v[LMPIO_LUA_NAGREE] = {0};
   lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
@@ -186,7 +181,7 @@ Any later use raises "attempt to use a freed communicator".
 */
 static int c_free(lua_State *L) {
   lcomm *c = checklcomm(L, 1);
-  if (!c->owned) return luaL_error(L, "cannot free a predefined communicator");
+  if (!c->owned) return lmpio_lua_error(L, MPI_ERR_COMM, "cannot free a predefined communicator");
   lmpio_lua_checkmpi(L, MPI_Comm_free(&c->comm), "MPI_Comm_free");
   c->comm = MPI_COMM_NULL;
   if (c->shadow != MPI_COMM_NULL) MPI_Comm_free(&c->shadow);
@@ -194,7 +189,7 @@ static int c_free(lua_State *L) {
 }
 
 static int c_tostring(lua_State *L) {
-  lcomm *c = luaL_checkudata(L, 1, LMPIO_LUA_COMM);
+  lcomm *c = lmpio_lua_checkudata(L, 1, LMPIO_LUA_COMM);
   if (finalized()) {
     lua_pushliteral(L, "lmpio.comm (MPI finalized)");
     return 1;
@@ -208,7 +203,7 @@ static int c_tostring(lua_State *L) {
 }
 
 static int c_eq(lua_State *L) {
-  lcomm *a = luaL_checkudata(L, 1, LMPIO_LUA_COMM), *b = luaL_checkudata(L, 2, LMPIO_LUA_COMM);
+  lcomm *a = lmpio_lua_checkudata(L, 1, LMPIO_LUA_COMM), *b = lmpio_lua_checkudata(L, 2, LMPIO_LUA_COMM);
   lua_pushboolean(L, a->comm == b->comm);
   return 1;
 }
@@ -221,20 +216,20 @@ enum { MAXDIMS = 64 };
 /* ndims, or a table of dims (0: free), at idx: into dims[], returns ndims. */
 static int checkdims(lua_State *L, int idx, int dims[MAXDIMS]) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    lua_Integer n = luaL_checkinteger(L, idx);
-    if (n < 1 || n > MAXDIMS) luaL_argerror(L, idx, lua_pushfstring(L, "ndims must be from 1 to %d", MAXDIMS));
+    lua_Integer n = lmpio_lua_checkinteger(L, idx);
+    if (n < 1 || n > MAXDIMS) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "ndims must be from 1 to %d", MAXDIMS));
     memset(dims, 0, (size_t)n * sizeof *dims);
     return (int)n;
   }
-  if (!lua_istable(L, idx)) luaL_typeerror(L, idx, "number of dimensions or table of dims");
+  if (!lua_istable(L, idx)) lmpio_lua_typeerror(L, idx, "number of dimensions or table of dims");
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
-  if (n < 1 || n > MAXDIMS) luaL_argerror(L, idx, lua_pushfstring(L, "from 1 to %d dims expected", MAXDIMS));
+  if (n < 1 || n > MAXDIMS) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "from 1 to %d dims expected", MAXDIMS));
   for (int i = 0; i < n; i++) {
     int isnum;
     lua_rawgeti(L, idx, i + 1);
     lua_Integer d = lua_tointegerx(L, -1, &isnum);
     if (!isnum || d < 0 || d > INT_MAX)
-      luaL_argerror(L, idx, lua_pushfstring(L, "dims[%d] must be a non-negative integer (0: free)", i + 1));
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "dims[%d] must be a non-negative integer (0: free)", i + 1));
     dims[i] = (int)d;
     lua_pop(L, 1);
   }
@@ -252,7 +247,7 @@ static void dims_create(lua_State *L, int arg, int nnodes, int ndims, int dims[M
     if (fixed > INT_MAX) fixed = (long long)INT_MAX + 1;
   }
   if (free_dims ? nnodes % fixed != 0 : fixed != nnodes)
-    luaL_argerror(L, arg, lua_pushfstring(L, "the dims given (product %d) %s %d", (int)fixed,
+    lmpio_lua_argerror(L, arg, lua_pushfstring(L, "the dims given (product %d) %s %d", (int)fixed,
                                           free_dims ? "do not divide" : "do not multiply to", nnodes));
   lmpio_lua_checkmpi(L, MPI_Dims_create(nnodes, ndims, dims), "MPI_Dims_create");
 }
@@ -262,7 +257,7 @@ static void dims_create(lua_State *L, int arg, int nnodes, int ndims, int dims[M
 static void checkperiods(lua_State *L, int idx, int n, int periods[MAXDIMS]) {
   int all = lua_toboolean(L, idx) && !lua_istable(L, idx);
   if (!lua_isnoneornil(L, idx) && !lua_isboolean(L, idx) && !lua_istable(L, idx))
-    luaL_typeerror(L, idx, "boolean or table of booleans");
+    lmpio_lua_typeerror(L, idx, "boolean or table of booleans");
   for (int i = 0; i < n; i++) {
     periods[i] = all;
     if (lua_istable(L, idx)) {
@@ -296,8 +291,8 @@ lmpio.dims_create(12, {0, 0, 3})      --> {2, 2, 3}
 */
 static int l_dims_create(lua_State *L) {
   lmpio_lua_running(L);
-  lua_Integer nnodes = luaL_checkinteger(L, 1);
-  if (nnodes < 1 || nnodes > INT_MAX) luaL_argerror(L, 1, "must be positive");
+  lua_Integer nnodes = lmpio_lua_checkinteger(L, 1);
+  if (nnodes < 1 || nnodes > INT_MAX) lmpio_lua_argerror(L, 1, "must be positive");
   int dims[MAXDIMS];
   int n = checkdims(L, 2, dims);
   dims_create(L, 2, (int)nnodes, n, dims);
@@ -348,15 +343,15 @@ static int c_grid(lua_State *L) {
   long long sizes[MAXDIMS];
   int have_sizes = !lua_isnoneornil(L, 3);
   if (have_sizes) {
-    luaL_checktype(L, 3, LUA_TTABLE);
+    lmpio_lua_checkluatype(L, 3, LUA_TTABLE);
     if ((lua_Integer)lua_rawlen(L, 3) != n)
-      luaL_argerror(L, 3, lua_pushfstring(L, "%d sizes expected, one for each dimension", n));
+      lmpio_lua_argerror(L, 3, lua_pushfstring(L, "%d sizes expected, one for each dimension", n));
     for (int i = 0; i < n; i++) {
       int isnum;
       lua_rawgeti(L, 3, i + 1);
       lua_Integer s = lua_tointegerx(L, -1, &isnum);
       if (!isnum || s < 0 || s > INT_MAX)
-        luaL_argerror(L, 3, lua_pushfstring(L, "sizes[%d] must be a non-negative integer", i + 1));
+        lmpio_lua_argerror(L, 3, lua_pushfstring(L, "sizes[%d] must be a non-negative integer", i + 1));
       sizes[i] = s;
       lua_pop(L, 1);
     }
@@ -432,7 +427,7 @@ static int c_cart(lua_State *L) {
 static int checkcart(lua_State *L, MPI_Comm comm) {
   int topo = MPI_UNDEFINED, nd = 0;
   lmpio_lua_checkmpi(L, MPI_Topo_test(comm, &topo), "MPI_Topo_test");
-  if (topo != MPI_CART) luaL_error(L, "not a Cartesian communicator (make one with comm:cart)");
+  if (topo != MPI_CART) lmpio_lua_error(L, MPI_ERR_COMM, "not a Cartesian communicator (make one with comm:cart)");
   lmpio_lua_checkmpi(L, MPI_Cartdim_get(comm, &nd), "MPI_Cartdim_get");
   return nd;
 }
@@ -451,9 +446,9 @@ Local.
 static int c_shift(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int nd = checkcart(L, comm);
-  lua_Integer d = luaL_checkinteger(L, 2), disp = luaL_optinteger(L, 3, 1);
-  if (d < 1 || d > nd) return luaL_argerror(L, 2, lua_pushfstring(L, "a dimension from 1 to %d", nd));
-  if (disp < INT_MIN || disp > INT_MAX) return luaL_argerror(L, 3, "out of range");
+  lua_Integer d = lmpio_lua_checkinteger(L, 2), disp = lmpio_lua_optinteger(L, 3, 1);
+  if (d < 1 || d > nd) return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "a dimension from 1 to %d", nd));
+  if (disp < INT_MIN || disp > INT_MAX) return lmpio_lua_argerror(L, 3, "out of range");
   int before, after;
   lmpio_lua_checkmpi(L, MPI_Cart_shift(comm, (int)d - 1, (int)disp, &before, &after), "MPI_Cart_shift");
   if (before == MPI_PROC_NULL) lua_pushnil(L);
@@ -474,8 +469,8 @@ Local.
 static int c_coords(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int nd = checkcart(L, comm), coords[MAXDIMS];
-  lua_Integer r = luaL_optinteger(L, 2, lmpio_lua_commrank(comm));
-  if (r < 0 || r >= lmpio_lua_commsize(comm)) return luaL_argerror(L, 2, "not a rank of the communicator");
+  lua_Integer r = lmpio_lua_optinteger(L, 2, lmpio_lua_commrank(comm));
+  if (r < 0 || r >= lmpio_lua_commsize(comm)) return lmpio_lua_argerror(L, 2, "not a rank of the communicator");
   lmpio_lua_checkmpi(L, MPI_Cart_coords(comm, (int)r, nd, coords), "MPI_Cart_coords");
   pushints(L, coords, nd);
   return 1;
@@ -503,10 +498,10 @@ fewer or none (count 0), exactly as `lmpio.type.darray` with "block",
 */
 static int l_block(lua_State *L) {
   lmpio_lua_running(L);
-  lua_Integer n = luaL_checkinteger(L, 1), parts = luaL_checkinteger(L, 2), i = luaL_checkinteger(L, 3);
-  if (n < 0) return luaL_argerror(L, 1, "must not be negative");
-  if (parts < 1) return luaL_argerror(L, 2, "must be positive");
-  if (i < 0 || i >= parts) return luaL_argerror(L, 3, "must be in 0 .. parts-1");
+  lua_Integer n = lmpio_lua_checkinteger(L, 1), parts = lmpio_lua_checkinteger(L, 2), i = lmpio_lua_checkinteger(L, 3);
+  if (n < 0) return lmpio_lua_argerror(L, 1, "must not be negative");
+  if (parts < 1) return lmpio_lua_argerror(L, 2, "must be positive");
+  if (i < 0 || i >= parts) return lmpio_lua_argerror(L, 3, "must be in 0 .. parts-1");
   lua_Integer first, count;
   lmpio_lua_block(n, parts, i, &first, &count);
   lua_pushinteger(L, first);

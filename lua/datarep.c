@@ -119,7 +119,7 @@ static MPI_Aint lua_extent(lua_State *L, rep *r, MPI_Datatype t) {
   if (r->next == r->cap) { /* room first: an answer is never left unrecorded */
     int cap = r->cap ? 2 * r->cap : 16;
     struct ext *grown = realloc(r->ext, sizeof *grown * (size_t)cap);
-    if (!grown) luaL_error(L, "out of memory");
+    if (!grown) lmpio_lua_error(L, MPI_ERR_NO_MEM, "out of memory");
     r->ext = grown;
     r->cap = cap;
   }
@@ -139,14 +139,14 @@ static MPI_Aint lua_extent(lua_State *L, rep *r, MPI_Datatype t) {
   lua_Integer v = lua_tointegerx(L, -1, &isint);
   if (!isint || v <= 0 || v > INT_MAX) {
     if (kind == LUA_TTABLE && lua_isnil(L, -1))
-      luaL_error(L, "no file extent for type %s", tname ? tname : "?");
-    luaL_error(L, "the extent of type %s must be a positive integer, got %s", tname ? tname : "?",
+      lmpio_lua_error(L, MPI_ERR_ARG, "no file extent for type %s", tname ? tname : "?");
+    lmpio_lua_error(L, MPI_ERR_ARG, "the extent of type %s must be a positive integer, got %s", tname ? tname : "?",
                luaL_tolstring(L, -1, NULL));
   }
   lua_pop(L, kind == LUA_TTABLE ? 3 : 2);
   /* The function may have made a data access that recorded t already. */
   if (cached_extent(r, t, &e)) return e;
-  if (r->next == r->cap) luaL_error(L, "out of memory");
+  if (r->next == r->cap) lmpio_lua_error(L, MPI_ERR_NO_MEM, "out of memory");
   e = (MPI_Aint)v;
   r->ext[r->next].t = t;
   r->ext[r->next].e = e;
@@ -182,10 +182,10 @@ static void ctx_free(call_ctx *c) {
 static MPI_Count items_per_instance(lua_State *L, call_ctx *c) {
   if (c->per > 0) return c->per;
   lmpio_items one;
-  if (lmpio_items_open(c->dt, 1, &one) != MPI_SUCCESS) luaL_error(L, "%s", lmpio_last_error_message());
+  if (lmpio_items_open(c->dt, 1, &one) != MPI_SUCCESS) lmpio_lua_error(L, MPI_ERR_ARG, "%s", lmpio_last_error_message());
   c->per = lmpio_items_skip(one, (MPI_Count)1 << 62); /* the whole instance, without walking it */
   lmpio_items_close(one);
-  if (c->per <= 0) luaL_error(L, "the datatype has no data");
+  if (c->per <= 0) lmpio_lua_error(L, MPI_ERR_ARG, "the datatype has no data");
   return c->per;
 }
 
@@ -196,18 +196,18 @@ static void walk_start(lua_State *L, call_ctx *c) {
   MPI_Count per = items_per_instance(L, c);
   long long end;
   if (!lmpio_lua_add_ok((long long)c->position, (long long)c->count, &end))
-    luaL_error(L, "item position %I is out of range", (lua_Integer)c->position);
+    lmpio_lua_error(L, MPI_ERR_ARG, "item position %I is out of range", (lua_Integer)c->position);
   MPI_Count instances = end / per + (end % per != 0);
   if (lmpio_items_open(c->dt, instances, &c->items) != MPI_SUCCESS)
-    luaL_error(L, "%s", lmpio_last_error_message());
-  if (lmpio_items_skip(c->items, c->position) != c->position) luaL_error(L, "the datatype has too few items");
+    lmpio_lua_error(L, MPI_ERR_ARG, "%s", lmpio_last_error_message());
+  if (lmpio_items_skip(c->items, c->position) != c->position) lmpio_lua_error(L, MPI_ERR_ARG, "the datatype has too few items");
 }
 
 /* Up to max items of one predefined type back to back in memory at *off. */
 static MPI_Count walk_next(lua_State *L, call_ctx *c, MPI_Count max, MPI_Aint *off, MPI_Datatype *basic,
                            MPI_Count *esize) {
   MPI_Count n = lmpio_items_next(c->items, max, off, basic, esize);
-  if (n <= 0) luaL_error(L, "the datatype has too few items");
+  if (n <= 0) lmpio_lua_error(L, MPI_ERR_ARG, "the datatype has too few items");
   return n;
 }
 
@@ -245,10 +245,10 @@ static void user_bytes(lua_State *L, call_ctx *c, size_t *bytes) {
   MPI_Count nitems = items_per_instance(L, c);
   long long end;
   if (!lmpio_lua_add_ok((long long)c->position, (long long)c->count, &end))
-    luaL_error(L, "item position %I is out of range", (lua_Integer)c->position);
+    lmpio_lua_error(L, MPI_ERR_ARG, "item position %I is out of range", (lua_Integer)c->position);
   MPI_Count inst = end / nitems + (end % nitems != 0);
   if (!span(c->dt, inst, bytes))
-    luaL_error(L, "the datatype reaches before the start of the buffer, or spans more than memory holds");
+    lmpio_lua_error(L, MPI_ERR_ARG, "the datatype reaches before the start of the buffer, or spans more than memory holds");
 }
 
 /* Bytes of this chunk in the file representation. */
@@ -259,7 +259,7 @@ static size_t file_bytes(lua_State *L, call_ctx *c) {
   if (lmpio_lua_isnamed(c->dt) && lmpio_lua_typekind(c->dt) != LMPIO_LUA_K_NONE) {
     if (!lmpio_lua_mul_ok(c->count, (long long)lua_extent(L, c->r, c->dt), &total) ||
         (unsigned long long)total > (size_t)-1)
-      luaL_error(L, "the chunk's file bytes overflow a size");
+      lmpio_lua_error(L, MPI_ERR_ARG, "the chunk's file bytes overflow a size");
     return (size_t)total;
   }
   walk_start(L, c);
@@ -271,7 +271,7 @@ static size_t file_bytes(lua_State *L, call_ctx *c) {
     MPI_Count n = walk_next(L, c, left, &off, &b, &es);
     if (!lmpio_lua_mul_ok((long long)n, (long long)lua_extent(L, c->r, b), &part) ||
         !lmpio_lua_add_ok(total, part, &total) || (unsigned long long)total > (size_t)-1)
-      luaL_error(L, "the chunk's file bytes overflow a size");
+      lmpio_lua_error(L, MPI_ERR_ARG, "the chunk's file bytes overflow a size");
     left -= n;
   }
   ctx_free(c);
@@ -458,19 +458,19 @@ static int codec_items(lua_State *L) {
         else lua_pushlstring(L, (const char *)user + off + k * es, (size_t)es);
         lua_call(L, 2, 1);
         if (lua_type(L, -1) != LUA_TSTRING)
-          luaL_error(L, "encode for item %I (%s) returned %s, not a string", (lua_Integer)item, tname,
+          lmpio_lua_error(L, MPI_ERR_ARG, "encode for item %I (%s) returned %s, not a string", (lua_Integer)item, tname,
                      luaL_typename(L, -1));
         size_t len;
         const char *s = lua_tolstring(L, -1, &len);
         if (len != (size_t)fext)
-          luaL_error(L, "encode for item %I (%s) returned %d bytes, the file extent is %d", (lua_Integer)item,
+          lmpio_lua_error(L, MPI_ERR_ARG, "encode for item %I (%s) returned %d bytes, the file extent is %d", (lua_Integer)item,
                      tname, (int)len, (int)fext);
         memcpy(file, s, len);
       } else {
         lua_pushlstring(L, (const char *)file, (size_t)fext);
         lua_call(L, 2, 1);
         if (lua_isnil(L, -1))
-          luaL_error(L, "decode for item %I (%s) returned nil", (lua_Integer)item, tname);
+          lmpio_lua_error(L, MPI_ERR_ARG, "decode for item %I (%s) returned nil", (lua_Integer)item, tname);
         if (arr) {
           lua_seti(L, arr, (lua_Integer)k + 1);
           continue;
@@ -478,7 +478,7 @@ static int codec_items(lua_State *L) {
         size_t len = 0;
         const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
         if (!s || len != (size_t)es)
-          luaL_error(L, "decode for item %I (%s) must return the %d native bytes of the item as a string",
+          lmpio_lua_error(L, MPI_ERR_ARG, "decode for item %I (%s) must return the %d native bytes of the item as a string",
                      (lua_Integer)item, tname, (int)es);
         memcpy(user + off + k * es, s, len);
       }
@@ -678,32 +678,32 @@ static int compile_formats(lua_State *L, int src, int types, int *count) {
   lua_pushnil(L);
   while (lua_next(L, src)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      return luaL_argerror(L, 2, lua_pushfstring(L, "formats: key %s is not a type name",
+      return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats: key %s is not a type name",
                                                  luaL_tolstring(L, -2, NULL)));
     const char *key = lua_tostring(L, -2);
     if (lua_type(L, -1) != LUA_TSTRING)
-      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s must be a string.pack format, not a %s", key,
+      return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats.%s must be a string.pack format, not a %s", key,
                                                  luaL_typename(L, -1)));
     const char *text = lua_tostring(L, -1);
     lua_getfield(L, types, key);
     MPI_Datatype t = lmpio_lua_istype(L, -1) ? lmpio_lua_checktype(L, -1) : MPI_DATATYPE_NULL;
     lua_pop(L, 1);
     if (t == MPI_DATATYPE_NULL || !lmpio_lua_typename(t) || strlen(key) >= sizeof out->key)
-      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: '%s' is not a predefined type name", key, key));
+      return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats.%s: '%s' is not a predefined type name", key, key));
     /* string.packsize must agree (it raises on a bad format) */
     lua_getglobal(L, "string");
-    if (lua_getfield(L, -1, "packsize") != LUA_TFUNCTION) return luaL_error(L, "string.packsize is not available");
+    if (lua_getfield(L, -1, "packsize") != LUA_TFUNCTION) return lmpio_lua_error(L, MPI_ERR_INTERN, "string.packsize is not available");
     lua_pushvalue(L, -3);
     if (lua_pcall(L, 1, 1, 0) != LUA_OK)
-      return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: bad format '%s': %s", key, text, lua_tostring(L, -1)));
+      return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats.%s: bad format '%s': %s", key, text, lua_tostring(L, -1)));
     lua_Integer psize = lua_tointeger(L, -1);
     lua_pop(L, 2);
     const char *why = compile_format(&out[k], t, key, text);
     if (!why && psize != out[k].fsize) why = "string.packsize disagrees with its size";
-    if (why) return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: format '%s': %s", key, text, why));
+    if (why) return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats.%s: format '%s': %s", key, text, why));
     for (int i = 0; i < k; i++)
       if (out[i].t == t)
-        return luaL_argerror(L, 2, lua_pushfstring(L, "formats.%s: the same type as formats.%s", key, out[i].key));
+        return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "formats.%s: the same type as formats.%s", key, out[i].key));
     k++;
     lua_pop(L, 1);
   }
@@ -729,7 +729,7 @@ static int compile_formats(lua_State *L, int src, int types, int *count) {
 static int optfunction(lua_State *L, int spec, const char *field) {
   int t = lua_getfield(L, spec, field);
   if (t != LUA_TNIL && t != LUA_TFUNCTION)
-    luaL_argerror(L, 2, lua_pushfstring(L, "field '%s' must be a function", field));
+    lmpio_lua_argerror(L, 2, lua_pushfstring(L, "field '%s' must be a function", field));
   return t == LUA_TFUNCTION;
 }
 
@@ -773,8 +773,8 @@ function (see `extent`) or a table of file extents by type name
 */
 static int l_register_datarep(lua_State *L) {
   lmpio_lua_running(L);
-  const char *name = luaL_checkstring(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
+  const char *name = lmpio_lua_checkstring(L, 1);
+  lmpio_lua_checkluatype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   static const char *const fields[] = {"read", "write", "extent", "encode", "decode", "formats", NULL};
   lmpio_lua_checkfields(L, 2, fields);
@@ -790,29 +790,29 @@ static int l_register_datarep(lua_State *L) {
   int tf = lua_getfield(L, 2, "formats");
   int form = FORM_FULL;
   if (tf != LUA_TNIL) {
-    if (tf != LUA_TTABLE) return luaL_argerror(L, 2, "field 'formats' must be a table");
+    if (tf != LUA_TTABLE) return lmpio_lua_argerror(L, 2, "field 'formats' must be a table");
     form = FORM_FORMATS;
   } else if (have_enc || have_dec) {
     form = FORM_CODEC;
   }
   if (form != FORM_FULL && (have_read || have_write))
-    return luaL_argerror(L, 2, "give either read/write converters or encode/decode (or formats), not both");
+    return lmpio_lua_argerror(L, 2, "give either read/write converters or encode/decode (or formats), not both");
   if (form == FORM_FORMATS && (have_enc || have_dec))
-    return luaL_argerror(L, 2, "give either encode/decode or formats, not both");
+    return lmpio_lua_argerror(L, 2, "give either encode/decode or formats, not both");
   lua_pop(L, 1);
 
   /* Extents: a function or a table by type name; the formats' sizes. */
   int te = lua_getfield(L, 2, "extent"); /* 4 */
   if (form == FORM_FORMATS && te != LUA_TNIL)
-    return luaL_argerror(L, 2, "field 'extent' is not used with 'formats' (the file extents are the formats' sizes)");
+    return lmpio_lua_argerror(L, 2, "field 'extent' is not used with 'formats' (the file extents are the formats' sizes)");
   if (te != LUA_TNIL && te != LUA_TFUNCTION && te != LUA_TTABLE)
-    return luaL_argerror(L, 2, "field 'extent' must be a function or a table of extents by type name");
+    return lmpio_lua_argerror(L, 2, "field 'extent' must be a function or a table of extents by type name");
   if (te == LUA_TTABLE) { /* copy and check */
     lua_newtable(L);
     lua_pushnil(L);
     while (lua_next(L, 4)) {
       if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
-        return luaL_argerror(L, 2, "field 'extent' must map type names to positive integers");
+        return lmpio_lua_argerror(L, 2, "field 'extent' must map type names to positive integers");
       lua_pushvalue(L, -2);
       lua_insert(L, -2);
       lua_rawset(L, -4);
@@ -820,7 +820,7 @@ static int l_register_datarep(lua_State *L) {
     lua_replace(L, 4);
   }
   if (te == LUA_TNIL && form != FORM_FORMATS)
-    return luaL_argerror(L, 2, "field 'extent' (a function or a table of extents by type name) is required");
+    return lmpio_lua_argerror(L, 2, "field 'extent' (a function or a table of extents by type name) is required");
   lua_setfield(L, 3, "extent");
   int nfmts = 0;
   const fmt *compiled = NULL;
@@ -835,7 +835,7 @@ static int l_register_datarep(lua_State *L) {
   if (!r || (nfmts && !fmts)) {
     free(r);
     free(fmts);
-    return luaL_error(L, "out of memory");
+    return lmpio_lua_error(L, MPI_ERR_NO_MEM, "out of memory");
   }
   if (nfmts) memcpy(fmts, compiled, sizeof *fmts * (size_t)nfmts);
   snprintf(r->name, sizeof r->name, "%s", name);
@@ -900,7 +900,7 @@ be some 30 times slower).
 */
 static int l_byteswap(lua_State *L) {
   lmpio_lua_buffer *d = lmpio_lua_checkflat(L, 1);
-  lua_Integer doff = luaL_checkinteger(L, 2);
+  lua_Integer doff = lmpio_lua_checkinteger(L, 2);
   const unsigned char *s;
   size_t slen;
   if (lua_type(L, 3) == LUA_TSTRING) {
@@ -911,25 +911,25 @@ static int l_byteswap(lua_State *L) {
     s = b->data;
     slen = b->nbytes;
   }
-  lua_Integer soff = luaL_checkinteger(L, 4);
-  lua_Integer n = luaL_checkinteger(L, 5);
-  lua_Integer size = luaL_checkinteger(L, 6);
-  if (d->readonly) return luaL_argerror(L, 1, "attempt to write to a read-only buffer");
+  lua_Integer soff = lmpio_lua_checkinteger(L, 4);
+  lua_Integer n = lmpio_lua_checkinteger(L, 5);
+  lua_Integer size = lmpio_lua_checkinteger(L, 6);
+  if (d->readonly) return lmpio_lua_argerror(L, 1, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld(L, d, 1);
-  if (size < 1 || size > 1024) return luaL_argerror(L, 6, "item size must be 1..1024");
-  if (n < 0) return luaL_argerror(L, 5, "must not be negative");
-  if ((lua_Unsigned)n > (size_t)-1 / 2 / (size_t)size) return luaL_argerror(L, 5, "too many items");
+  if (size < 1 || size > 1024) return lmpio_lua_argerror(L, 6, "item size must be 1..1024");
+  if (n < 0) return lmpio_lua_argerror(L, 5, "must not be negative");
+  if ((lua_Unsigned)n > (size_t)-1 / 2 / (size_t)size) return lmpio_lua_argerror(L, 5, "too many items");
   size_t bytes = (size_t)n * (size_t)size;
   if (doff < 0 || (lua_Unsigned)doff > d->nbytes || bytes > d->nbytes - (size_t)doff)
-    return luaL_argerror(L, 2, lua_pushfstring(L, "%I bytes at offset %I do not fit the destination (%I bytes)",
+    return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "%I bytes at offset %I do not fit the destination (%I bytes)",
                                                (lua_Integer)bytes, doff, (lua_Integer)d->nbytes));
   if (soff < 0 || (lua_Unsigned)soff > slen || bytes > slen - (size_t)soff)
-    return luaL_argerror(L, 4, lua_pushfstring(L, "%I bytes at offset %I do not fit the source (%I bytes)",
+    return lmpio_lua_argerror(L, 4, lua_pushfstring(L, "%I bytes at offset %I do not fit the source (%I bytes)",
                                                (lua_Integer)bytes, soff, (lua_Integer)slen));
   unsigned char *dp = d->data + doff;
   const unsigned char *sp = s + soff;
   if (bytes && dp != sp && dp < sp + bytes && sp < dp + bytes)
-    return luaL_argerror(L, 3, "source and destination overlap (only the same range may be swapped in place)");
+    return lmpio_lua_argerror(L, 3, "source and destination overlap (only the same range may be swapped in place)");
   if (bytes) lmpio_lua_fmt_swap(dp, sp, (size_t)n, (size_t)size);
   lua_settop(L, 1);
   return 1;
@@ -939,14 +939,14 @@ static int l_byteswap(lua_State *L) {
  * over n zeroed elements on the C side, invalidates it when fn returns, and
  * returns it with the bytes fn left (the mechanism converters use). */
 static int l_debug_borrow(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lmpio_lua_checkluatype(L, 1, LUA_TFUNCTION);
   MPI_Datatype t = lmpio_lua_checktype(L, 2);
-  lua_Integer n = luaL_checkinteger(L, 3);
+  lua_Integer n = lmpio_lua_checkinteger(L, 3);
   int ro = lua_toboolean(L, 4);
   unsigned char mem[64 * 16];
   MPI_Count es = lmpio_lua_isnamed(t) ? lmpio_lua_type_size(L, t) : 1;
   if (n < 0 || n > 64 || es <= 0 || (size_t)n * (size_t)es > sizeof mem)
-    return luaL_argerror(L, 3, "0..64 elements of at most 16 bytes");
+    return lmpio_lua_argerror(L, 3, "0..64 elements of at most 16 bytes");
   memset(mem, 0, sizeof mem);
   lmpio_lua_buffer *b = lmpio_lua_pushborrowed(L, mem, (size_t)n, t, ro);
   lua_pushvalue(L, 1);

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TYPES_KEY "lmpio.types" /* registry: handle (integer) -> datatype object */
@@ -130,6 +131,61 @@ MPI_Datatype lmpio_lua_codetype(long long code) {
   return code >= 0 && (size_t)code < NPREDEFS ? predefs[code].type : MPI_DATATYPE_NULL;
 }
 
+/* Whether elements of basic types a and b are the same: one handle, or
+ * the same kind and size (INT and INT32_T). */
+static int same_basic(MPI_Datatype a, MPI_Datatype b) {
+  if (a == b) return 1;
+  const struct predef *pa = find_predef(a), *pb = find_predef(b);
+  int sa = 0, sb = 0;
+  if (!pa || !pb || pa->kind == LMPIO_LUA_K_NONE || pa->kind != pb->kind) return 0;
+  return MPI_Type_size(a, &sa) == MPI_SUCCESS && MPI_Type_size(b, &sb) == MPI_SUCCESS && sa == sb;
+}
+
+/* The basic type of t's typemap, walking its constructors (every one
+ * but struct has one old type); MPI_DATATYPE_NULL when they differ or
+ * MPI cannot tell. */
+static MPI_Datatype basic_of(MPI_Datatype t, int depth) {
+  int ni, na, nd, comb;
+  if (depth > 64 || MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
+  if (comb == MPI_COMBINER_NAMED) return t;
+  if (nd < 1) return MPI_DATATYPE_NULL;
+  int *ints = malloc(((size_t)ni + 1) * sizeof *ints);
+  MPI_Aint *addrs = malloc(((size_t)na + 1) * sizeof *addrs);
+  MPI_Datatype *types = malloc((size_t)nd * sizeof *types);
+  MPI_Datatype basic = MPI_DATATYPE_NULL;
+  int k = 0;
+  if (ints && addrs && types && MPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
+    for (k = 0; k < nd; k++) {
+      MPI_Datatype b = basic_of(types[k], depth + 1);
+      if (b == MPI_DATATYPE_NULL || (k > 0 && !same_basic(basic, b))) break;
+      if (k == 0) basic = b;
+    }
+    if (k < nd) basic = MPI_DATATYPE_NULL;
+    for (int j = 0; j < nd; j++)
+      if (!lmpio_lua_isnamed(types[j])) MPI_Type_free(&types[j]);
+  }
+  free(ints);
+  free(addrs);
+  free(types);
+  return basic;
+}
+
+MPI_Datatype lmpio_lua_basictype(lmpio_lua_datatype *d, MPI_Datatype t) {
+  if (d && d->basic_known && d->type == t) return d->basic;
+  MPI_Datatype b = find_predef(t) ? t : basic_of(t, 0);
+  if (d && d->type == t) {
+    d->basic = b;
+    d->basic_known = 1;
+  }
+  return b;
+}
+
+int lmpio_lua_type_fits(lmpio_lua_datatype *d, MPI_Datatype t, MPI_Datatype elem) {
+  if (t == elem) return 1;
+  MPI_Datatype b = lmpio_lua_basictype(d, t);
+  return b == MPI_BYTE || b == MPI_PACKED || (b != MPI_DATATYPE_NULL && same_basic(b, elem));
+}
+
 int lmpio_lua_isnamed(MPI_Datatype t) {
   int ni, na, nd, comb;
   if (t == MPI_DATATYPE_NULL) return 0;
@@ -151,10 +207,10 @@ A datatype handed to a converter is invalid once the converter returns.
 /* ---- objects ---------------------------------------------------------- */
 
 static lmpio_lua_datatype *checkud(lua_State *L, int idx) {
-  lmpio_lua_datatype *d = luaL_checkudata(L, idx, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *d = lmpio_lua_checkudata(L, idx, LMPIO_LUA_DATATYPE);
   lmpio_lua_running(L);
-  if (!d->valid) luaL_error(L, "datatype used after the converter returned");
-  if (d->type == MPI_DATATYPE_NULL) luaL_error(L, "attempt to use a freed datatype");
+  if (!d->valid) lmpio_lua_error(L, MPI_ERR_TYPE, "datatype used after the converter returned");
+  if (d->type == MPI_DATATYPE_NULL) lmpio_lua_error(L, MPI_ERR_TYPE, "attempt to use a freed datatype");
   return d;
 }
 
@@ -178,6 +234,8 @@ static lmpio_lua_datatype *newud(lua_State *L, MPI_Datatype t, int owned) {
   d->owned = owned;
   d->valid = 1;
   d->in_use = 0;
+  d->basic = MPI_DATATYPE_NULL;
+  d->basic_known = 0;
   luaL_setmetatable(L, LMPIO_LUA_DATATYPE);
   return d;
 }
@@ -200,7 +258,7 @@ lmpio_lua_datatype *lmpio_lua_pushtype(lua_State *L, MPI_Datatype t, int owned) 
 }
 
 static int t_gc(lua_State *L) {
-  lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *d = lmpio_lua_checkudata(L, 1, LMPIO_LUA_DATATYPE);
   int fin = 1;
   MPI_Finalized(&fin);
   if (!d->owned) return 0; /* a predefined type stays what it is */
@@ -222,13 +280,13 @@ afterwards raises.
 */
 static int t_free(lua_State *L) {
   lmpio_lua_datatype *d = checkud(L, 1);
-  if (!d->owned) return luaL_error(L, "cannot free a predefined or borrowed datatype");
-  if (d->in_use) return luaL_error(L, "cannot free a datatype that a call in progress uses (free it once the call returned)");
+  if (!d->owned) return lmpio_lua_error(L, MPI_ERR_TYPE, "cannot free a predefined or borrowed datatype");
+  if (d->in_use) return lmpio_lua_error(L, MPI_ERR_TYPE, "cannot free a datatype that a call in progress uses (free it once the call returned)");
   return t_gc(L);
 }
 
 static int t_tostring(lua_State *L) {
-  lmpio_lua_datatype *d = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *d = lmpio_lua_checkudata(L, 1, LMPIO_LUA_DATATYPE);
   const char *name = d->valid && d->type != MPI_DATATYPE_NULL ? lmpio_lua_typename(d->type) : NULL;
   if (!d->valid) lua_pushliteral(L, "lmpio.datatype (invalid)");
   else if (d->type == MPI_DATATYPE_NULL) lua_pushliteral(L, "lmpio.datatype (freed)");
@@ -242,8 +300,8 @@ static int t_tostring(lua_State *L) {
 }
 
 static int t_eq(lua_State *L) {
-  lmpio_lua_datatype *a = luaL_checkudata(L, 1, LMPIO_LUA_DATATYPE);
-  lmpio_lua_datatype *b = luaL_checkudata(L, 2, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *a = lmpio_lua_checkudata(L, 1, LMPIO_LUA_DATATYPE);
+  lmpio_lua_datatype *b = lmpio_lua_checkudata(L, 2, LMPIO_LUA_DATATYPE);
   lua_pushboolean(L, a->type == b->type);
   return 1;
 }
@@ -358,38 +416,38 @@ static int t_is_predefined(lua_State *L) {
 /* ---- constructors ------------------------------------------------------ */
 
 static int checkint(lua_State *L, int idx, int min) {
-  lua_Integer v = luaL_checkinteger(L, idx);
-  if (v < min || v > INT_MAX) luaL_argerror(L, idx, min > 0 ? "must be positive" : min == 0 ? "must not be negative" : "out of range");
+  lua_Integer v = lmpio_lua_checkinteger(L, idx);
+  if (v < min || v > INT_MAX) lmpio_lua_argerror(L, idx, min > 0 ? "must be positive" : min == 0 ? "must not be negative" : "out of range");
   return (int)v;
 }
 
 static int checkcount(lua_State *L, int idx) { return checkint(L, idx, 0); }
 
-static MPI_Aint checkaint(lua_State *L, int idx) { return (MPI_Aint)luaL_checkinteger(L, idx); }
+static MPI_Aint checkaint(lua_State *L, int idx) { return (MPI_Aint)lmpio_lua_checkinteger(L, idx); }
 
 /* Length of the sequence at idx (a table), checked. */
 static int seqlen(lua_State *L, int idx) {
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_Integer n = luaL_len(L, idx);
-  if (n > INT_MAX) luaL_argerror(L, idx, "too many elements");
+  lmpio_lua_checkluatype(L, idx, LUA_TTABLE);
+  lua_Integer n = lmpio_lua_len(L, idx);
+  if (n > INT_MAX) lmpio_lua_argerror(L, idx, "too many elements");
   return (int)n;
 }
 
 /* A scratch array owned by the collector (pushed on the stack). */
 static void *scratch(lua_State *L, size_t n, size_t esize) {
-  if (esize && n > (size_t)-1 / esize) luaL_error(L, "too many elements");
+  if (esize && n > (size_t)-1 / esize) lmpio_lua_error(L, MPI_ERR_ARG, "too many elements");
   return lua_newuserdatauv(L, n ? n * esize : 1, 0);
 }
 
 static int *checkints(lua_State *L, int idx, int n, int min) {
-  if (seqlen(L, idx) != n) luaL_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
+  if (seqlen(L, idx) != n) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
   int *a = scratch(L, (size_t)n, sizeof *a);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     int isnum;
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
     if (!isnum || v < min || v > INT_MAX)
-      luaL_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer >= %d", i + 1, min));
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer >= %d", i + 1, min));
     a[i] = (int)v;
     lua_pop(L, 1);
   }
@@ -397,13 +455,13 @@ static int *checkints(lua_State *L, int idx, int n, int min) {
 }
 
 static MPI_Aint *checkaints(lua_State *L, int idx, int n) {
-  if (seqlen(L, idx) != n) luaL_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
+  if (seqlen(L, idx) != n) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "expected %d elements", n));
   MPI_Aint *a = scratch(L, (size_t)n, sizeof *a);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     int isnum;
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum) luaL_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer", i + 1));
+    if (!isnum) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "element %d must be an integer", i + 1));
     a[i] = (MPI_Aint)v;
     lua_pop(L, 1);
   }
@@ -452,8 +510,8 @@ stride items apart (`MPI_Type_vector`).
 static int c_vector(lua_State *L) {
   lmpio_lua_running(L);
   int count = checkcount(L, 1), bl = checkcount(L, 2);
-  lua_Integer stride = luaL_checkinteger(L, 3);
-  if (stride < INT_MIN || stride > INT_MAX) luaL_argerror(L, 3, "out of range");
+  lua_Integer stride = lmpio_lua_checkinteger(L, 3);
+  if (stride < INT_MIN || stride > INT_MAX) lmpio_lua_argerror(L, 3, "out of range");
   MPI_Datatype old = lmpio_lua_checktype(L, 4);
   NEWTYPE(L, "MPI_Type_vector", MPI_Type_vector(count, bl, (int)stride, old, OUT));
 }
@@ -575,13 +633,13 @@ static int c_struct(lua_State *L) {
   int n = seqlen(L, 1);
   int *bl = checkints(L, 1, n, 0);
   MPI_Aint *disp = checkaints(L, 2, n);
-  if (seqlen(L, 3) != n) luaL_argerror(L, 3, lua_pushfstring(L, "expected %d datatypes", n));
+  if (seqlen(L, 3) != n) lmpio_lua_argerror(L, 3, lua_pushfstring(L, "expected %d datatypes", n));
   MPI_Datatype *types = scratch(L, (size_t)n, sizeof *types);
   for (int i = 0; i < n; i++) {
     lua_geti(L, 3, i + 1);
     lmpio_lua_datatype *d = luaL_testudata(L, -1, LMPIO_LUA_DATATYPE);
     if (!d || !d->valid || d->type == MPI_DATATYPE_NULL)
-      luaL_argerror(L, 3, lua_pushfstring(L, "element %d is not a datatype", i + 1));
+      lmpio_lua_argerror(L, 3, lua_pushfstring(L, "element %d is not a datatype", i + 1));
     types[i] = d->type;
     lua_pop(L, 1);
   }
@@ -605,7 +663,7 @@ static int checkorder(lua_State *L, int idx) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
       if (strcmp(s, names[i].name) == 0) return names[i].order;
   }
-  return luaL_argerror(L, idx, lua_pushfstring(L, "order must be \"c\" (or \"C\", row major) or \"fortran\" (or \"F\", column major), got %s",
+  return lmpio_lua_argerror(L, idx, lua_pushfstring(L, "order must be \"c\" (or \"C\", row major) or \"fortran\" (or \"F\", column major), got %s",
                                                luaL_tolstring(L, idx, NULL)));
 }
 
@@ -617,7 +675,7 @@ static int empty_block(lua_State *L, int n, const int *sizes, MPI_Datatype old) 
   lmpio_lua_checkmpi(L, MPI_Type_get_extent(old, &lb, &ext), "MPI_Type_get_extent");
   long double whole = (long double)ext;
   for (int i = 0; i < n; i++) whole *= sizes[i];
-  if (whole > (long double)(LLONG_MAX / 2)) luaL_argerror(L, 1, "the array is too large");
+  if (whole > (long double)(LLONG_MAX / 2)) lmpio_lua_argerror(L, 1, "the array is too large");
   lmpio_lua_datatype *d = newud(L, MPI_DATATYPE_NULL, 1);
   MPI_Datatype none;
   lmpio_lua_checkmpi(L, MPI_Type_contiguous(0, old, &none), "MPI_Type_contiguous");
@@ -655,7 +713,7 @@ static int c_subarray(lua_State *L) {
   lmpio_lua_running(L);
   lua_settop(L, 5); /* scratch arrays go above the arguments */
   int n = seqlen(L, 1);
-  if (n < 1) luaL_argerror(L, 1, "needs at least one dimension");
+  if (n < 1) lmpio_lua_argerror(L, 1, "needs at least one dimension");
   int *sizes = checkints(L, 1, n, 0);
   int *sub = checkints(L, 2, n, 0);
   int *starts = checkints(L, 3, n, 0);
@@ -664,7 +722,7 @@ static int c_subarray(lua_State *L) {
   int empty = 0;
   for (int i = 0; i < n; i++) {
     if (starts[i] + (long long)sub[i] > sizes[i])
-      luaL_argerror(L, 3, lua_pushfstring(L, "dimension %d: start %d + subsize %d exceeds size %d",
+      lmpio_lua_argerror(L, 3, lua_pushfstring(L, "dimension %d: start %d + subsize %d exceeds size %d",
                                           i + 1, starts[i], sub[i], sizes[i]));
     if (sub[i] == 0) empty = 1;
   }
@@ -700,11 +758,11 @@ static int c_darray(lua_State *L) {
   lmpio_lua_running(L);
   lua_settop(L, 8); /* scratch arrays go above the arguments */
   int size = checkint(L, 1, 1), rank = checkcount(L, 2);
-  if (rank >= size) luaL_argerror(L, 2, "rank must be less than size");
+  if (rank >= size) lmpio_lua_argerror(L, 2, "rank must be less than size");
   int n = seqlen(L, 3);
-  if (n < 1) luaL_argerror(L, 3, "needs at least one dimension");
+  if (n < 1) lmpio_lua_argerror(L, 3, "needs at least one dimension");
   int *gsizes = checkints(L, 3, n, 0);
-  if (seqlen(L, 4) != n) luaL_argerror(L, 4, lua_pushfstring(L, "expected %d elements", n));
+  if (seqlen(L, 4) != n) lmpio_lua_argerror(L, 4, lua_pushfstring(L, "expected %d elements", n));
   int *distribs = scratch(L, (size_t)n, sizeof *distribs);
   static const char *const dnames[] = {"block", "cyclic", "none", NULL};
   static const int dvals[] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_NONE};
@@ -714,13 +772,13 @@ static int c_darray(lua_State *L) {
     int k = -1;
     for (int j = 0; s && dnames[j]; j++)
       if (strcmp(s, dnames[j]) == 0) k = j;
-    if (k < 0) luaL_argerror(L, 4, lua_pushfstring(L, "element %d must be \"block\", \"cyclic\" or \"none\"", i + 1));
+    if (k < 0) lmpio_lua_argerror(L, 4, lua_pushfstring(L, "element %d must be \"block\", \"cyclic\" or \"none\"", i + 1));
     distribs[i] = dvals[k];
     lua_pop(L, 1);
   }
   int *dargs = scratch(L, (size_t)n, sizeof *dargs);
   for (int i = 0; i < n; i++) {
-    int t = lua_isnoneornil(L, 5) ? LUA_TNIL : (luaL_checktype(L, 5, LUA_TTABLE), lua_geti(L, 5, i + 1));
+    int t = lua_isnoneornil(L, 5) ? LUA_TNIL : (lmpio_lua_checkluatype(L, 5, LUA_TTABLE), lua_geti(L, 5, i + 1));
     int isnum = 0;
     lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isnum);
     if (t == LUA_TNIL || (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "default") == 0))
@@ -728,13 +786,13 @@ static int c_darray(lua_State *L) {
     else if (isnum && v >= 1 && v <= INT_MAX)
       dargs[i] = (int)v;
     else
-      luaL_argerror(L, 5, lua_pushfstring(L, "element %d must be a positive integer or \"default\"", i + 1));
+      lmpio_lua_argerror(L, 5, lua_pushfstring(L, "element %d must be a positive integer or \"default\"", i + 1));
     if (!lua_isnoneornil(L, 5)) lua_pop(L, 1);
   }
   int *psizes = checkints(L, 6, n, 1);
   long long prod = 1;
   for (int i = 0; i < n && prod <= size; i++) prod *= psizes[i]; /* stops before it could overflow */
-  if (prod != size) luaL_argerror(L, 6, "the product of psizes must equal size");
+  if (prod != size) lmpio_lua_argerror(L, 6, "the product of psizes must equal size");
   MPI_Datatype old = lmpio_lua_checktype(L, 7);
   int order = checkorder(L, 8);
   for (int i = 0; i < n; i++)

@@ -11,6 +11,8 @@ typedef struct lmpio_lua_datatype {
   int owned;   /* freed by __gc */
   int valid;   /* 0: borrowed and no longer valid */
   int in_use;  /* core calls in progress that use the type: free() refuses */
+  MPI_Datatype basic; /* lmpio_lua_basictype, once known */
+  int basic_known;
 } lmpio_lua_datatype;
 
 MPI_Datatype lmpio_lua_checktype(lua_State *L, int idx);
@@ -42,6 +44,14 @@ int lmpio_lua_isnamed(MPI_Datatype t);
 /* A small number naming a predefined type alike on every rank (-1 for
  * other types), and back (MPI_DATATYPE_NULL for an unknown number). */
 int lmpio_lua_typecode(MPI_Datatype t);
+/* The basic type that t's typemap is made of (t itself when predefined),
+ * or MPI_DATATYPE_NULL when its basic types differ; cached in d (t's
+ * object, or NULL). */
+MPI_Datatype lmpio_lua_basictype(lmpio_lua_datatype *d, MPI_Datatype t);
+/* Whether memory holding elements of type elem may be accessed through
+ * datatype t (d its object or NULL): t's basic types all are elem (or one
+ * of the same kind and size, as INT and INT32_T), or BYTE / PACKED. */
+int lmpio_lua_type_fits(lmpio_lua_datatype *d, MPI_Datatype t, MPI_Datatype elem);
 MPI_Datatype lmpio_lua_codetype(long long code);
 
 int lmpio_lua_datatype_open(lua_State *L);

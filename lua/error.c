@@ -1,6 +1,7 @@
 /* MPI-IO failures as Lua error objects: {class = n, name = "MPI_ERR_...",
  * message = "...", where = "script.lua:12", rank = r, call = "write_at"}
  * with a __tostring that prints where, name, class and message. */
+#define LMPIO_LUA_ERROR_C /* the one file that calls Lua's raising helpers */
 #include "error.h"
 #include "buffer.h"
 
@@ -56,6 +57,7 @@ The lmpio call that failed, a string such as `"write_at"` (nil when the
 error does not come from a call of the library).
 @field error.call
 */
+#include <stdarg.h>
 #include <string.h>
 
 _Thread_local lua_State *lmpio_lua_caller;
@@ -64,31 +66,25 @@ _Thread_local lua_State *lmpio_lua_caller;
 _Thread_local const lmpio_lua_mem *lmpio_lua_caller_mem;
 _Thread_local int lmpio_lua_entered;
 
-/* The traceback of the last lmpio error object raised (lua5.4 prints no
- * traceback for an error object with __tostring). */
-static char last_traceback[4096];
-
-static void note_traceback(const char *tb) {
-  snprintf(last_traceback, sizeof last_traceback, "%s", tb ? tb : "");
-}
-
-const char *lmpio_lua_last_traceback(void) { return last_traceback; }
-
+_Thread_local int lmpio_lua_argshift;
 
 /***
-The error as one line: `"where: name (error class n): message"`, what
-`lua5.4` prints for an uncaught error.
+The error as one line: `"where: name (error class n) in call: message"`,
+what `lua5.4` prints for an uncaught error (then the traceback).
 @function error:__tostring
 @treturn string
 */
 static int error_tostring(lua_State *L) {
+  lua_settop(L, 1);
   lua_getfield(L, 1, "name");
   lua_getfield(L, 1, "class");
+  lua_getfield(L, 1, "call");
   lua_getfield(L, 1, "message");
   lua_getfield(L, 1, "where");
-  const char *where = lua_tostring(L, 5);
-  lua_pushfstring(L, "%s%s%s (error class %d): %s", where ? where : "", where ? ": " : "",
-                  luaL_optstring(L, 2, "?"), (int)luaL_optinteger(L, 3, -1), luaL_optstring(L, 4, ""));
+  const char *where = lua_tostring(L, 6);
+  lua_pushfstring(L, "%s%s%s (error class %d) in %s: %s", where ? where : "", where ? ": " : "",
+                  lua_isstring(L, 2) ? lua_tostring(L, 2) : "?", (int)lua_tointeger(L, 3),
+                  lua_isstring(L, 4) ? lua_tostring(L, 4) : "?", lua_isstring(L, 5) ? lua_tostring(L, 5) : "");
   return 1;
 }
 
@@ -104,38 +100,35 @@ static void push_where(lua_State *L) {
   lua_pushnil(L);
 }
 
-/* The call a core message names ("lmpio_file_write_at: ..." -> "write_at"). */
-static void push_call(lua_State *L, const char *msg) {
-  const char *p = msg ? strstr(msg, "lmpio_") : NULL;
-  if (p != msg) {
-    lua_pushnil(L);
-    return;
-  }
-  const char *e = strchr(p, ':');
-  if (!e) {
-    lua_pushnil(L);
-    return;
-  }
-  if (strncmp(p, "lmpio_file_", 11) == 0) p += 11;
-  else p += 6;
-  lua_pushlstring(L, p, (size_t)(e - p));
+static int pushcall(lua_State *L);
+
+/* The length of the name of a call that msg starts with ("lmpio_file_open: "
+ * or "set_view: "), to drop it: the error's call says it. */
+static size_t call_prefix(const char *msg, const char *call) {
+  size_t n = strlen(call), skip = 0;
+  if (strncmp(msg, "lmpio_file_", 11) == 0) skip = 11;
+  else if (strncmp(msg, "lmpio_", 6) == 0) skip = 6;
+  const char *colon = strchr(msg, ':');
+  if (skip && colon && colon[1] == ' ' && strspn(msg + skip, "abcdefghijklmnopqrstuvwxyz_") == (size_t)(colon - msg) - skip)
+    return (size_t)(colon - msg) + 2;
+  if (strncmp(msg, call, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') return n + 2;
+  return 0;
 }
 
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
+  char s[MPI_MAX_ERROR_STRING];
   if (!msg) msg = lmpio_last_error_message();
   if (!msg || !*msg) {
-    char s[MPI_MAX_ERROR_STRING];
     int n = 0;
     if (lmpio_error_string(cls, s, &n) != MPI_SUCCESS) n = 0;
-    lua_pushlstring(L, s, (size_t)n);
-  } else {
-    lua_pushstring(L, msg);
+    s[n < MPI_MAX_ERROR_STRING ? n : MPI_MAX_ERROR_STRING - 1] = '\0';
+    msg = s;
   }
   lua_createtable(L, 0, 6);
-  lua_insert(L, -2);
-  push_call(L, lua_tostring(L, -1));
-  lua_setfield(L, -3, "call");
-  lua_setfield(L, -2, "message");
+  pushcall(L);
+  lua_pushstring(L, msg + call_prefix(msg, lua_tostring(L, -1)));
+  lua_setfield(L, -3, "message");
+  lua_setfield(L, -2, "call");
   lua_pushinteger(L, cls);
   lua_setfield(L, -2, "class");
   lua_pushstring(L, lmpio_error_class_name(cls));
@@ -151,24 +144,129 @@ void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
   luaL_setmetatable(L, LMPIO_LUA_ERROR);
 }
 
-void lmpio_lua_fix_argerror(lua_State *L, const char *name, int self) {
-  const char *msg = lua_tostring(L, -1);
-  const char *p = msg ? strstr(msg, "bad argument #") : NULL;
-  int n = 0, used = 0;
-  if (!p || sscanf(p, "bad argument #%d to '?'%n", &n, &used) != 1 || used == 0) return;
-  lua_pushlstring(L, msg, (size_t)(p - msg));
-  lua_pushfstring(L, "bad argument #%d to '%s'%s", n - self, name, p + used);
-  lua_concat(L, 2);
-  lua_remove(L, -2);
-}
-
 int lmpio_lua_raise(lua_State *L, int cls, const char *msg) {
   lmpio_lua_pusherror(L, cls, msg);
-  /* lua5.4 prints no traceback for an uncaught error object: keep one. */
-  luaL_traceback(L, L, luaL_tolstring(L, -1, NULL), 1);
-  note_traceback(lua_tostring(L, -1));
-  lua_pop(L, 2);
-  return lua_error(L);
+  lua_error(L);
+}
+
+const char *lmpio_lua_errormessage(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TSTRING) return lua_tostring(L, idx);
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "message");
+    const char *m = lua_tostring(L, -1);
+    lua_pop(L, 1); /* the object holds the string */
+    if (m) return m;
+  }
+  return luaL_tolstring(L, idx, NULL); /* left on the stack */
+}
+
+int lmpio_lua_isargerror(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TSTRING) return 1;
+  if (!lua_istable(L, idx)) return 0;
+  lua_getfield(L, idx, "class");
+  int yes = lua_tointeger(L, -1) == MPI_ERR_ARG;
+  lua_pop(L, 1);
+  return yes;
+}
+
+/* ---- the module's luaL_check* family ---------------------------------------
+ * Each checks as Lua's does and raises an MPI_ERR_ARG error object; the
+ * message names the argument as Lua does (#1 is the first after self). */
+
+int lmpio_lua_error(lua_State *L, int cls, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const char *msg = lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lmpio_lua_raise(L, cls, msg);
+}
+
+int lmpio_lua_argerror(lua_State *L, int arg, const char *extramsg) {
+  int self = pushcall(L);
+  lua_pop(L, 1);
+  int n = arg - self - lmpio_lua_argshift;
+  if (arg > 0 && n <= 0 && self)
+    lmpio_lua_error(L, MPI_ERR_ARG, "bad self (%s)", extramsg);
+  lmpio_lua_error(L, MPI_ERR_ARG, "bad argument #%d (%s)", arg > 0 ? n : arg, extramsg);
+}
+
+int lmpio_lua_typeerror(lua_State *L, int arg, const char *tname) {
+  const char *got;
+  if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING) got = lua_tostring(L, -1);
+  else if (lua_type(L, arg) == LUA_TLIGHTUSERDATA) got = "light userdata";
+  else got = luaL_typename(L, arg);
+  lmpio_lua_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", tname, got));
+}
+
+lua_Integer lmpio_lua_checkinteger(lua_State *L, int arg) {
+  int isnum;
+  lua_Integer d = lua_tointegerx(L, arg, &isnum);
+  if (!isnum) {
+    if (lua_isnumber(L, arg)) lmpio_lua_argerror(L, arg, "number has no integer representation");
+    lmpio_lua_typeerror(L, arg, lua_typename(L, LUA_TNUMBER));
+  }
+  return d;
+}
+
+lua_Integer lmpio_lua_optinteger(lua_State *L, int arg, lua_Integer def) {
+  return lua_isnoneornil(L, arg) ? def : lmpio_lua_checkinteger(L, arg);
+}
+
+lua_Number lmpio_lua_checknumber(lua_State *L, int arg) {
+  int isnum;
+  lua_Number d = lua_tonumberx(L, arg, &isnum);
+  if (!isnum) lmpio_lua_typeerror(L, arg, lua_typename(L, LUA_TNUMBER));
+  return d;
+}
+
+lua_Number lmpio_lua_optnumber(lua_State *L, int arg, lua_Number def) {
+  return lua_isnoneornil(L, arg) ? def : lmpio_lua_checknumber(L, arg);
+}
+
+const char *lmpio_lua_checklstring(lua_State *L, int arg, size_t *len) {
+  const char *s = lua_tolstring(L, arg, len);
+  if (!s) lmpio_lua_typeerror(L, arg, lua_typename(L, LUA_TSTRING));
+  return s;
+}
+
+const char *lmpio_lua_optlstring(lua_State *L, int arg, const char *def, size_t *len) {
+  if (!lua_isnoneornil(L, arg)) return lmpio_lua_checklstring(L, arg, len);
+  if (len) *len = def ? strlen(def) : 0;
+  return def;
+}
+
+void lmpio_lua_checkluatype(lua_State *L, int arg, int t) {
+  if (lua_type(L, arg) != t) lmpio_lua_typeerror(L, arg, lua_typename(L, t));
+}
+
+void lmpio_lua_checkany(lua_State *L, int arg) {
+  if (lua_type(L, arg) == LUA_TNONE) lmpio_lua_argerror(L, arg, "value expected");
+}
+
+void *lmpio_lua_checkudata(lua_State *L, int arg, const char *tname) {
+  void *p = luaL_testudata(L, arg, tname);
+  if (!p) lmpio_lua_typeerror(L, arg, tname);
+  return p;
+}
+
+int lmpio_lua_checkoption(lua_State *L, int arg, const char *def, const char *const lst[]) {
+  const char *name = def ? lmpio_lua_optstring(L, arg, def) : lmpio_lua_checkstring(L, arg);
+  for (int i = 0; lst[i]; i++)
+    if (strcmp(lst[i], name) == 0) return i;
+  return lmpio_lua_argerror(L, arg, lua_pushfstring(L, "invalid option '%s'", name));
+}
+
+void lmpio_lua_checkstack(lua_State *L, int n, const char *msg) {
+  if (!lua_checkstack(L, n)) lmpio_lua_error(L, MPI_ERR_NO_MEM, "stack overflow (%s)", msg ? msg : "too many values");
+}
+
+lua_Integer lmpio_lua_len(lua_State *L, int idx) {
+  int isnum;
+  lua_len(L, idx);
+  lua_Integer n = lua_tointegerx(L, -1, &isnum);
+  if (!isnum) lmpio_lua_error(L, MPI_ERR_ARG, "object length is not an integer");
+  lua_pop(L, 1);
+  return n;
 }
 
 /***
@@ -183,7 +281,7 @@ static int l_error_string(lua_State *L) {
   lmpio_lua_running(L);
   char s[MPI_MAX_ERROR_STRING];
   int n = 0;
-  if (lmpio_error_string((int)luaL_checkinteger(L, 1), s, &n) != MPI_SUCCESS) return 0;
+  if (lmpio_error_string((int)lmpio_lua_checkinteger(L, 1), s, &n) != MPI_SUCCESS) return 0;
   lua_pushlstring(L, s, (size_t)n);
   return 1;
 }
@@ -198,7 +296,7 @@ The name of an error class.
 */
 static int l_error_class_name(lua_State *L) {
   lmpio_lua_running(L);
-  lua_pushstring(L, lmpio_error_class_name((int)luaL_checkinteger(L, 1)));
+  lua_pushstring(L, lmpio_error_class_name((int)lmpio_lua_checkinteger(L, 1)));
   return 1;
 }
 
@@ -297,27 +395,42 @@ void lmpio_lua_checkmpi(lua_State *L, int rc, const char *what) {
  * raises a Lua error naming the function instead. */
 
 /* Pushes the name under which the running C function is registered: a key
- * of the module, of lmpio.type or of a class's methods (what Lua knows of
- * the call is no help after a tail call or a pcall), or "?".  A collective
- * method runs its body under lua_pcall: the registered function is then
- * one or two levels up. */
-static void pushname(lua_State *L) {
+ * of the module, of a table in it (lmpio.type, ...) or of a class's methods
+ * (what Lua knows of the call is no help after a tail call or a pcall); a
+ * metamethod's name ("__index"); else what Lua knows, or "?".  Returns 1
+ * for a method (its argument 1 is self), else 0.  A collective method runs
+ * its body under lua_pcall: the registered function is then one or two
+ * levels up.  Runs only when an error is raised. */
+static int pushcall(lua_State *L) {
   static const char *const kinds[] = {LMPIO_LUA_FILE, LMPIO_LUA_COMM, LMPIO_LUA_DATATYPE,
                                         LMPIO_LUA_REQUEST, LMPIO_LUA_MSGREQUEST, NULL};
+  lmpio_lua_checkstack(L, 40, NULL);
   int top = lua_gettop(L);
+  lua_pushnil(L);                               /* top + 1: the name */
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, -1, "lmpio");                 /* the module */
-  lua_getfield(L, -1, "type");                  /* lmpio.type */
+  int module = lua_gettop(L), methods;
+  if (lua_istable(L, module)) {                 /* the tables in it: lmpio.type, ... */
+    lua_pushnil(L);
+    while (lua_next(L, module)) {
+      if (lua_istable(L, -1) && lua_gettop(L) < top + 30) lua_insert(L, -2);
+      else lua_pop(L, 1);
+    }
+  }
+  methods = lua_gettop(L) + 1;
   for (int i = 0; kinds[i]; i++) {            /* the classes' methods */
     luaL_getmetatable(L, kinds[i]);
     lua_getfield(L, -1, "__index");
     lua_remove(L, -2);
   }
-  int last = lua_gettop(L);
+  luaL_getmetatable(L, LMPIO_LUA_BUFFER);
+  lua_getfield(L, -1, "methods");
+  lua_remove(L, -2);
+  int last = lua_gettop(L), self = 0;
   lua_Debug ar;
   for (int level = 0; level < 3 && lua_getstack(L, level, &ar) && lua_getinfo(L, "f", &ar); level++) {
     int fn = lua_gettop(L);
-    for (int t = top + 2; t <= last; t++) {
+    for (int t = module; t <= last; t++) {
       if (!lua_istable(L, t)) continue;
       lua_pushnil(L);
       while (lua_next(L, t)) {
@@ -325,7 +438,7 @@ static void pushname(lua_State *L) {
           lua_pop(L, 1);
           lua_replace(L, top + 1); /* the key */
           lua_settop(L, top + 1);
-          return;
+          return t >= methods;
         }
         lua_pop(L, 1);
       }
@@ -333,14 +446,24 @@ static void pushname(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_settop(L, top);
-  lua_pushliteral(L, "?");
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name) {
+    if (strcmp(ar.namewhat, "metamethod") == 0) lua_pushfstring(L, "__%s", ar.name);
+    else {
+      lua_pushstring(L, ar.name);
+      self = strcmp(ar.namewhat, "method") == 0;
+    }
+  } else {
+    lua_pushliteral(L, "?");
+  }
+  return self;
 }
 
 void lmpio_lua_running(lua_State *L) {
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin) return;
-  pushname(L);
-  luaL_error(L, "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
-             lua_tostring(L, -1));
+  pushcall(L);
+  lmpio_lua_error(L, MPI_ERR_OTHER,
+                  "lmpio: '%s' called after MPI was finalized (the script is ending): no MPI call can run any more",
+                  lua_tostring(L, -1));
 }

@@ -6,25 +6,27 @@
 
 /* ---- error.c: MPI-IO failures as Lua error objects ------------------- */
 
-/* Pushes an error object {class=, name=, message=} with metatable
- * "lmpio.error" (its __tostring prints all three).  msg NULL: the core's
- * lmpio_last_error_message(). */
+/* Pushes an error object {class=, name=, message=, call=, where=, rank=}
+ * with metatable "lmpio.error" (its __tostring prints them on one line).
+ * msg NULL: the core's lmpio_last_error_message(); a leading call name
+ * ("lmpio_file_open: ") is dropped, the call field says it. */
 void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg);
 /* Raises the error object for cls (never returns). */
-int lmpio_lua_raise(lua_State *L, int cls, const char *msg);
-/* The traceback of the last error object raised ("" if none), printed when
- * an uncaught error aborts the job (lua5.4 prints none for an object). */
-const char *lmpio_lua_last_traceback(void);
+int lmpio_lua_raise(lua_State *L, int cls, const char *msg) __attribute__((noreturn));
 /* Raises "'name' called after MPI was finalized" once MPI is finalized
  * (name: the running function's, as registered).  Every function that may
  * reach MPI calls it first: methods in the check of their object
  * (of a file, a communicator, a datatype, a request). */
 void lmpio_lua_running(lua_State *L);
-/* The message on top of the stack, "bad argument #3 to '?' (...)" from a
- * method run under lua_pcall (which hides its name, and that argument 1 is
- * self), rewritten in place as "bad argument #2 to 'name' (...)": self is 1
- * for a method, 0 for a function. */
-void lmpio_lua_fix_argerror(lua_State *L, const char *name, int self);
+/* The message of the error at idx: an error object's message field, a
+ * string as it is (may push a string for another value). */
+const char *lmpio_lua_errormessage(lua_State *L, int idx);
+/* Whether the error at idx is an argument error (an MPI_ERR_ARG object, or
+ * a string raised by a script's function), which collective methods agree on. */
+int lmpio_lua_isargerror(lua_State *L, int idx);
+/* What argument numbers of the call in progress are off by (lmpio.open
+ * without a communicator: the binding inserted lmpio.world as #1). */
+extern _Thread_local int lmpio_lua_argshift;
 /* Raises when rc is not MPI_SUCCESS; call it after the core returned. */
 #define lmpio_lua_check(L, rc)                                                 \
   do {                                                                         \

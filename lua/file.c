@@ -79,8 +79,8 @@ static void close_open_files(const void *owner) {
 /* A file name: a string without embedded NUL (which would cut it short). */
 static const char *checkpath(lua_State *L, int arg) {
   size_t len;
-  const char *path = luaL_checklstring(L, arg, &len);
-  if (strlen(path) != len) luaL_argerror(L, arg, "file name contains an embedded NUL");
+  const char *path = lmpio_lua_checklstring(L, arg, &len);
+  if (strlen(path) != len) lmpio_lua_argerror(L, arg, "file name contains an embedded NUL");
   return path;
 }
 
@@ -93,7 +93,7 @@ static int open_checked(lua_State *L) {
   int amode = lmpio_lua_checkamode(L, 3);
   int std = strcmp(path, "-") == 0;
   if (std) { /* "-": rank 0's standard output (writing) or input (reading), a stream */
-    if (amode & MPI_MODE_RDWR) luaL_argerror(L, 3, "\"-\" (a standard stream) is either read or written, not both");
+    if (amode & MPI_MODE_RDWR) lmpio_lua_argerror(L, 3, "\"-\" (a standard stream) is either read or written, not both");
     path = (amode & MPI_MODE_RDONLY) ? "/dev/stdin" : "/dev/stdout";
     amode = (amode & ~(MPI_MODE_CREATE | MPI_MODE_APPEND | MPI_MODE_EXCL)) | MPI_MODE_SEQUENTIAL;
     lua_pushstring(L, path);
@@ -199,11 +199,13 @@ static int l_open(lua_State *L) {
     lua_insert(L, 1);
   }
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
+  int shift = lmpio_lua_argshift;
+  lmpio_lua_argshift = inserted; /* argument numbers as the script gave them */
   int n = lmpio_lua_collective_pcall(L, open_checked, NULL);
+  lmpio_lua_argshift = shift;
   if (n >= 0) return 1;
-  if (lua_type(L, -1) != LUA_TSTRING) return lua_error(L);
-  lmpio_lua_fix_argerror(L, "open", inserted);
-  const char *msg = lua_tostring(L, -1);
+  if (!lmpio_lua_isargerror(L, -1)) return lua_error(L);
+  const char *msg = lmpio_lua_errormessage(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lmpio_file dummy = LMPIO_FILE_NULL;
   if (lmpio_file_open(comm, "?", MPI_MODE_RDONLY, MPI_INFO_NULL, &dummy) == MPI_SUCCESS)
@@ -476,7 +478,7 @@ static int f_get_group(lua_State *L) {
   MPI_Group_size(g, &n);
   if (n > wsize) {
     MPI_Group_free(&g);
-    return luaL_error(L, "get_group: the file's group is larger than lmpio.world");
+    return lmpio_lua_error(L, MPI_ERR_INTERN, "get_group: the file's group is larger than lmpio.world");
   }
   int *in = (int *)b->data, *out = in + n;
   for (int i = 0; i < n; i++) in[i] = i;
@@ -546,7 +548,7 @@ static int f_get_info(lua_State *L) {
   lmpio_lua_check(L, rc);
   /* Pushing may raise (memory): read the info into Lua, then free it. */
   int st = lua_checkstack(L, 4);
-  if (!st) { MPI_Info_free(&info); return luaL_error(L, "stack overflow"); }
+  if (!st) { MPI_Info_free(&info); return lmpio_lua_error(L, MPI_ERR_NO_MEM, "stack overflow"); }
   lmpio_lua_pushinfo(L, info);
   MPI_Info_free(&info);
   return 1;
@@ -599,7 +601,7 @@ ranks see each other whole.
 */
 static int f_set_atomicity(lua_State *L) {
   lmpio_file fh = checkfile(L);
-  luaL_checkany(L, 2);
+  lmpio_lua_checkany(L, 2);
   int flag = lua_toboolean(L, 2), rc;
   LMPIO_LUA_CORE(L, rc, lmpio_file_set_atomicity(fh, flag));
   lmpio_lua_check(L, rc);
@@ -662,7 +664,7 @@ static int f_set_view(lua_State *L) {
   MPI_Offset disp = lua_isnoneornil(L, 2) ? 0 : checkoffset(L, 2);
   MPI_Datatype etype = lmpio_lua_opttype(L, 3, MPI_BYTE);
   MPI_Datatype ftype = lmpio_lua_opttype(L, 4, etype);
-  const char *rep = luaL_optstring(L, 5, "native");
+  const char *rep = lmpio_lua_optstring(L, 5, "native");
   MPI_Info info = lmpio_lua_checkinfo(L, 6);
   int rc;
   /* An extent function written in Lua runs inside: it cannot free the types. */
@@ -746,9 +748,9 @@ static int checkwhence(lua_State *L, int idx) {
     lua_Integer w = lua_tointeger(L, idx);
     for (int i = 0; i < 3; i++)
       if (w == vals[i]) return vals[i];
-    luaL_argerror(L, idx, "invalid whence");
+    lmpio_lua_argerror(L, idx, "invalid whence");
   }
-  return vals[luaL_checkoption(L, idx, "set", names)];
+  return vals[lmpio_lua_checkoption(L, idx, "set", names)];
 }
 
 /***

@@ -18,18 +18,18 @@ typedef struct lfile {
  * collective in progress (kept alive until its _end). */
 enum { UV_PATH = 1, UV_SPLIT = 2, NUV = 2 };
 
-static inline lfile *lmpio_lua_tofile(lua_State *L) { return luaL_checkudata(L, 1, LMPIO_LUA_FILE); }
+static inline lfile *lmpio_lua_tofile(lua_State *L) { return lmpio_lua_checkudata(L, 1, LMPIO_LUA_FILE); }
 
 /* The open file at 1; raises "attempt to use a closed file". */
 static inline lmpio_file lmpio_lua_checkfile(lua_State *L) {
   lfile *f = lmpio_lua_tofile(L);
   lmpio_lua_running(L);
-  if (f->fh == LMPIO_FILE_NULL) luaL_error(L, "attempt to use a closed file");
+  if (f->fh == LMPIO_FILE_NULL) lmpio_lua_error(L, MPI_ERR_FILE, "attempt to use a closed file");
   return f->fh;
 }
 
 static inline MPI_Offset lmpio_lua_checkoffset(lua_State *L, int idx) {
-  return (MPI_Offset)luaL_checkinteger(L, idx);
+  return (MPI_Offset)lmpio_lua_checkinteger(L, idx);
 }
 
 /* A collective method of files other than data access: how a rank whose

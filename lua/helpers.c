@@ -16,7 +16,7 @@ void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
         if (strcmp(lua_tostring(L, -2), names[i]) == 0) ok = 1;
     if (!ok) {
       lua_pop(L, 1);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "unknown field '%s'", luaL_tolstring(L, -1, NULL)));
     }
     lua_pop(L, 1);
   }
@@ -24,7 +24,7 @@ void lmpio_lua_checkfields(lua_State *L, int idx, const char *const *names) {
 
 /* An integer argument v of arg, from min to INT_MAX. */
 int lmpio_lua_checkint(lua_State *L, int arg, lua_Integer v, lua_Integer min) {
-  if (v < min || v > INT_MAX) luaL_argerror(L, arg, "out of range");
+  if (v < min || v > INT_MAX) lmpio_lua_argerror(L, arg, "out of range");
   return (int)v;
 }
 

@@ -90,7 +90,7 @@ void lmpio_lua_unhold_file(lua_State *L, int fileidx) {
 }
 
 static int hold_gc(lua_State *L) {
-  lmpio_lua_unhold(luaL_checkudata(L, 1, LMPIO_LUA_HOLD));
+  lmpio_lua_unhold(lmpio_lua_checkudata(L, 1, LMPIO_LUA_HOLD));
   return 0;
 }
 
@@ -98,7 +98,7 @@ static int hold_gc(lua_State *L) {
 static void checkbytes(lua_State *L, const lmpio_lua_buffer *b, size_t lo, size_t hi, int writing) {
   for (const lmpio_lua_hold *h = rootof(b)->holds; h; h = h->next) {
     if (!(writing || h->reading) || lo >= h->hi || h->lo >= hi || (h->req && *h->req == MPI_REQUEST_NULL)) continue;
-    luaL_error(L, "%s is held by a pending %s; %s first", b->type == MPI_BYTE && !b->rec ? "buffer" : "array",
+    lmpio_lua_error(L, MPI_ERR_BUFFER, "%s is held by a pending %s; %s first", b->type == MPI_BYTE && !b->rec ? "buffer" : "array",
                h->call, h->req ? "wait for its request" : "end it");
   }
 }

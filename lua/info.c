@@ -29,7 +29,7 @@ static void pushinfovalue(lua_State *L, int idx) {
 
 MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return MPI_INFO_NULL;
-  luaL_checktype(L, idx, LUA_TTABLE);
+  lmpio_lua_checkluatype(L, idx, LUA_TTABLE);
   idx = lua_absindex(L, idx);
   /* Every value as a string, in a scratch table, validating everything
    * first so that nothing is leaked by an error (no allocation below). */
@@ -38,21 +38,21 @@ MPI_Info lmpio_lua_checkinfo(lua_State *L, int idx) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, idx, "info keys must be strings");
+      lmpio_lua_argerror(L, idx, "info keys must be strings");
     size_t klen;
     const char *k = lua_tolstring(L, -2, &klen);
     if (klen == 0 || klen > MPI_MAX_INFO_KEY || strlen(k) != klen)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info key '%s' is empty, too long or has a zero byte", k));
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "info key '%s' is empty, too long or has a zero byte", k));
     int t = lua_type(L, -1);
     if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' must be a string, number or boolean, not %s",
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "info value of '%s' must be a string, number or boolean, not %s",
                                             k, luaL_typename(L, -1)));
     lua_pushvalue(L, -2);
     pushinfovalue(L, -2);
     size_t vlen;
     const char *v = lua_tolstring(L, -1, &vlen);
     if (vlen > MPI_MAX_INFO_VAL || strlen(v) != vlen)
-      luaL_argerror(L, idx, lua_pushfstring(L, "info value of '%s' is too long or has a zero byte", k));
+      lmpio_lua_argerror(L, idx, lua_pushfstring(L, "info value of '%s' is too long or has a zero byte", k));
     lua_rawset(L, scratch);
     lua_pop(L, 1);
   }

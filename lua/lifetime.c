@@ -70,8 +70,6 @@ static void abort_job(const char *why) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fflush(stdout);
-  const char *tb = lmpio_lua_last_traceback();
-  if (tb[0]) fprintf(stderr, "lmpio: rank %d: last lmpio error raised here: %s\n", rank, tb);
   fprintf(stderr, "lmpio: rank %d of %d %s; aborting the job (MPI_Abort)\n", rank, world_size(), why);
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
@@ -88,9 +86,12 @@ static int uncaught(lua_State *L) {
   failed = 1;
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
+    else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
+  /* lua.c prints what this returns and nothing else: one message, one
+   * traceback (an lmpio error object gets one too, unlike lua.c's own
+   * handler, and abort_job prints none again: issue 32) */
   luaL_traceback(L, L, msg, 1);
   return 1;
 }
@@ -156,7 +157,7 @@ static void watch_main(lua_State *L) {
 /* os.exit([code [, close]]): a failure on one rank of a job ends the job; a
  * success exits as usual (the other ranks are expected to finish too). */
 static int l_os_exit(lua_State *L) {
-  int ok = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : luaL_optinteger(L, 1, 0) == 0;
+  int ok = lua_isboolean(L, 1) ? lua_toboolean(L, 1) : lmpio_lua_optinteger(L, 1, 0) == 0;
   if (!ok && world_size() > 1) abort_job("called os.exit with a failure status");
   exit_called = 1;
   failed = 0;
@@ -233,7 +234,7 @@ static int init_mpi(lua_State *L) {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
-  if (fin) return luaL_error(L, "lmpio: MPI was already finalized");
+  if (fin) return lmpio_lua_error(L, MPI_ERR_OTHER, "lmpio: MPI was already finalized");
   if (!init) {
     promote_libmpi();
     int provided = 0;
@@ -241,7 +242,7 @@ static int init_mpi(lua_State *L) {
      * of nonblocking calls while the script computes (with less, those
      * calls complete in the call that starts them). */
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
-      return luaL_error(L, "lmpio: MPI_Init failed");
+      return lmpio_lua_error(L, MPI_ERR_OTHER, "lmpio: MPI_Init failed");
     we_initialized = 1;
     /* Errors become Lua errors, not aborts. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -281,7 +282,7 @@ stops, no file is closed, nothing collective runs.
 */
 static int l_abort(lua_State *L) {
   lmpio_lua_running(L);
-  int code = (int)luaL_optinteger(L, 1, 1);
+  int code = (int)lmpio_lua_optinteger(L, 1, 1);
   MPI_Abort(MPI_COMM_WORLD, code);
   return 0;
 }

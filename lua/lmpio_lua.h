@@ -27,6 +27,45 @@ int luaL_error(lua_State *L, const char *fmt, ...) __attribute__((noreturn));
 int luaL_argerror(lua_State *L, int arg, const char *extramsg) __attribute__((noreturn));
 int luaL_typeerror(lua_State *L, int arg, const char *tname) __attribute__((noreturn));
 
+/* ---- error.c: every error the module raises is an error object ----------
+ * {name=, class=, message=, call=, where=, rank=}; these replace Lua's
+ * luaL_check* and luaL_error family (which raise plain strings), with the
+ * same arguments, and cost nothing more on the path that succeeds.  The
+ * call and the argument's number (after self for a method) are found when
+ * the error is raised.  Lua's raising helpers are poisoned below, so that a
+ * plain string cannot come back. */
+int lmpio_lua_error(lua_State *L, int cls, const char *fmt, ...) __attribute__((noreturn));
+int lmpio_lua_argerror(lua_State *L, int arg, const char *extramsg) __attribute__((noreturn));
+int lmpio_lua_typeerror(lua_State *L, int arg, const char *tname) __attribute__((noreturn));
+lua_Integer lmpio_lua_checkinteger(lua_State *L, int arg);
+lua_Integer lmpio_lua_optinteger(lua_State *L, int arg, lua_Integer def);
+lua_Number lmpio_lua_checknumber(lua_State *L, int arg);
+lua_Number lmpio_lua_optnumber(lua_State *L, int arg, lua_Number def);
+const char *lmpio_lua_checklstring(lua_State *L, int arg, size_t *len);
+const char *lmpio_lua_optlstring(lua_State *L, int arg, const char *def, size_t *len);
+void lmpio_lua_checkluatype(lua_State *L, int arg, int t);
+void lmpio_lua_checkany(lua_State *L, int arg);
+void *lmpio_lua_checkudata(lua_State *L, int arg, const char *tname);
+int lmpio_lua_checkoption(lua_State *L, int arg, const char *def, const char *const lst[]);
+void lmpio_lua_checkstack(lua_State *L, int n, const char *msg);
+lua_Integer lmpio_lua_len(lua_State *L, int idx);
+#define lmpio_lua_checkstring(L, n) lmpio_lua_checklstring((L), (n), NULL)
+#define lmpio_lua_optstring(L, n, d) lmpio_lua_optlstring((L), (n), (d), NULL)
+#define lmpio_lua_argcheck(L, cond, arg, extramsg)                             \
+  ((void)((cond) || lmpio_lua_argerror((L), (arg), (extramsg))))
+
+#ifndef LMPIO_LUA_ERROR_C
+#undef luaL_argcheck
+#undef luaL_argexpected
+#undef luaL_checkstring
+#undef luaL_optstring
+#pragma GCC poison luaL_error luaL_argerror luaL_typeerror luaL_argcheck luaL_argexpected
+#pragma GCC poison luaL_checkinteger luaL_optinteger luaL_checknumber luaL_optnumber
+#pragma GCC poison luaL_checklstring luaL_checkstring luaL_optlstring luaL_optstring
+#pragma GCC poison luaL_checktype luaL_checkany luaL_checkudata luaL_checkoption
+#pragma GCC poison luaL_checkstack luaL_len
+#endif
+
 #define LMPIO_LUA_BUFFER "lmpio.buffer"
 #define LMPIO_LUA_DATATYPE "lmpio.datatype"
 #define LMPIO_LUA_COMM "lmpio.comm"

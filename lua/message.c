@@ -173,7 +173,7 @@ static int reduce_array(lua_State *L, MPI_Comm comm, int kind, const char *name)
   lua_settop(L, 3);
   int code;
   lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
-  int op = luaL_checkoption(L, 3, lmpio_lua_typekind(a->type) == LMPIO_LUA_K_BOOL ? "land" : "sum", opnames);
+  int op = lmpio_lua_checkoption(L, 3, lmpio_lua_typekind(a->type) == LMPIO_LUA_K_BOOL ? "land" : "sum", opnames);
   lmpio_lua_buffer *r = newlike(L, a); /* 4: before the agreement (no error after it but MPI's) */
   long long n = (long long)a->count;
   long long v[LMPIO_LUA_NAGREE] = {0, op, -op, 2, -2, 0, 0, 0, code, -code, n, -n};
@@ -209,16 +209,16 @@ if comm:rank() == 0 then print(total:totable()) end
 static int c_reduce(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   lua_settop(L, 4);
-  lua_Integer root = luaL_optinteger(L, 4, 0);
+  lua_Integer root = lmpio_lua_optinteger(L, 4, 0);
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
-  if (root < 0 || root >= size) luaL_argerror(L, 4, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
+  if (root < 0 || root >= size) lmpio_lua_argerror(L, 4, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   int code = -1;
   lmpio_lua_buffer *a = lmpio_lua_toarray_flat(L, 2, &code);
   int isbool = !a && lua_type(L, 2) == LUA_TBOOLEAN;
-  if (!a && !isbool) luaL_checknumber(L, 2);
+  if (!a && !isbool) lmpio_lua_checknumber(L, 2);
   int kind = a ? 2 : isbool;
   int boolish = isbool || (a && lmpio_lua_typekind(a->type) == LMPIO_LUA_K_BOOL);
-  int op = luaL_checkoption(L, 3, boolish ? "land" : "sum", opnames);
+  int op = lmpio_lua_checkoption(L, 3, boolish ? "land" : "sum", opnames);
   int isfloat = !a && !isbool && !lua_isinteger(L, 2);
   lmpio_lua_buffer *r = a && rank == root ? newlike(L, a) : NULL; /* 5 */
   long long n = a ? (long long)a->count : 0;
@@ -279,7 +279,7 @@ static int bcast_prepare(lua_State *L, int idx, int isroot, long long *v) {
   int code;
   lmpio_lua_buffer *a = lmpio_lua_toarray(L, idx, &code);
   if (!a) return 0;
-  if (!isroot && a->readonly) luaL_argerror(L, idx, "cannot receive into a read-only array");
+  if (!isroot && a->readonly) lmpio_lua_argerror(L, idx, "cannot receive into a read-only array");
   if (!isroot) lmpio_lua_checkheld(L, a, 1);
   long long n = (long long)a->count;
   v[B_ANY] = 1;
@@ -412,8 +412,8 @@ static int c_gather(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm), code = 0;
   lua_settop(L, 3);
-  lua_Integer root = luaL_optinteger(L, 3, 0);
-  if (root < 0 || root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
+  lua_Integer root = lmpio_lua_optinteger(L, 3, 0);
+  if (root < 0 || root >= size) lmpio_lua_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   unsigned char *blocks = lua_newuserdatauv(L, (size_t)size * LMPIO_LUA_GATHER_BLOCK, 0); /* 4 */
   long long *n = lua_newuserdatauv(L, (size_t)size * sizeof *n, 0);                       /* 5 */
   unsigned char *mine = blocks + (size_t)rank * LMPIO_LUA_GATHER_BLOCK;
@@ -504,8 +504,8 @@ static int c_scatter(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int size = lmpio_lua_commsize(comm), rank = lmpio_lua_commrank(comm);
   lua_settop(L, 3);
-  lua_Integer root = luaL_optinteger(L, 3, 0);
-  if (root < 0 || root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
+  lua_Integer root = lmpio_lua_optinteger(L, 3, 0);
+  if (root < 0 || root >= size) lmpio_lua_argerror(L, 3, lua_pushfstring(L, "root %I is not a rank of %d", root, size));
   long long v[LMPIO_LUA_NAGREE] = {0, root, -root};
   lmpio_lua_buffer *a = NULL;
   unsigned char *all = NULL;
@@ -520,15 +520,15 @@ static int c_scatter(lua_State *L) {
     } else if (lua_type(L, 2) == LUA_TTABLE) {
       lua_Integer nt = (lua_Integer)lua_rawlen(L, 2);
       if (nt != size)
-        luaL_argerror(L, 2, lua_pushfstring(L, "a table of %d values expected (one for each rank), got %I", size, nt));
-      luaL_checkstack(L, size + 4, "scatter");
+        lmpio_lua_argerror(L, 2, lua_pushfstring(L, "a table of %d values expected (one for each rank), got %I", size, nt));
+      lmpio_lua_checkstack(L, size + 4, "scatter");
       long long total = 0;
       for (int r = 0; r < size; r++) { /* serialised one by one: 5 .. 5 + size - 1 */
         size_t len;
         lua_rawgeti(L, 2, r + 1);
         lmpio_lua_serialise(L, -1, 2, &len);
         lua_remove(L, -2);
-        if ((long long)len > INT_MAX - total) luaL_argerror(L, 2, "the values add up to more than 2 GiB");
+        if ((long long)len > INT_MAX - total) lmpio_lua_argerror(L, 2, "the values add up to more than 2 GiB");
         lens[r] = (int)len;
         lens[size + r] = (int)total;
         total += (long long)len;
@@ -538,7 +538,7 @@ static int c_scatter(lua_State *L) {
       v[S_KIND] = 1;
       v[S_BYTES] = total;
     } else {
-      luaL_typeerror(L, 2, "array or table");
+      lmpio_lua_typeerror(L, 2, "array or table");
     }
   }
   lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
@@ -626,8 +626,8 @@ static int c_bcast(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   int rank = lmpio_lua_commrank(comm), size = lmpio_lua_commsize(comm);
   lua_settop(L, 3);
-  int root = lmpio_lua_checkint(L, 3, luaL_optinteger(L, 3, 0), 0);
-  if (root >= size) luaL_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
+  int root = lmpio_lua_checkint(L, 3, lmpio_lua_optinteger(L, 3, 0), 0);
+  if (root >= size) lmpio_lua_argerror(L, 3, lua_pushfstring(L, "root %d is not a rank of %d", root, size));
   size_t len = 0;
   const unsigned char *bytes = NULL;
   /* one agreement: roots (max and -min), the length, and a short value;
@@ -735,8 +735,8 @@ static int reduce(lua_State *L, int kind, const char *name) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   if (lmpio_lua_tobuffer(L, 2)) return reduce_array(L, comm, kind, name);
   int isbool = lua_type(L, 2) == LUA_TBOOLEAN;
-  if (!isbool) luaL_checknumber(L, 2);
-  int op = luaL_checkoption(L, 3, isbool ? "land" : "sum", opnames);
+  if (!isbool) lmpio_lua_checknumber(L, 2);
+  int op = lmpio_lua_checkoption(L, 3, isbool ? "land" : "sum", opnames);
   int isint = lua_isinteger(L, 2);
   /* Every rank must pick the same MPI type and op: integers only when all
    * are, and every rank the same kind of value (0 numbers, 1 booleans, 2

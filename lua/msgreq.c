@@ -23,7 +23,7 @@ script drops its request.
 @type msgrequest
 */
 
-static mreq *checkmreq(lua_State *L, int idx) { return luaL_checkudata(L, idx, LMPIO_LUA_MSGREQUEST); }
+static mreq *checkmreq(lua_State *L, int idx) { return lmpio_lua_checkudata(L, idx, LMPIO_LUA_MSGREQUEST); }
 
 /***
 Waits until the send or receive is complete.
@@ -83,10 +83,10 @@ static int m_tostring(lua_State *L) {
  * request.c's waitall (upvalue 1). */
 static int l_waitall(lua_State *L) {
   lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
+  lmpio_lua_checkluatype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1), k = 0;
-  if (n < 0 || n > INT_MAX / 2) luaL_argerror(L, 1, "too many requests");
+  lua_Integer n = lmpio_lua_len(L, 1), k = 0;
+  if (n < 0 || n > INT_MAX / 2) lmpio_lua_argerror(L, 1, "too many requests");
   mreq **t = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *t, 0); /* 2 */
   int m = 0;
   lua_newtable(L); /* 3: the others */
@@ -120,10 +120,10 @@ static int l_waitall(lua_State *L) {
  * as MPI skips null requests. */
 static int l_waitany(lua_State *L) {
   lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
+  lmpio_lua_checkluatype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1);
-  if (n < 0 || n > INT_MAX / 2) luaL_argerror(L, 1, "too many requests");
+  lua_Integer n = lmpio_lua_len(L, 1);
+  if (n < 0 || n > INT_MAX / 2) lmpio_lua_argerror(L, 1, "too many requests");
   size_t slots = (size_t)(n > 0 ? n : 1);
   mreq **t = lua_newuserdatauv(L, slots * sizeof *t, 0);                /* 2 */
   int *at = lua_newuserdatauv(L, 2 * slots * sizeof *at, 0);           /* 3: list indices, messages then files */
@@ -134,7 +134,7 @@ static int l_waitany(lua_State *L) {
     lua_geti(L, 1, i);
     mreq *r = luaL_testudata(L, -1, LMPIO_LUA_MSGREQUEST);
     if (!r && !luaL_testudata(L, -1, LMPIO_LUA_REQUEST))
-      luaL_argerror(L, 1, lua_pushfstring(L, "element %I is not a request", i));
+      lmpio_lua_argerror(L, 1, lua_pushfstring(L, "element %I is not a request", i));
     lua_pushvalue(L, -1);
     int seen = lua_rawget(L, 4) != LUA_TNIL;
     lua_pop(L, 1);

@@ -65,21 +65,21 @@ static int tag_ub(void) {
  * lmpio.ANY_SOURCE. */
 static int checkpeer(lua_State *L, int arg, MPI_Comm comm, int receiving) {
   if (lua_isnoneornil(L, arg)) return MPI_PROC_NULL;
-  lua_Integer r = luaL_checkinteger(L, arg);
+  lua_Integer r = lmpio_lua_checkinteger(L, arg);
   int size = lmpio_lua_commsize(comm);
   if (r == MPI_PROC_NULL || (receiving && r == MPI_ANY_SOURCE)) return (int)r;
   if (r < 0 || r >= size)
-    luaL_argerror(L, arg, lua_pushfstring(L, "%I is not a rank of the communicator (0 to %d), lmpio.PROC_NULL%s", r,
+    lmpio_lua_argerror(L, arg, lua_pushfstring(L, "%I is not a rank of the communicator (0 to %d), lmpio.PROC_NULL%s", r,
                                           size - 1, receiving ? " or lmpio.ANY_SOURCE" : ""));
   return (int)r;
 }
 
 static int checktag(lua_State *L, int arg, int receiving) {
   if (lua_isnoneornil(L, arg)) return receiving ? MPI_ANY_TAG : 0;
-  lua_Integer t = luaL_checkinteger(L, arg);
+  lua_Integer t = lmpio_lua_checkinteger(L, arg);
   if (receiving && t == MPI_ANY_TAG) return MPI_ANY_TAG;
   if (t < 0 || t > tag_ub())
-    luaL_argerror(L, arg, lua_pushfstring(L, "a tag is from 0 to %d%s", tag_ub(), receiving ? ", or lmpio.ANY_TAG" : ""));
+    lmpio_lua_argerror(L, arg, lua_pushfstring(L, "a tag is from 0 to %d%s", tag_ub(), receiving ? ", or lmpio.ANY_TAG" : ""));
   return (int)t;
 }
 
@@ -166,7 +166,7 @@ static lmpio_lua_buffer *outgoing(lua_State *L, int idx, msghdr *h, lmpio_lua_sp
     h->kind = K_VALUE;
     pl->ptr = lmpio_lua_serialise(L, idx, idx, &n);
   }
-  if (n > INT_MAX) luaL_argerror(L, idx, "more than 2 GiB in one message");
+  if (n > INT_MAX) lmpio_lua_argerror(L, idx, "more than 2 GiB in one message");
   pl->count = (int)n;
   pl->type = MPI_BYTE;
   h->count = h->nbytes = (uint64_t)n;
@@ -312,7 +312,7 @@ static void arrived(lua_State *L, int ridx, mreq *r, int got, int pos) {
     if (why) {
       char m[sizeof r->errmsg];
       snprintf(m, sizeof m, "from rank %d, tag %d: %s", r->rsrc, r->rtag, why);
-      fail(r, h->count > b->count ? MPI_ERR_COUNT : MPI_ERR_TYPE, m); /* (the core names no MPI_ERR_TRUNCATE) */
+      fail(r, h->count > b->count ? MPI_ERR_COUNT : MPI_ERR_TYPE, m); /* (the core names no MPI_ERR_OTHER) */
       lua_settop(L, top);
       if (!large) {
         finish(L, r);
@@ -649,8 +649,8 @@ static int checkinto(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return 0;
   int code;
   lmpio_lua_buffer *b = lmpio_lua_toarray(L, idx, &code);
-  if (!b) luaL_typeerror(L, idx, "array or slice to receive into");
-  if (b->readonly) luaL_argerror(L, idx, "cannot receive into a read-only array");
+  if (!b) lmpio_lua_typeerror(L, idx, "array or slice to receive into");
+  if (b->readonly) lmpio_lua_argerror(L, idx, "cannot receive into a read-only array");
   lmpio_lua_checkheld(L, b, 1);
   return lua_absindex(L, idx);
 }
@@ -679,7 +679,7 @@ local a = comm:recv(0)                                   -- on rank 1
 */
 static int c_send(lua_State *L) {
   const lmpio_lua_comm *c = lmpio_lua_checklcomm(L, 1);
-  luaL_checkany(L, 2);
+  lmpio_lua_checkany(L, 2);
   int dest = checkpeer(L, 3, c->comm, 0), tag = checktag(L, 4, 0);
   lua_settop(L, 4);
   mreq *r = cached(L, CACHE_SEND); /* 5: the send's scratch */
@@ -733,7 +733,7 @@ a[1] = halo[1]
 */
 static int c_isend(lua_State *L) {
   lmpio_lua_comm *c = lmpio_lua_checklcomm(L, 1);
-  luaL_checkany(L, 2);
+  lmpio_lua_checkany(L, 2);
   int dest = checkpeer(L, 3, c->comm, 0), tag = checktag(L, 4, 0);
   lua_settop(L, 4);
   mreq *r = lua_newuserdatauv(L, sizeof *r, NUV); /* 5 */
@@ -850,7 +850,7 @@ comm:sendrecv(u:slice({n - 1, n - 1}), right, left, 0, u:slice({1, 1}))
 */
 static int c_sendrecv(lua_State *L) {
   lmpio_lua_comm *c = lmpio_lua_checklcomm(L, 1);
-  luaL_checkany(L, 2);
+  lmpio_lua_checkany(L, 2);
   int dest = checkpeer(L, 3, c->comm, 0), src = checkpeer(L, 4, c->comm, 1);
   int tag = lua_isnoneornil(L, 5) ? 0 : checktag(L, 5, 0);
   int rtag = lua_isnoneornil(L, 5) ? MPI_ANY_TAG : tag;

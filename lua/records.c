@@ -50,21 +50,22 @@ static void setfield(lua_State *L, const records *r, unsigned char *p, size_t i,
     size_t len;
     const char *s = lua_tolstring(L, vidx, &len);
     if (len > bytes || len % f->esize)
-      luaL_error(L, "field '%s' of record %I takes at most %I bytes, a whole number of elements, got %I", f->name,
+      lmpio_lua_error(L, MPI_ERR_ARG, "field '%s' of record %I takes at most %I bytes, a whole number of elements, got %I", f->name,
                  (lua_Integer)i + 1, (lua_Integer)bytes, (lua_Integer)len);
     memcpy(q, s, len);
     memset(q + len, 0, bytes - len);
     return;
   }
-  if (!lua_istable(L, vidx) || luaL_len(L, vidx) != (lua_Integer)f->count)
-    luaL_error(L, "field '%s' of record %I needs a table of %I values or a string", f->name, (lua_Integer)i + 1,
+  if (!lua_istable(L, vidx) || lmpio_lua_len(L, vidx) != (lua_Integer)f->count)
+    lmpio_lua_error(L, MPI_ERR_ARG, "field '%s' of record %I needs a table of %I values or a string", f->name, (lua_Integer)i + 1,
                (lua_Integer)f->count);
   unsigned char *tmp = lua_newuserdatauv(L, bytes, 0); /* all or nothing */
   memcpy(tmp, q, bytes);
   for (size_t k = 0; k < f->count; k++) {
     lua_geti(L, vidx, (lua_Integer)k + 1);
-    if ((st = lmpio_lua_storeelem(L, f->kind, f->esize, tmp + k * f->esize, -1)) != LMPIO_LUA_ST_OK)
-      lmpio_lua_storeerror(L, st, f->kind, f->esize, -1,
+    int v = lua_gettop(L); /* absolute: the message is pushed above it */
+    if ((st = lmpio_lua_storeelem(L, f->kind, f->esize, tmp + k * f->esize, v)) != LMPIO_LUA_ST_OK)
+      lmpio_lua_storeerror(L, st, f->kind, f->esize, v,
                  lua_pushfstring(L, "element %I of field '%s' of record %I", (lua_Integer)k + 1, f->name,
                                  (lua_Integer)i + 1));
     lua_pop(L, 1);
@@ -84,13 +85,13 @@ static void setrecord(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vid
     size_t len;
     const char *s = lua_tolstring(L, vidx, &len);
     if (len != r->extent)
-      luaL_error(L, "record %I takes a table of fields or a string of %I bytes, got %I bytes", (lua_Integer)i + 1,
+      lmpio_lua_error(L, MPI_ERR_ARG, "record %I takes a table of fields or a string of %I bytes, got %I bytes", (lua_Integer)i + 1,
                  (lua_Integer)r->extent, (lua_Integer)len);
     memcpy(p, s, len);
     return;
   }
   if (!lua_istable(L, vidx))
-    luaL_error(L, "record %I takes a table of fields or a string, got %s", (lua_Integer)i + 1,
+    lmpio_lua_error(L, MPI_ERR_ARG, "record %I takes a table of fields or a string, got %s", (lua_Integer)i + 1,
                luaL_typename(L, vidx));
   unsigned char *tmp = lua_newuserdatauv(L, r->extent, 0); /* all or nothing */
   memset(tmp, 0, r->extent);
@@ -98,7 +99,7 @@ static void setrecord(lua_State *L, const lmpio_lua_buffer *b, size_t i, int vid
   while (lua_next(L, vidx)) {
     const field *f = lua_type(L, -2) == LUA_TSTRING ? findfield(L, r, -2) : NULL;
     if (!f)
-      luaL_error(L, "record %I has no field '%s'", (lua_Integer)i + 1, luaL_tolstring(L, -2, NULL));
+      lmpio_lua_error(L, MPI_ERR_ARG, "record %I has no field '%s'", (lua_Integer)i + 1, luaL_tolstring(L, -2, NULL));
     setfield(L, r, tmp, i, f, -1);
     lua_pop(L, 1);
   }
@@ -137,8 +138,8 @@ static int rec_index(lua_State *L, const lmpio_lua_buffer *ref) {
 
 static void rec_newindex(lua_State *L, const lmpio_lua_buffer *ref) {
   const field *f = findfield(L, ref->rec, 2);
-  if (!f) luaL_error(L, "record has no field '%s'", lua_tostring(L, 2));
-  if (ref->readonly) luaL_error(L, "attempt to write to a read-only buffer");
+  if (!f) lmpio_lua_error(L, MPI_ERR_ARG, "record has no field '%s'", lua_tostring(L, 2));
+  if (ref->readonly) lmpio_lua_error(L, MPI_ERR_BUFFER, "attempt to write to a read-only buffer");
   lmpio_lua_checkheld(L, ref, 1);
   size_t at = ref->root && ref->root->data ? (size_t)(ref->data - ref->root->data) / ref->esize : 0;
   setfield(L, ref->rec, ref->data, at, f, 3);
@@ -160,8 +161,8 @@ static size_t alignof_kind(int kind, size_t esize) {
  * padded extent, committed) registered; pushes the layout. */
 static records *buildlayout(lua_State *L, int sidx) {
   sidx = lua_absindex(L, sidx);
-  lua_Integer n = luaL_len(L, sidx);
-  if (n < 1 || n > 4096) luaL_argerror(L, sidx, "a record has 1 to 4096 fields");
+  lua_Integer n = lmpio_lua_len(L, sidx);
+  if (n < 1 || n > 4096) lmpio_lua_argerror(L, sidx, "a record has 1 to 4096 fields");
   records *r = lua_newuserdatauv(L, sizeof *r + (size_t)n * sizeof(field), 2);
   memset(r, 0, sizeof *r + (size_t)n * sizeof(field));
   r->ops = &ops;
@@ -174,20 +175,20 @@ static records *buildlayout(lua_State *L, int sidx) {
   for (lua_Integer k = 0; k < n; k++) {
     field *f = &r->f[k];
     if (lua_geti(L, sidx, k + 1) != LUA_TTABLE)
-      luaL_argerror(L, sidx, lua_pushfstring(L, "field %d is not a table {name, type [, count]}", (int)k + 1));
+      lmpio_lua_argerror(L, sidx, lua_pushfstring(L, "field %d is not a table {name, type [, count]}", (int)k + 1));
     int e = lua_gettop(L);
     if (lua_geti(L, e, 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
-      luaL_argerror(L, sidx, lua_pushfstring(L, "field %d has no name", (int)k + 1));
+      lmpio_lua_argerror(L, sidx, lua_pushfstring(L, "field %d has no name", (int)k + 1));
     f->name = lua_tostring(L, -1);
     for (lua_Integer q = 0; q < k; q++)
       if (!strcmp(r->f[q].name, f->name))
-        luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' named twice", f->name));
+        lmpio_lua_argerror(L, sidx, lua_pushfstring(L, "field '%s' named twice", f->name));
     lua_rawseti(L, nidx, k + 1);
     lua_geti(L, e, 2);
     lmpio_lua_datatype *d = lmpio_lua_totype(L, -1);
     if (!d || d->type == MPI_DATATYPE_NULL || !lmpio_lua_isnamed(d->type) ||
         lmpio_lua_typekind(d->type) == LMPIO_LUA_K_NONE)
-      luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a predefined datatype that Lua can read", f->name));
+      lmpio_lua_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a predefined datatype that Lua can read", f->name));
     f->type = d->type;
     f->kind = lmpio_lua_typekind(d->type);
     f->esize = (size_t)lmpio_lua_type_size(L, d->type);
@@ -196,7 +197,7 @@ static records *buildlayout(lua_State *L, int sidx) {
     lua_geti(L, e, 3);
     lua_Integer c = lua_isnil(L, -1) ? 1 : lua_tointegerx(L, -1, &isnum);
     if (!lua_isnil(L, -1) && (!isnum || c < 1 || c > (1 << 24)))
-      luaL_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a count from 1", f->name));
+      lmpio_lua_argerror(L, sidx, lua_pushfstring(L, "field '%s' needs a count from 1", f->name));
     lua_pop(L, 2);
     f->count = (size_t)c;
     size_t a = alignof_kind(f->kind, f->esize);
@@ -247,7 +248,7 @@ The fields of records, in order, with their place in memory.
 static int b_fields(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
   const records *r = getrec(b);
-  if (!r) return luaL_error(L, "only records have fields");
+  if (!r) return lmpio_lua_error(L, MPI_ERR_ARG, "only records have fields");
   lua_createtable(L, r->nfields, 0);
   for (int k = 0; k < r->nfields; k++) {
     lua_createtable(L, 0, 4);
@@ -281,7 +282,7 @@ being holes).
 */
 static int l_recordtype(lua_State *L) {
   lmpio_lua_running(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
+  lmpio_lua_checkluatype(L, 1, LUA_TTABLE);
   buildlayout(L, 1);
   lua_getiuservalue(L, -1, 1);
   return 1;
@@ -306,18 +307,18 @@ static int l_records(lua_State *L) {
   const records *r;
   if (lua_istable(L, 1)) r = buildlayout(L, 1);
   else if (!(r = lmpio_lua_findlayout(L, 1)))
-    return luaL_typeerror(L, 1, "record datatype (from lmpio.recordtype) or field list");
+    return lmpio_lua_typeerror(L, 1, "record datatype (from lmpio.recordtype) or field list");
   int lidx = lua_gettop(L);
   lmpio_lua_buffer *b;
   switch (lua_type(L, 2)) {
   case LUA_TNUMBER: {
-    lua_Integer n = luaL_checkinteger(L, 2);
-    if (n < 0) return luaL_argerror(L, 2, "count must not be negative");
+    lua_Integer n = lmpio_lua_checkinteger(L, 2);
+    if (n < 0) return lmpio_lua_argerror(L, 2, "count must not be negative");
     lmpio_lua_newrecords(L, lidx, r, (size_t)n);
     break;
   }
   case LUA_TTABLE: {
-    lua_Integer n = luaL_len(L, 2);
+    lua_Integer n = lmpio_lua_len(L, 2);
     b = lmpio_lua_newrecords(L, lidx, r, (size_t)n);
     for (lua_Integer k = 0; k < n; k++) {
       lua_geti(L, 2, k + 1);
@@ -329,13 +330,13 @@ static int l_records(lua_State *L) {
   case LUA_TSTRING: {
     size_t len;
     const char *s = lua_tolstring(L, 2, &len);
-    if (len % r->extent) return luaL_argerror(L, 2, "not a whole number of records");
+    if (len % r->extent) return lmpio_lua_argerror(L, 2, "not a whole number of records");
     b = lmpio_lua_newrecords(L, lidx, r, len / r->extent);
     if (len) memcpy(b->data, s, len);
     break;
   }
   default:
-    return luaL_typeerror(L, 2, "count, table or string");
+    return lmpio_lua_typeerror(L, 2, "count, table or string");
   }
   return 1;
 }

@@ -45,7 +45,7 @@ starting call.
 enum { UV_DATA = 1, UV_HOLD = 2, NUV = 2 };
 
 static lmpio_lua_request *checkrequest(lua_State *L) {
-  return luaL_checkudata(L, 1, LMPIO_LUA_REQUEST);
+  return lmpio_lua_checkudata(L, 1, LMPIO_LUA_REQUEST);
 }
 
 lmpio_lua_request *lmpio_lua_newrequest(lua_State *L, int dataidx, const lmpio_lua_mem *m, int reading) {
@@ -212,10 +212,10 @@ static int r_gc(lua_State *L) {
  * listed again is MPI_REQUEST_NULL there (MPI would wait for it, free it,
  * and then wait for the freed one) and *dup[i] is 1 for it. */
 static int checkrequests(lua_State *L, int idx, MPI_Request **reqs, unsigned char **dup) {
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_Integer len = luaL_len(L, idx);
+  lmpio_lua_checkluatype(L, idx, LUA_TTABLE);
+  lua_Integer len = lmpio_lua_len(L, idx);
   if (len < 0 || (lua_Unsigned)len > (lua_Unsigned)INT_MAX / sizeof(MPI_Request))
-    luaL_argerror(L, idx, "too many requests");
+    lmpio_lua_argerror(L, idx, "too many requests");
   int n = (int)len;
   size_t m = (size_t)(n > 0 ? n : 1);
   *reqs = lua_newuserdatauv(L, m * (sizeof(MPI_Request) + 1), 0);
@@ -225,7 +225,7 @@ static int checkrequests(lua_State *L, int idx, MPI_Request **reqs, unsigned cha
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     lmpio_lua_request *r = luaL_testudata(L, -1, LMPIO_LUA_REQUEST);
-    if (!r) luaL_argerror(L, idx, lua_pushfstring(L, "element %d is not a request", i + 1));
+    if (!r) lmpio_lua_argerror(L, idx, lua_pushfstring(L, "element %d is not a request", i + 1));
     lua_pushvalue(L, -1);
     (*dup)[i] = lua_rawget(L, seen) != LUA_TNIL;
     lua_pop(L, 1);

@@ -94,21 +94,21 @@ static void badvalue(lua_State *L, encoder *e, int idx) {
   const char *tname = luaL_typename(L, idx);
   if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) tname = lua_tostring(L, -1);
   pushpath(L, e);
-  luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s%s cannot be sent; send nil, booleans, "
+  lmpio_lua_argerror(L, e->arg, lua_pushfstring(L, "a %s%s cannot be sent; send nil, booleans, "
                                            "numbers, strings or tables of them", tname, lua_tostring(L, -1)));
 }
 
 static void encode_table(lua_State *L, encoder *e, int idx) {
   if (e->depth >= MAXDEPTH) {
     pushpath(L, e);
-    luaL_argerror(L, e->arg, lua_pushfstring(L, "tables nested more than %d deep cannot be sent%s",
+    lmpio_lua_argerror(L, e->arg, lua_pushfstring(L, "tables nested more than %d deep cannot be sent%s",
                                              MAXDEPTH, lua_tostring(L, -1)));
   }
-  luaL_checkstack(L, 8, "sending a table");
+  lmpio_lua_checkstack(L, 8, "sending a table");
   lua_pushvalue(L, idx);
   if (lua_rawget(L, e->seen) != LUA_TNIL) {
     pushpath(L, e);
-    luaL_argerror(L, e->arg, lua_pushfstring(L, "a table%s that contains itself cannot be sent", lua_tostring(L, -1)));
+    lmpio_lua_argerror(L, e->arg, lua_pushfstring(L, "a table%s that contains itself cannot be sent", lua_tostring(L, -1)));
   }
   lua_pop(L, 1);
   lua_pushvalue(L, idx);
@@ -142,7 +142,7 @@ static void encode_table(lua_State *L, encoder *e, int idx) {
     if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN) {
       e->depth = d; /* the path of the table, then the key */
       pushpath(L, e);
-      luaL_argerror(L, e->arg, lua_pushfstring(L, "a %s key of a table%s cannot be sent; keys are "
+      lmpio_lua_argerror(L, e->arg, lua_pushfstring(L, "a %s key of a table%s cannot be sent; keys are "
                                                "booleans, numbers or strings", luaL_typename(L, k), lua_tostring(L, -1)));
     }
     encode(L, e, k);
@@ -210,7 +210,7 @@ typedef struct {
   const unsigned char *p, *end;
 } decoder;
 
-static void corrupt(lua_State *L) { luaL_error(L, "lmpio: received a corrupt serialised value"); }
+static void corrupt(lua_State *L) { lmpio_lua_error(L, MPI_ERR_OTHER, "lmpio: received a corrupt serialised value"); }
 
 static int getbyte(lua_State *L, decoder *d) {
   if (d->p >= d->end) corrupt(L);
@@ -259,7 +259,7 @@ static int decode(lua_State *L, decoder *d, int depth) {
   case T_TAB: {
     uint64_t n = getvarint(L, d);
     if (depth >= MAXDEPTH || n > (uint64_t)(d->end - d->p)) corrupt(L);
-    luaL_checkstack(L, 4, "receiving a table");
+    lmpio_lua_checkstack(L, 4, "receiving a table");
     lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
     for (uint64_t i = 1; i <= n; i++) {
       if (decode(L, d, depth + 1) == T_END) corrupt(L);

@@ -24,7 +24,7 @@ static MPI_Datatype slicetype(lua_State *L, MPI_Datatype t, int nd, const size_t
   for (int q = 0; q < nd; q++) {
     int k = forder ? q : nd - 1 - q; /* fastest first */
     MPI_Datatype next;
-    if (dims[k] > (size_t)INT_MAX) luaL_error(L, "a slice dimension of more than 2^31 - 1 elements");
+    if (dims[k] > (size_t)INT_MAX) lmpio_lua_error(L, MPI_ERR_ARG, "a slice dimension of more than 2^31 - 1 elements");
     int rc = MPI_Type_create_hvector((int)dims[k], 1, (MPI_Aint)strides[k], cur, &next);
     if (cur != t) MPI_Type_free(&cur);
     lmpio_lua_checkmpi(L, rc, "MPI_Type_create_hvector");
@@ -77,13 +77,13 @@ comm:send(u:slice({2, -2}, 2), left)       -- the first interior column
 */
 static int b_slice(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  if (b->rec) return luaL_error(L, "records cannot be sliced");
+  if (b->rec) return lmpio_lua_error(L, MPI_ERR_ARG, "records cannot be sliced");
   size_t pdims[LMPIO_LUA_MAXDIM], dims[LMPIO_LUA_MAXDIM];
   ptrdiff_t pstr[LMPIO_LUA_MAXDIM], str[LMPIO_LUA_MAXDIM];
   int pnd = lmpio_lua_layout(b, pdims, pstr);
   int nargs = lua_gettop(L) - 1;
   if (nargs > pnd)
-    return luaL_error(L, "%d ranges for an array of %d dimensions", nargs, pnd);
+    return lmpio_lua_error(L, MPI_ERR_ARG, "%d ranges for an array of %d dimensions", nargs, pnd);
   ptrdiff_t off = 0;
   int nd = 0;
   size_t count = 1;
@@ -100,22 +100,22 @@ static int b_slice(lua_State *L) {
       lua_Integer i = lua_tointeger(L, arg);
       if (i < 0) i += D + 1;
       if (i < 1 || i > D)
-        return luaL_argerror(L, arg, lua_pushfstring(L, "index %I out of range 1..%I", lua_tointeger(L, arg), D));
+        return lmpio_lua_argerror(L, arg, lua_pushfstring(L, "index %I out of range 1..%I", lua_tointeger(L, arg), D));
       off += (ptrdiff_t)(i - 1) * pstr[k];
       continue;
     }
-    if (!lua_istable(L, arg)) return luaL_typeerror(L, arg, "{first, last [, step]}, an index, or nil");
+    if (!lua_istable(L, arg)) return lmpio_lua_typeerror(L, arg, "{first, last [, step]}, an index, or nil");
     lua_Integer v[3] = {1, D, 1};
     for (int q = 0; q < 3; q++) {
       int isnum = 1;
       if (lua_geti(L, arg, q + 1) != LUA_TNIL) v[q] = lua_tointegerx(L, -1, &isnum);
       lua_pop(L, 1);
-      if (!isnum) return luaL_argerror(L, arg, "first, last and step are integers");
+      if (!isnum) return lmpio_lua_argerror(L, arg, "first, last and step are integers");
     }
     lua_Integer i = v[0] < 0 ? v[0] + D + 1 : v[0], j = v[1] < 0 ? v[1] + D + 1 : v[1], step = v[2];
-    if (step < 1) return luaL_argerror(L, arg, "the step must be a positive integer");
+    if (step < 1) return lmpio_lua_argerror(L, arg, "the step must be a positive integer");
     if (i < 1 || j > D || j < i - 1)
-      return luaL_argerror(L, arg, lua_pushfstring(L, "range %I..%I out of bounds 1..%I", v[0], v[1], D));
+      return lmpio_lua_argerror(L, arg, lua_pushfstring(L, "range %I..%I out of bounds 1..%I", v[0], v[1], D));
     size_t n = j >= i ? (size_t)((j - i) / step + 1) : 0;
     off += n ? (ptrdiff_t)(i - 1) * pstr[k] : 0;
     dims[nd] = n;
@@ -181,12 +181,12 @@ order (first index fastest), as the `order` of `lmpio.type.subarray` and
 */
 static int b_reshape(lua_State *L) {
   lmpio_lua_buffer *b = lmpio_lua_checkbuffer(L, 1);
-  if (b->strided) return luaL_error(L, "reshape of a slice (its elements are not one block of memory)");
+  if (b->strided) return lmpio_lua_error(L, MPI_ERR_ARG, "reshape of a slice (its elements are not one block of memory)");
   size_t dims[LMPIO_LUA_MAXDIM], total;
   int nd = lmpio_lua_checkshape(L, 2, dims, &total);
   int f = lmpio_lua_checkorder(L, 3);
   if (total != b->count)
-    return luaL_argerror(L, 2, lua_pushfstring(L, "a shape of %I elements for an array of %I", (lua_Integer)total,
+    return lmpio_lua_argerror(L, 2, lua_pushfstring(L, "a shape of %I elements for an array of %I", (lua_Integer)total,
                                                (lua_Integer)b->count));
   lmpio_lua_buffer *v = lmpio_lua_pushview(L, 1, b, b->data, b->count);
   v->ndim = nd;

@@ -20,14 +20,14 @@ typedef struct {
 } blocks_state;
 
 static int blocks_close(lua_State *L) {
-  blocks_state *s = luaL_checkudata(L, 1, BLOCKS_WALK);
+  blocks_state *s = lmpio_lua_checkudata(L, 1, BLOCKS_WALK);
   lmpio_items_close(s->walk);
   s->walk = NULL;
   return 0;
 }
 
 static int blocks_next(lua_State *L) {
-  blocks_state *s = luaL_checkudata(L, 1, BLOCKS_WALK);
+  blocks_state *s = lmpio_lua_checkudata(L, 1, BLOCKS_WALK);
   for (;;) {
     MPI_Aint off = 0;
     MPI_Count size = 0;
@@ -42,7 +42,7 @@ static int blocks_next(lua_State *L) {
     }
     long long len, end, grown;
     if (!lmpio_lua_mul_ok((long long)n, (long long)size, &len))
-      return luaL_error(L, "a block of %I items of %I bytes is longer than a 64-bit size", (lua_Integer)n,
+      return lmpio_lua_error(L, MPI_ERR_ARG, "a block of %I items of %I bytes is longer than a 64-bit size", (lua_Integer)n,
                         (lua_Integer)size);
     if (len == 0) continue;
     if (s->have && lmpio_lua_add_ok((long long)s->off, (long long)s->len, &end) && off == end &&
@@ -85,8 +85,8 @@ end
 */
 static int t_blocks(lua_State *L) {
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
-  lua_Integer count = luaL_optinteger(L, 2, 1);
-  luaL_argcheck(L, count >= 0, 2, "must not be negative");
+  lua_Integer count = lmpio_lua_optinteger(L, 2, 1);
+  lmpio_lua_argcheck(L, count >= 0, 2, "must not be negative");
   lua_pushcfunction(L, blocks_next);
   blocks_state *s = lua_newuserdatauv(L, sizeof *s, 0);
   s->walk = NULL;
@@ -139,11 +139,11 @@ end
 static int t_items(lua_State *L) {
   MPI_Datatype t = lmpio_lua_checktype(L, 1);
   int whole = lua_isnoneornil(L, 2);
-  lua_Integer pos = luaL_optinteger(L, 2, 0);
-  luaL_argcheck(L, pos >= 0, 2, "must not be negative");
-  if (!whole && lua_isnoneornil(L, 3)) return luaL_argerror(L, 3, "a count is needed with a position");
-  lua_Integer count = whole ? 0 : luaL_checkinteger(L, 3);
-  luaL_argcheck(L, count >= 0, 3, "must not be negative");
+  lua_Integer pos = lmpio_lua_optinteger(L, 2, 0);
+  lmpio_lua_argcheck(L, pos >= 0, 2, "must not be negative");
+  if (!whole && lua_isnoneornil(L, 3)) return lmpio_lua_argerror(L, 3, "a count is needed with a position");
+  lua_Integer count = whole ? 0 : lmpio_lua_checkinteger(L, 3);
+  lmpio_lua_argcheck(L, count >= 0, 3, "must not be negative");
   /* The walker lives in a closing userdata: an error below frees it. */
   blocks_state *s = lua_newuserdatauv(L, sizeof *s, 0);
   s->walk = NULL;
@@ -157,13 +157,13 @@ static int t_items(lua_State *L) {
   if (whole) count = (lua_Integer)per;
   long long end;
   if (!lmpio_lua_add_ok((long long)pos, (long long)count, &end))
-    return luaL_error(L, "items %I to %I: out of range", pos, count);
-  if (end > 0 && per <= 0) return luaL_error(L, "the type has no items");
+    return lmpio_lua_error(L, MPI_ERR_ARG, "items %I to %I: out of range", pos, count);
+  if (end > 0 && per <= 0) return lmpio_lua_error(L, MPI_ERR_ARG, "the type has no items");
   MPI_Count instances = per > 0 ? end / per + (end % per != 0) : 0;
   rc = lmpio_items_open(t, instances, &s->walk);
   if (rc != MPI_SUCCESS) lmpio_lua_raise(L, rc, lmpio_last_error_message());
   if (lmpio_items_skip(s->walk, (MPI_Count)pos) != (MPI_Count)pos)
-    return luaL_error(L, "the type has fewer than %I items", pos);
+    return lmpio_lua_error(L, MPI_ERR_ARG, "the type has fewer than %I items", pos);
   lua_newtable(L);
   int out = lua_gettop(L);
   lua_Integer nruns = 0;
@@ -175,13 +175,13 @@ static int t_items(lua_State *L) {
     MPI_Datatype b;
     MPI_Count es;
     MPI_Count n = lmpio_items_next(s->walk, left, &off, &b, &es);
-    if (n <= 0) return luaL_error(L, "the type has fewer than %I items", (lua_Integer)end);
+    if (n <= 0) return lmpio_lua_error(L, MPI_ERR_ARG, "the type has fewer than %I items", (lua_Integer)end);
     if (rn > 0 && b == rt && es == rsize && off == roff + (MPI_Aint)(rn * rsize)) {
       rn += n; /* continues the run (across instances too) */
     } else {
       if (rn > 0) {
         if (nruns == MAX_RUNS)
-          return luaL_error(L, "the items make more than %d runs: ask for fewer (position, count)", MAX_RUNS);
+          return lmpio_lua_error(L, MPI_ERR_ARG, "the items make more than %d runs: ask for fewer (position, count)", MAX_RUNS);
         push_run(L, out, ++nruns, rt, rn, roff);
       }
       rt = b, rn = n, rsize = es, roff = off;
@@ -190,7 +190,7 @@ static int t_items(lua_State *L) {
   }
   if (rn > 0) {
     if (nruns == MAX_RUNS)
-      return luaL_error(L, "the items make more than %d runs: ask for fewer (position, count)", MAX_RUNS);
+      return lmpio_lua_error(L, MPI_ERR_ARG, "the items make more than %d runs: ask for fewer (position, count)", MAX_RUNS);
     push_run(L, out, ++nruns, rt, rn, roff);
   }
   lmpio_items_close(s->walk);

@@ -156,12 +156,12 @@ int lmpio_lua_storeelem(lua_State *L, int kind, size_t esize, unsigned char *p, 
 int lmpio_lua_storeerror(lua_State *L, int st, int kind, size_t esize, int vidx, const char *what) {
   vidx = lua_absindex(L, vidx);
   switch (st) {
-  case LMPIO_LUA_ST_NEEDINT: return luaL_error(L, "%s needs an integer, got %s", what, luaL_typename(L, vidx));
+  case LMPIO_LUA_ST_NEEDINT: return lmpio_lua_error(L, MPI_ERR_ARG, "%s needs an integer, got %s", what, luaL_typename(L, vidx));
   case LMPIO_LUA_ST_NOTINT:
-    return luaL_error(L, "%s needs an integer, got a number without integer value (%s)", what,
+    return lmpio_lua_error(L, MPI_ERR_ARG, "%s needs an integer, got a number without integer value (%s)", what,
                       luaL_tolstring(L, vidx, NULL));
-  case LMPIO_LUA_ST_NEEDNUM: return luaL_error(L, "%s needs a number, got %s", what, luaL_typename(L, vidx));
-  case LMPIO_LUA_ST_NEEDBOOL: return luaL_error(L, "%s needs a boolean, got %s", what, luaL_typename(L, vidx));
+  case LMPIO_LUA_ST_NEEDNUM: return lmpio_lua_error(L, MPI_ERR_ARG, "%s needs a number, got %s", what, luaL_typename(L, vidx));
+  case LMPIO_LUA_ST_NEEDBOOL: return lmpio_lua_error(L, MPI_ERR_ARG, "%s needs a boolean, got %s", what, luaL_typename(L, vidx));
   case LMPIO_LUA_ST_RANGE: {
     char limits[64];
     unsigned bits = (unsigned)(8 * esize);
@@ -172,9 +172,9 @@ int lmpio_lua_storeerror(lua_State *L, int st, int kind, size_t esize, int vidx,
                bits >= 64 ? LLONG_MAX : (1LL << (bits - 1)) - 1);
     else
       snprintf(limits, sizeof limits, "0..%llu", bits >= 64 ? ULLONG_MAX : (1ULL << bits) - 1);
-    return luaL_error(L, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), limits);
+    return lmpio_lua_error(L, MPI_ERR_ARG, "%s: %s is out of range (%s)", what, luaL_tolstring(L, vidx, NULL), limits);
   }
   }
-  return luaL_error(L, "%s cannot be written from Lua (use set with a string of raw bytes)", what);
+  return lmpio_lua_error(L, MPI_ERR_ARG, "%s cannot be written from Lua (use set with a string of raw bytes)", what);
 }
 
