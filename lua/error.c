@@ -126,7 +126,19 @@ void lmpio_lua_pusherror(lua_State *L, int cls, const char *msg) {
   }
   lua_createtable(L, 0, 6);
   pushcall(L);
-  lua_pushstring(L, msg + call_prefix(msg, lua_tostring(L, -1)));
+  /* the core's "(MPI_ERR_IO, rank 3)": the name is the error's name */
+  const char *name = lmpio_error_class_name(cls), *at;
+  size_t nl = strlen(name);
+  msg += call_prefix(msg, lua_tostring(L, -1));
+  for (at = strchr(msg, '('); at && !(strncmp(at + 1, name, nl) == 0 && at[nl + 1] == ','); at = strchr(at + 1, '('))
+    ;
+  if (at) {
+    lua_pushlstring(L, msg, (size_t)(at - msg) + 1);
+    lua_pushstring(L, at + nl + 3); /* after "NAME, " */
+    lua_concat(L, 2);
+  } else {
+    lua_pushstring(L, msg);
+  }
   lua_setfield(L, -3, "message");
   lua_setfield(L, -2, "call");
   lua_pushinteger(L, cls);

@@ -45,13 +45,18 @@ for how in error argerror mpierror os.exit; do
   took=$(($(date +%s) - start))
   case $how in
     error) want="boom on the last rank" ;;
-    argerror) want="bad argument #3 to 'write_at_all'" ;;
+    argerror) want="in write_at_all: bad argument #3" ;;
     mpierror) want="negative offset -5" ;;
     *) want="boom: os.exit(3)" ;;
   esac
+  # an uncaught error is printed once, with one traceback (issue 32: the
+  # module's abort printed it again); mpierror fails the last rank alone
+  once=1
+  if [ "$how" = mpierror ] && { [ "$(grep -cF "$want" "$dir/fail.log")" -ne 1 ] ||
+     [ "$(grep -c "stack traceback" "$dir/fail.log")" -ne 1 ]; }; then once=0; fi
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$took" -le 10 ] &&
-     grep -qF "$want" "$dir/fail.log"; then
-    echo "ok one rank failing ($how) ends the job promptly with its message"
+     grep -qF "$want" "$dir/fail.log" && [ "$once" = 1 ]; then
+    echo "ok one rank failing ($how) ends the job promptly with its message (once)"
   else
     echo "not ok one rank failing ($how) ends the job promptly with its message (status $rc after ${took} s)"
     sed 's/^/# /' "$dir/fail.log" | tail -n 20
