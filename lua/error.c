@@ -11,12 +11,14 @@ returns it as its second value).  Its metatable is `"lmpio.error"`;
 `tostring(err)` gives `"where: name (error class n): message"`.
 Check for one with @{lmpio.iserror}.
 
-Arguments of the wrong type or out of range raise an ordinary Lua error
-(a string, `bad argument #2 to 'write_at' ...`), except in collective
+Every error a function or method of the module raises is such an object,
+argument errors included (`MPI_ERR_ARG`, `"bad argument #2 (number
+expected, got string)"`, numbered as Lua does: #1 is the first argument
+after self), a closed file `MPI_ERR_FILE`.  In collective
 methods (`open`, `close`, `set_view`, `set_size`, `preallocate`, `sync`,
 `set_info`, `set_atomicity`, `seek_shared`, the `_all`, `_ordered` and
-split collective data access methods): there every rank raises an error
-object of class `MPI_ERR_ARG` carrying the message of the rank whose
+split collective data access methods), every rank raises an error object
+of class `MPI_ERR_ARG` carrying the message of the rank whose
 argument was wrong, so that no rank waits for another one (when another
 rank failed too, the lowest failing rank's class and message, on every
 rank).  In the nonblocking and split collective forms the rank whose
@@ -36,13 +38,15 @@ The class's name, a string such as `"MPI_ERR_NO_SUCH_FILE"`.
 */
 
 /***
-What went wrong, a string: the call, the path, the system's error text, the
-rank (the same on every rank for a collective call).
+What went wrong, a string: the path, the system's error text, the
+rank (the same on every rank for a collective call); not the call nor the
+class's name, which are fields of their own.
 @field error.message
 */
 
 /***
-The script's `file:line` of the call, a string (nil when unknown).
+The script's `file:line` of the call, a string (nil when no Lua function
+made it).
 @field error.where
 */
 
@@ -53,8 +57,9 @@ running).
 */
 
 /***
-The lmpio call that failed, a string such as `"write_at"` (nil when the
-error does not come from a call of the library).
+The lmpio call that failed, a string such as `"write_at"`, `"open"`, or a
+metamethod's name (`"__newindex"` for `a[i] = v`); never nil (`"?"` when
+unknown).
 @field error.call
 */
 #include <stdarg.h>

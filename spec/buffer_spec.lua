@@ -30,7 +30,7 @@ describe("typed arrays and byte buffers", function()
   it("integer types hold their range and refuse what does not fit", function()
     local u = lmpio.array(lmpio.UINT8_T, 2)
     u[1] = 255
-    assert.has_error(function() u[2] = 256 end, "element 2 of a UINT8_T array: 256 is out of range (0..255)")
+    H.raises(function() u[2] = 256 end, "element 2 of an array of UINT8_T: 256 is out of range (0..255)")
     assert.same({ 255, 0 }, u:totable())
     local i = lmpio.array(lmpio.INT16_T, { -1, 32767 })
     assert.same({ -1, 32767 }, i:totable())
@@ -110,10 +110,10 @@ describe("typed arrays and byte buffers", function()
     end, lmpio.INT, 4)
     assert.equal(b, kept)
     assert.equal(string.pack("=i4i4i4i4", 11, 0, 0, 44), bytes)
-    assert.has_error(function() return kept[1] end, "buffer used after the converter returned")
-    assert.has_error(function() kept[1] = 1 end, "buffer used after the converter returned")
-    assert.has_error(function() return #kept end, "buffer used after the converter returned")
-    assert.has_error(function() kept:tostring() end, "buffer used after the converter returned")
+    H.raises(function() return kept[1] end, "buffer used after the converter returned")
+    H.raises(function() kept[1] = 1 end, "buffer used after the converter returned")
+    H.raises(function() return #kept end, "buffer used after the converter returned")
+    H.raises(function() kept:tostring() end, "buffer used after the converter returned")
     assert.is_false(kept:valid())
     assert.matches("used after the converter returned", tostring(kept))
   end)
@@ -134,11 +134,11 @@ describe("typed arrays and byte buffers", function()
       assert.same({ c[2], c[3] }, a:totable()) -- a refused store leaves the element as it was
     end
     local i = lmpio.array(lmpio.INT, 1)
-    assert.has_error(function() i[1] = 2 ^ 40 end,
-      "element 1 of a INT array: 1099511627776.0 is out of range (-2147483648..2147483647)")
+    H.raises(function() i[1] = 2 ^ 40 end,
+      "element 1 of an array of INT: 1099511627776.0 is out of range (-2147483648..2147483647)")
     assert.has_error(function() i[1] = 1 << 40 end)
-    assert.has_error(function() i[1] = 2.5 end,
-      "element 1 of a INT array needs an integer, got a number without integer value (2.5)")
+    H.raises(function() i[1] = 2.5 end,
+      "element 1 of an array of INT needs an integer, got a number without integer value (2.5)")
     assert.has_error(function() i[1] = 0 / 0 end)
     i[1] = 3.0 -- an integral float is an integer
     assert.equal(3, i[1])
@@ -152,8 +152,8 @@ describe("typed arrays and byte buffers", function()
 
   it("an UINT64 array refuses negative numbers and reads values above maxinteger as floats", function()
     local u = lmpio.array(lmpio.UINT64_T, 3)
-    assert.has_error(function() u[1] = -1 end,
-      "element 1 of a UINT64_T array: -1 is out of range (0..18446744073709551615)")
+    H.raises(function() u[1] = -1 end,
+      "element 1 of an array of UINT64_T: -1 is out of range (0..18446744073709551615)")
     assert.equal(0, u[1])
     u[1] = math.maxinteger
     u[2] = 2 ^ 63
@@ -178,7 +178,7 @@ describe("typed arrays and byte buffers", function()
     assert.equal(3.4028234663852886e38, f[1])
     f[1] = 0.1 -- rounded to the nearest float
     assert.equal(string.unpack("f", string.pack("f", 0.1)), f[1])
-    assert.has_error(function() f[1] = "x" end, "element 1 of a FLOAT array needs a number, got string")
+    H.raises(function() f[1] = "x" end, "element 1 of an array of FLOAT needs a number, got string")
     local d = lmpio.array(lmpio.DOUBLE, 1)
     d[1] = 1e300
     assert.equal(1e300, d[1])
@@ -201,7 +201,7 @@ describe("typed arrays and byte buffers", function()
     assert.same({ 3 }, v:sub(2, 2):totable()) -- a view of a view
     assert.matches("view", tostring(v))
     assert.has_error(function() a:sub(0, 2) end)
-    assert.has_error(function() a:sub(2, 7) end, "sub(2, 7) out of bounds: the array has 6 elements")
+    H.raises(function() a:sub(2, 7) end, "sub(2, 7) out of bounds: the array has 6 elements")
     assert.has_error(function() a:sub(4, 2) end)
     assert.equal(lmpio.INT, v:type())
     -- the view alone keeps the memory alive
@@ -218,12 +218,12 @@ describe("typed arrays and byte buffers", function()
       view[1] = 5
     end, lmpio.INT, 4)
     assert.is_false(view:valid())
-    assert.has_error(function() return view[1] end, "buffer used after the converter returned")
-    assert.has_error(function() view:tostring() end, "buffer used after the converter returned")
+    H.raises(function() return view[1] end, "buffer used after the converter returned")
+    H.raises(function() view:tostring() end, "buffer used after the converter returned")
     local ro
     lmpio._debug.borrow(function(buf)
       ro = buf:sub(1, 1)
-      assert.has_error(function() ro[1] = 1 end, "attempt to write to a read-only buffer")
+      H.raises(function() ro[1] = 1 end, "attempt to write to a read-only buffer")
     end, lmpio.INT, 2, true)
   end)
 
@@ -259,10 +259,10 @@ describe("typed arrays and byte buffers", function()
     end
     assert.has_error(function() lmpio.array(lmpio.INT, { shape = { 2 }, order = "row" }) end)
     assert.has_error(function() lmpio.array(lmpio.INT, { shape = { 2 }, ordre = "C" }) end)
-    assert.has_error(function() c:get(3, 1, 1) end, "index 1 is 3, out of range 1..2")
+    H.raises(function() c:get(3, 1, 1) end, "index 1 is 3, out of range 1..2")
     assert.has_error(function() return c[{ 1, 4, 1 }] end)
     assert.has_error(function() c[{ 1, 1, 5 }] = 1 end)
-    assert.has_error(function() c:get(1, 1) end, "2 indices for an array of 3 dimensions")
+    H.raises(function() c:get(1, 1) end, "2 indices for an array of 3 dimensions")
     assert.equal(111, c:get(1)) -- one index: the position in storage order
   end)
 
@@ -332,7 +332,7 @@ describe("typed arrays and byte buffers", function()
     assert.equal(string.rep("\0", 40), r:tostring(1, 1))
     r[3] = { x = 1.5, v = { 4, 5, 6 } } -- fields not given are zeroed
     assert.same({ id = 0, x = 1.5, flag = false, v = { 4, 5, 6 }, tag = { 0, 0, 0, 0, 0 } }, r:totable(3)[1])
-    assert.has_error(function() r[1].nope = 1 end, "record has no field 'nope'")
+    H.raises(function() r[1].nope = 1 end, "record has no field 'nope'")
     assert.has_error(function() r[1] = { idd = 1 } end)
     assert.has_error(function() r[1].id = 2 ^ 31 end)
     assert.has_error(function() r[1].v = { 1, 2 } end)
@@ -362,7 +362,7 @@ describe("typed arrays and byte buffers", function()
   it("read-only borrowed buffers refuse writes", function()
     lmpio._debug.borrow(function(buf)
       assert.equal(0, buf[1])
-      assert.has_error(function() buf[1] = 1 end, "attempt to write to a read-only buffer")
+      H.raises(function() buf[1] = 1 end, "attempt to write to a read-only buffer")
     end, lmpio.DOUBLE, 2, true)
   end)
 end)

@@ -69,7 +69,7 @@ describe("files", function()
     -- open is collective: the argument error is agreed, an MPI_ERR_ARG object
     local e = H.error_of(lmpio.open, world, "/tmp/x", "rdwr crete")
     assert.equal("MPI_ERR_ARG", e.name)
-    assert.equal("bad argument #3 to 'open' (unknown access mode 'crete' (expected rdonly, rdwr, wronly, create, excl, delete_on_close, unique_open, sequential, append, or one of r r+ w w+ a a+))", e.message)
+    assert.equal("bad argument #3 (unknown access mode 'crete' (expected rdonly, rdwr, wronly, create, excl, delete_on_close, unique_open, sequential, append, or one of r r+ w w+ a a+))", e.message)
     assert.has_error(function() lmpio.open(world, "/tmp/x", { "rdwr", "creat" }) end)
     assert.has_error(function() lmpio.open(world, "/tmp/x", true) end)
     assert.has_error(function() lmpio.open(42, "/tmp/x", "r") end)
@@ -83,8 +83,8 @@ describe("files", function()
       keep = fh
     end
     assert.equal("lmpio.file (closed)", tostring(keep))
-    assert.has_error(function() keep:get_size() end, "attempt to use a closed file")
-    assert.has_error(function() keep:write_at(0, "x") end, "attempt to use a closed file")
+    H.raises(function() keep:get_size() end, "attempt to use a closed file")
+    H.raises(function() keep:write_at(0, "x") end, "attempt to use a closed file")
     H.remove(path)
   end)
 
@@ -207,7 +207,7 @@ describe("files", function()
     refused(fh.iread_at, fh, 0, lmpio.buffer(4), 3, huge)
     refused(fh.read_at_all_begin, fh, 0, lmpio.buffer(4), 5, huge)
     refused(fh.read_at, fh, 0, lmpio.buffer(4), 2, lmpio.type.resized(lmpio.INT, 0, -2^62)) -- reaches below 0
-    assert.has_error(function() fh:read_at(0, 5, huge) end, "buffer too large") -- a new buffer of 5 of them
+    H.raises(function() fh:read_at(0, 5, huge) end, "buffer too large") -- a new buffer of 5 of them
     assert.equal(1, fh:write_at(0, lmpio.buffer(4), 1, huge)) -- one item is 4 bytes
     assert.equal(1, fh:write_at(0, lmpio.buffer(4), nil, huge)) -- as many as fit: one
     -- a pairs step from the largest integer ends the walk

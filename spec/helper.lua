@@ -62,4 +62,16 @@ function H.error_of(fn, ...)
   return e
 end
 
+-- Calls fn, which must raise an lmpio error object whose message is
+-- message (and class cls when given); returns it.
+function H.raises(fn, message, cls)
+  local ok, e = pcall(fn)
+  assert(not ok, "expected an error")
+  assert(lmpio.iserror(e), "not an lmpio error object: " .. tostring(e))
+  assert(e.message == message, ("message %q, expected %q"):format(tostring(e.message), message))
+  assert(cls == nil or e.name == cls, ("class %s, expected %s"):format(e.name, tostring(cls)))
+  assert(type(e.call) == "string" and type(e.where) == "string", tostring(e))
+  return e
+end
+
 return H

@@ -38,7 +38,7 @@ describe("handle lifetime", function()
     assert.matches("lmpio.file %(", tostring(fh))
     fh:close()
     assert.equal("lmpio.file (closed)", tostring(fh))
-    assert.has_error(function() fh:get_size() end, "attempt to use a closed file")
+    H.raises(function() fh:get_size() end, "attempt to use a closed file")
   end)
 
   it("a converter that closes its own file inside a nonblocking call gets an error; the call goes on", function()

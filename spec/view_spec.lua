@@ -76,7 +76,7 @@ describe("views", function()
     local fh <close> = lmpio.open(world, path, "w+")
     local e = H.error_of(fh.set_view, fh, { dsip = 0 })
     assert.equal("MPI_ERR_ARG", e.name) -- agreed by every rank: set_view is collective
-    assert.equal("bad argument #1 to 'set_view' (unknown field 'dsip')", e.message)
+    assert.equal("bad argument #1 (unknown field 'dsip')", e.message)
   end)
 
   it("a noncontiguous memory type picks every other double", function()
