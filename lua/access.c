@@ -834,13 +834,12 @@ typedef lmpio_lua_file_method collective_method;
 
 static const lfile_access *end_row(const lfile_access *begin_row);
 
-/* The error on top, raised by a collective method of f named name before it
+/* The error on top, raised by a collective method of f before it
  * entered the core: every rank fails the call (fail joins it; a split
  * collective's _begin, row a, joins with the same _begin and empty memory,
  * then ends it at once: where the others' run in the background, their _end
  * raises the error; here none stays active, as after any failed _begin). */
-static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail, const lfile_access *a) {
-  (void)name;
+static int agree_failure(lua_State *L, lfile *f, fail_fn fail, const lfile_access *a) {
   if (!f || f->fh == LMPIO_FILE_NULL || !lmpio_lua_isargerror(L, -1))
     return lua_error(L); /* nothing to agree on: the error object as it is */
   const char *msg = lmpio_lua_errormessage(L, -1);
@@ -874,7 +873,7 @@ static int collective_call(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
   if (n >= 0) return n;
-  return agree_failure(L, f, cm->name, cm->fail, NULL);
+  return agree_failure(L, f, cm->fail, NULL);
 }
 
 /* A collective data access method: data_access under the agreement. */
@@ -883,7 +882,7 @@ static int collective_access(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, data_access, a);
   if (n >= 0) return n;
-  return agree_failure(L, f, a->name, a->fail, a);
+  return agree_failure(L, f, a->fail, a);
 }
 
 /* Every data access method: name, writing, pointer, collective, form,

@@ -138,7 +138,8 @@ static void wait_for_chunk(lua_State *L, lua_Debug *ar) {
 }
 
 static void watch_main(lua_State *L) {
-  if (watching || world_size() < 2) return;
+  /* (with one rank too: its uncaught error object gets its traceback) */
+  if (watching) return;
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   lua_State *m = lua_tothread(L, -1);
   lua_pop(L, 1);
