@@ -153,14 +153,10 @@ static MPI_Datatype basic_of(MPI_Datatype t, int depth) {
   MPI_Aint *addrs = malloc(((size_t)na + 1) * sizeof *addrs);
   MPI_Datatype *types = malloc((size_t)nd * sizeof *types);
   MPI_Datatype basic = MPI_DATATYPE_NULL;
-  int k = 0;
   if (ints && addrs && types && MPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
-    for (k = 0; k < nd; k++) {
-      MPI_Datatype b = basic_of(types[k], depth + 1);
-      if (b == MPI_DATATYPE_NULL || (k > 0 && !same_basic(basic, b))) break;
-      if (k == 0) basic = b;
-    }
-    if (k < nd) basic = MPI_DATATYPE_NULL;
+    basic = basic_of(types[0], depth + 1);
+    for (int k = 1; k < nd && basic != MPI_DATATYPE_NULL; k++)
+      if (!same_basic(basic, basic_of(types[k], depth + 1))) basic = MPI_DATATYPE_NULL;
     for (int j = 0; j < nd; j++)
       if (!lmpio_lua_isnamed(types[j])) MPI_Type_free(&types[j]);
   }
