@@ -177,9 +177,11 @@ MPI_Datatype lmpio_lua_basictype(lmpio_lua_datatype *d, MPI_Datatype t) {
 }
 
 int lmpio_lua_type_fits(lmpio_lua_datatype *d, MPI_Datatype t, MPI_Datatype elem) {
-  if (t == elem) return 1;
+  if (t == elem || (d && d->type == t && d->fits == elem && elem != MPI_DATATYPE_NULL)) return 1;
   MPI_Datatype b = lmpio_lua_basictype(d, t);
-  return b == MPI_BYTE || b == MPI_PACKED || (b != MPI_DATATYPE_NULL && same_basic(b, elem));
+  int yes = b == MPI_BYTE || b == MPI_PACKED || (b != MPI_DATATYPE_NULL && same_basic(b, elem));
+  if (yes && d && d->type == t) d->fits = elem; /* the next call: one comparison */
+  return yes;
 }
 
 int lmpio_lua_isnamed(MPI_Datatype t) {
@@ -232,6 +234,7 @@ static lmpio_lua_datatype *newud(lua_State *L, MPI_Datatype t, int owned) {
   d->in_use = 0;
   d->basic = MPI_DATATYPE_NULL;
   d->basic_known = 0;
+  d->fits = MPI_DATATYPE_NULL;
   luaL_setmetatable(L, LMPIO_LUA_DATATYPE);
   return d;
 }

@@ -13,6 +13,7 @@ typedef struct lmpio_lua_datatype {
   int in_use;  /* core calls in progress that use the type: free() refuses */
   MPI_Datatype basic; /* lmpio_lua_basictype, once known */
   int basic_known;
+  MPI_Datatype fits;  /* the last element type lmpio_lua_type_fits accepted */
 } lmpio_lua_datatype;
 
 MPI_Datatype lmpio_lua_checktype(lua_State *L, int idx);
