@@ -29,6 +29,9 @@ commands:
   run [MPIRUN OPTIONS] PROGRAM [ARGS]
                    mpirun in a pipeline: standard input and output passed
                    to and from rank 0 exactly
+  dropin-path      print the path of liblmpio-mpi.so, the drop-in library
+                   (LD_PRELOAD=$(lmpio dropin-path))
+  doc-path         print the path of the HTML reference's index.html
 
 `lmpio COMMAND --help` describes a command's options.  Datatypes are
 expressions over the constructors of lmpio.type and the predefined types,
@@ -144,7 +147,9 @@ Everything rank 0 writes to its standard output (lmpio.stdout, "-",
 writes it; what the other ranks print goes to standard error.  Rank 0's
 standard input is the input.  The exit status is mpirun's.  More ranks
 than cores are allowed (as --oversubscribe; --nooversubscribe refuses).
-Rank 0 must run on this machine.  MPIRUN (environment) names the launcher
+Rank 0 must run on this machine.  Lua programs find the module that lmpio
+itself uses (LUA_PATH_5_4 and LUA_CPATH_5_4 are set to its search paths:
+the rock's tree, or build/lua for build/bin/lmpio).  MPIRUN (environment) names the launcher
 (default mpirun); one that is not Open MPI 1 to 4 runs as it is, with its
 own forwarding.
 ]]
@@ -1349,16 +1354,108 @@ local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local function run(argv)
   if argv[2] == "--help" or argv[2] == "-h" then return io.stdout:write(usage.run) end
   if argv[2] == nil then fail("run: say what to run: lmpio run [MPIRUN OPTIONS] PROGRAM [ARGS] (see 'lmpio run --help')") end
-  local words = { "exec /bin/sh -c", quote(LAUNCHER), "lmpio-run", quote(os.getenv("MPIRUN") or "mpirun"), quote(agent()) }
+  -- Lua programs find the module that this command finds (the rock's, or
+  -- build/lua for build/bin/lmpio): its search paths are theirs.
+  local paths = package.searchpath("lmpio", package.cpath)
+    and "LUA_PATH_5_4=" .. quote(package.path) .. " LUA_CPATH_5_4=" .. quote(package.cpath) .. " " or ""
+  local words = { paths .. "exec /bin/sh -c", quote(LAUNCHER), "lmpio-run", quote(os.getenv("MPIRUN") or "mpirun"), quote(agent()) }
   for i = 2, #argv do words[#words + 1] = quote(argv[i]) end
   io.stdout:flush()
   local _, how, code = os.execute(table.concat(words, " "))
   os.exit(how == "signal" and 128 + code or code)
 end
 
+-- ---- dropin-path, doc-path -----------------------------------------------------
+-- The files installed beside the module, found without loading it (no MPI):
+-- from where the module would be loaded (package.cpath: the rock's tree,
+-- or build/lua of a build, whose ../lib and ../doc hold them) and from where
+-- this script is (the rock keeps it in its own directory, beside doc/;
+-- make install puts it in PREFIX/bin, beside PREFIX/lib).
+
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+
+-- p as an absolute path (relative ones from the working directory).
+local function absolute(p)
+  if p:sub(1, 1) == "/" then return p end
+  local cwd = os.getenv("PWD")
+  if not cwd or cwd:sub(1, 1) ~= "/" then
+    local f = io.popen("pwd")
+    cwd = f and f:read("l")
+    if f then f:close() end
+  end
+  if not cwd then fail("cannot tell the working directory") end
+  return (cwd .. "/" .. p):gsub("/%./", "/")
+end
+
+local function readable(p)
+  local f = io.open(p, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- The first readable file of the candidates, else an error naming what
+-- was looked for and where.
+local function installed(what, candidates)
+  local looked = {}
+  for _, p in ipairs(candidates) do
+    if readable(p) then
+      -- without dir/../ where that still names a file
+      local short, n = absolute(p), 1
+      while n > 0 do short, n = short:gsub("/[^/]+/%.%./", "/", 1) end
+      return readable(short) and short or absolute(p)
+    end
+    looked[#looked + 1] = p
+  end
+  fail("%s not found (looked at %s)", what, #looked > 0 and table.concat(looked, ", ") or "nothing: no lmpio module on package.cpath")
+end
+
+local function places(name)
+  local module = package.searchpath("lmpio", package.cpath)
+  local script = arg and arg[0]
+  local list = {}
+  local function add(p) if p then list[#list + 1] = p end end
+  if name == "dropin" then
+    add((package.searchpath("lmpio.liblmpio-mpi", package.cpath)))
+    add(module and dirname(module) .. "/../lib/liblmpio-mpi.so")
+    add(script and dirname(script) .. "/../lib/liblmpio-mpi.so")
+  else
+    add(script and dirname(script) .. "/../doc/index.html")
+    add(module and dirname(module) .. "/../doc/index.html")
+  end
+  return list
+end
+
+usage["dropin-path"] = [[
+usage: lmpio dropin-path
+
+Prints the absolute path of liblmpio-mpi.so, the drop-in library that runs
+the MPI-IO of unmodified MPI programs on lmpio (installed with the rock,
+built by make in build/lib, or installed by make install):
+
+  mpirun -n 4 -x LD_PRELOAD=$(lmpio dropin-path) ./app
+]]
+
+usage["doc-path"] = [[
+usage: lmpio doc-path
+
+Prints the absolute path of the index.html of the reference of the Lua
+module (installed with the rock; make doc writes it in build/doc).
+]]
+
+local function path_command(name, what)
+  return function(argv)
+    local pos, o = parse(argv, 2, { help = false }, name)
+    if o.help then return io.stdout:write(usage[name]) end
+    check_positional(pos, 0, name, "no argument")
+    io.stdout:write(installed(what, places(name == "dropin-path" and "dropin" or "doc")), "\n")
+  end
+end
+
 -- ---- main -------------------------------------------------------------------
 
-local commands = { dump = dump, convert = convert, map = map, run = run }
+local commands = { dump = dump, convert = convert, map = map, run = run,
+                   ["dropin-path"] = path_command("dropin-path", "liblmpio-mpi.so (the drop-in library)"),
+                   ["doc-path"] = path_command("doc-path", "the HTML reference (index.html)") }
 
 local function main(argv)
   local name = argv[1]
@@ -1371,7 +1468,7 @@ local function main(argv)
     return io.stdout:write(usage.main)
   end
   local command = commands[name]
-  if not command then fail("unknown command '%s' (commands: dump, convert, map, run; see 'lmpio --help')", name) end
+  if not command then fail("unknown command '%s' (commands: dump, convert, map, run, dropin-path, doc-path; see 'lmpio --help')", name) end
   return command(argv)
 end
 
