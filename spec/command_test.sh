@@ -35,7 +35,7 @@ same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" |
 
 # ---- --help -------------------------------------------------------------------
 out=$(lmpio --help) && check "--help prints the usage" same "$(echo "$out" | head -n 1)" "usage: lmpio COMMAND [ARGS] [OPTIONS]"
-for c in dump convert map run; do
+for c in dump convert map run dropin-path doc-path; do
   out=$(lmpio $c --help) && check "$c --help" same "$(echo "$out" | head -n 1 | cut -d' ' -f1-3)" "usage: lmpio $c"
 done
 lmpio >/dev/null 2>"$dir/err"
@@ -160,6 +160,37 @@ out=$(limited map --ranks 2 --disp 'rank' --filetype 'resized(hvector(1000,1,2,B
 check "map: two ranks of overlapping items, first and last rows" \
   same "$out" "$(printf '  100  %s\n99900  %s' "$(printf '01%.0s' $(seq 50))" "$(printf '01%.0s' $(seq 50))")"
 
+# ---- build/bin/lmpio, dropin-path, doc-path -----------------------------------
+# make's launcher runs the command with the build's module from anywhere,
+# with no LUA_* variable set (under AddressSanitizer through $LUA: the
+# launcher's own interpreter is not instrumented).
+if [ -n "${ASAN_OPTIONS:-}" ]; then launch() { "$LUA" "$BUILD/bin/lmpio" "$@"; }; else launch() { "$BUILD/bin/lmpio" "$@"; }; fi
+out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; launch dump "$dir/ints.dat" --etype INT --count 4 --columns 4) 2>&1)
+check "build/bin/lmpio from another directory, no LUA_* set: dump" same "$out" "0 1 2 3"
+echo 'local l = require "lmpio"; print(l.world:size(), l.world:allreduce(l.world:rank() + 1, "sum"))' > "$dir/ranks.lua"
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+  out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; timeout -k 5 "$T" "$BUILD/bin/lmpio" run -n 2 "$LUA" "$dir/ranks.lua") 2>/dev/null)
+  check "build/bin/lmpio run: the program finds the build's module" same "$out" "$(printf '2\t3')"
+fi
+out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; launch dropin-path))
+check "build/bin/lmpio dropin-path: the build's drop-in, absolute" same "$out" "$BUILD/lib/liblmpio-mpi.so"
+check "the drop-in exports MPI_File_open" sh -c 'nm -D --defined-only "$0" | grep -q " T MPI_File_open$"' "$out"
+# Where the module is found decides (a make install layout and a build's,
+# made of empty files: the module is not loaded).
+mkdir -p "$dir/inst/lua" "$dir/inst/lib" "$dir/inst/doc" "$dir/inst/bin" "$dir/rock/lua/lmpio"
+: > "$dir/inst/lua/lmpio.so"; : > "$dir/inst/lib/liblmpio-mpi.so"; : > "$dir/inst/doc/index.html"
+out=$(cd "$dir" && LUA_CPATH_5_4="inst/lua/?.so" "$LUA" "$CMD" dropin-path)
+check "dropin-path: beside the module found (relative path made absolute)" same "$out" "$dir/inst/lib/liblmpio-mpi.so"
+out=$(cd "$dir" && LUA_CPATH_5_4="inst/lua/?.so" "$LUA" "$CMD" doc-path)
+check "doc-path: beside the module found" same "$out" "$dir/inst/doc/index.html"
+: > "$dir/rock/lua/lmpio.so"; : > "$dir/rock/lua/lmpio/liblmpio-mpi.so"
+out=$(LUA_CPATH_5_4="$dir/rock/lua/?.so;$dir/inst/lua/?.so" "$LUA" "$CMD" dropin-path)
+check "dropin-path: lmpio/liblmpio-mpi.so on the module's path first (the rock)" same "$out" "$dir/rock/lua/lmpio/liblmpio-mpi.so"
+cp "$CMD" "$dir/inst/bin/lmpio"
+out=$(LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$dir/inst/bin/lmpio" dropin-path)
+check "dropin-path: beside the command (make install: PREFIX/bin, PREFIX/lib)" same "$out" "$dir/inst/lib/liblmpio-mpi.so"
+fails_path() { (cd "$dir" && LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$CMD" "$@"); }
+
 # ---- errors: one line on stderr, a failure status, no traceback ---------------
 fails() { # fails NAME PATTERN COMMAND...: exits non-zero, says PATTERN, no traceback
   name=$1 pattern=$2; shift 2
@@ -188,6 +219,9 @@ fails "no string methods in expressions" "index a string" limited map --filetype
 fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
 fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
 fails "unknown command" "unknown command" lmpio frob
+fails "dropin-path: not found says where it looked" "liblmpio-mpi.so (the drop-in library) not found (looked at .*/lib/liblmpio-mpi.so)" fails_path dropin-path
+fails "doc-path: not found says where it looked" "the HTML reference (index.html) not found (looked at .*/doc/index.html)" fails_path doc-path
+fails "dropin-path takes no argument" "expected no argument" lmpio dropin-path x
 fails "run without a program" "say what to run" lmpio run
 fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
 fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
