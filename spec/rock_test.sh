@@ -66,7 +66,7 @@ check "lmpio run -n 2 from the tree's bin: its program finds the module" [ "$out
 drop=$(lmpio dropin-path)
 check "lmpio dropin-path: a file of the tree" sh -c 'case "$0" in "$1"/*) [ -f "$0" ] ;; *) exit 1 ;; esac' "$drop" "$tree"
 check "the drop-in exports MPI_File_open" sh -c 'nm -D --defined-only "$0" | grep -q " T MPI_File_open$"' "$drop"
-check "the drop-in loads (LD_PRELOAD=\$(lmpio dropin-path))" sh -c 'LD_PRELOAD="$0" /bin/true 2>&1 | grep -q . && exit 1; exit 0' "$drop"
+check "the drop-in loads (LD_PRELOAD=\$(lmpio dropin-path))" sh -c '[ -f "$0" ] && [ -z "$(LD_PRELOAD="$0" /bin/true 2>&1)" ]' "$drop"
 
 # The HTML reference.
 doc=$(lmpio doc-path)
