@@ -48,7 +48,7 @@ for f in $(cd "$dir/src/lua" && find . -name '*.lua' ! -name lmpio-command.lua);
   [ -f "$tree/share/lua/5.4/$f" ] || missing="$missing $f"
 done
 check "the module's Lua files are installed${missing:+ (missing:$missing)}" [ -z "$missing" ]
-out=$(eval "$paths"; lua5.4 -e 'io.write(require "lmpio.rock_probe")')
+out=$(eval "$paths"; lua5.4 -e 'io.write((require "lmpio.rock_probe"))')
 check "require 'lmpio.rock_probe' (a Lua file of the module) from the tree" [ "$out" = "probe of the rock" ]
 
 # The command: dump, run (its Lua programs find the tree's module).
