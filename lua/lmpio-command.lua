@@ -636,9 +636,9 @@ local function read_records(fh, path, total, fmt)
   return recs
 end
 
--- The marker formats that frame the file, other than fmt: those of the
--- other byte order and of the other marker size, in that order of
--- preference; a list of {format, records}.
+-- The marker formats that frame the file (with one record or more), other
+-- than fmt: those of the other byte order and of the other marker size, in
+-- that order of preference; a list of {format, records}.
 local function other_framings(fh, path, total, fmt)
   local found = {}
   local size = fmt:sub(3)
