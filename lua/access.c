@@ -51,7 +51,11 @@ displacement (byte offsets under the default view), from 0.
 
 Count and datatype default to the array's length and element type; a
 datatype alone means as many whole items as fit; an explicit count must
-fit the array.  Reads return the array and the number of items of the
+fit the array.  A typed array takes only datatypes made of its element
+type (`lmpio.INT` or `lmpio.INT32_T` for an `INT` array, a vector of
+`INT`, ...; or `lmpio.BYTE` for its raw bytes): another is an
+`MPI_ERR_ARG` naming both types; byte buffers and strings take any
+datatype.  Reads return the array and the number of items of the
 datatype read (fewer at the end of the file); writes return the number of
 items written.  The `i` methods return a @{request} instead.
 
@@ -63,7 +67,7 @@ Errors of the file system and of the file model raise an @{error} object:
 `sequential` file),
 `MPI_ERR_CONVERSION` (a conversion that failed), `MPI_ERR_ARG`,
 `MPI_ERR_TYPE`, `MPI_ERR_NOT_SAME` (collective arguments that must match
-and do not).
+and do not); wrong arguments `MPI_ERR_ARG`, a closed file `MPI_ERR_FILE`.
 @type file
 */
 
