@@ -168,10 +168,13 @@ static int parse_descr(const char *s, size_t n, npy_desc *d, char *err, size_t e
     d->size = size;
     return MPI_SUCCESS;
   }
-  const char *what = strchr("SaU", kind) ? " (strings)" : kind == 'O' ? " (Python objects)"
-                     : kind == 'V' ? " (raw records)" : strchr("Mm", kind) ? " (dates and times)"
-                     : kind == 'f' && size == 2 ? " (half precision)"
-                     : kind == 'f' || kind == 'c' ? " (extended precision)" : "";
+  const char *what = "";
+  if (kind == 'S' || kind == 'a' || kind == 'U') what = " (strings)";
+  else if (kind == 'O') what = " (Python objects)";
+  else if (kind == 'V') what = " (raw records)";
+  else if (kind == 'M' || kind == 'm') what = " (dates and times)";
+  else if (kind == 'f' && size == 2) what = " (half precision)";
+  else if (kind == 'f' || kind == 'c') what = " (extended precision)";
   snprintf(err, errsz, "dtype '%.*s'%s is not supported (lmpio reads " READABLE_LIST ")", (int)(n > 40 ? 40 : n), s,
            what);
   return MPI_ERR_UNSUPPORTED_DATAREP;
