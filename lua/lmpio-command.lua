@@ -71,9 +71,9 @@ the file (each item at its size in the representation, no padding) and
 A .npy file (numpy's format: it starts with \x93NUMPY) is read through
 its header when none of --disp, --etype and --datarep is given: the
 values of the array in the file's order, after a line "# shape (3, 4),
-DOUBLE, C order" (not with --no-header), --columns defaulting to the
-dimension that varies fastest (the last in C order, the first in
-Fortran order).
+DOUBLE, C order" (not with --no-header), --columns defaulting, for two
+or more dimensions, to the one that varies fastest (the last in C order,
+the first in Fortran order).
 
 A complex number is printed as its two parts (its real and imaginary
 parts, two columns by default).
@@ -572,8 +572,9 @@ local function dump(argv)
     local n = 1
     for _, d in ipairs(npy.shape) do n = n * d end
     count = count or math.max(0, n - offset)
-    fastest = npy.shape[npy.order == "F" and 1 or #npy.shape] or 1
-    fastest = math.max(1, fastest) * (parts and 2 or 1)
+    if #npy.shape >= 2 then -- a row of a matrix a line (of a vector, a value)
+      fastest = math.max(1, npy.shape[npy.order == "F" and 1 or #npy.shape]) * (parts and 2 or 1)
+    end
     o.datarep = npy.datarep
     if not o["no-header"] then
       io.stdout:write(string.format("# shape %s, %s, %s order\n", npy_shape(npy.shape), etype:name(), npy.order))
