@@ -320,6 +320,9 @@ with open(%q, 'wb') as fp: format.write_array(fp, numpy.arange(5, dtype='<u4'), 
       { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<U3' (strings)", npy_bytes("{'descr': '<U3', 'fortran_order': False, 'shape': (), }") },
       { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<f2' (half precision)", npy_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (), }") },
       { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<f16' (extended precision)", npy_bytes("{'descr': '<f16', 'fortran_order': False, 'shape': (), }") },
+      { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '' is not supported", npy_bytes("{'descr': '', 'fortran_order': False, 'shape': (), }") },
+      { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<' is not supported", npy_bytes("{'descr': '<', 'fortran_order': False, 'shape': (), }") },
+      { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<i3' is not supported", npy_bytes("{'descr': '<i3', 'fortran_order': False, 'shape': (), }") },
       { "MPI_ERR_UNSUPPORTED_DATAREP", "dtype '<M8[ns]' (dates and times)", npy_bytes("{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (), }") },
     }
     for _, c in ipairs(cases) do
