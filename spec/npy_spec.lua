@@ -342,7 +342,7 @@ with open(%q, 'wb') as fp: format.write_array(fp, numpy.arange(5, dtype='<u4'), 
     assert.same({ 1, 2 }, f2:read_at_all(0, 2, d2.type):totable())
   end)
 
-  it("closes the file when the header is refused or the view cannot be set", function()
+  it("closes the file when the header is refused (a bad magic, data cut short)", function()
     -- the module's files still open (lua/file.c keeps them in the registry)
     local function open_files()
       local n = 0
