@@ -635,6 +635,8 @@ static int l_npy_open(lua_State *L) {
     size_t n;
     const char *h = lua_tolstring(L, -1, &n);
     key = hash(h, n) ^ hash(rep, strlen(rep));
+    if (n > NPY_MAX_HEADER) /* (what a read would refuse) */
+      err = lua_pushfstring(L, "the header would be %I bytes, more than lmpio reads (%d)", (lua_Integer)n, NPY_MAX_HEADER);
   }
   agree(L, comm, err, writing, key);
   int hidx = lua_gettop(L); /* writing: the header */

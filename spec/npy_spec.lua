@@ -276,6 +276,12 @@ with open(%q, 'wb') as fp: format.write_array(fp, numpy.arange(5, dtype='<u4'), 
     open_fails("MPI_ERR_ARG", "datarep 'internal'", world, path, "w", { type = lmpio.INT, shape = { 2 }, datarep = "internal" })
     open_fails("MPI_ERR_ARG", "mode 'a'", world, path, "a", { type = lmpio.INT, shape = { 2 } })
     open_fails("MPI_ERR_ARG", "the path is a number", world, 7, "r")
+    -- a header longer than a read would take (16 MiB): 1.5 million
+    -- dimensions (0, then 1000000000: 18 MB)
+    local many = { 0 }
+    for i = 2, 1500000 do many[i] = 1000000000 end
+    open_fails("MPI_ERR_ARG", "more than lmpio reads", world, path, "w", { type = lmpio.BYTE, shape = many })
+    many = nil
     -- on one rank only: every rank raises it, naming that rank
     local bad = size - 1
     local e = open_fails("MPI_ERR_ARG", "lacks its shape", world, path, "w",
@@ -357,7 +363,9 @@ with open(%q, 'wb') as fp: format.write_array(fp, numpy.arange(5, dtype='<u4'), 
     put(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", string.rep("\0", 8)))
     open_fails("MPI_ERR_IO", "truncated data", world, path, "r")
     assert.equal(before, open_files())
-    local fh <close> = lmpio.npy.open(world, path, "w+", { type = lmpio.INT, shape = { size } })
+    -- (the communicator defaults to the world)
+    local fh <close> = lmpio.npy.open(path, "w+", { type = lmpio.INT, shape = { size } })
+    assert.equal(before + 1, open_files())
     fh:write_at_all(rank, lmpio.array(lmpio.INT, { rank }))
     fh:close()
     local ok, out = python(("assert numpy.load(%q).tolist() == list(range(%d)); print('ok')"):format(path, size))
