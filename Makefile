@@ -33,6 +33,16 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 CEXAMPLES:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 LUA_SRC  := $(wildcard lua/*.c)
 LUA_MOD  := $(if $(LUA_SRC),$(BUILD)/lua/lmpio.so)
+# The module's Lua files: every lua/*.lua but the command, and everything
+# under lua/lmpio/ (lmpio.npy is lua/lmpio/npy.lua), copied to the same
+# place under $(BUILD)/lua: then LUA_CPATH_5_4 and LUA_PATH_5_4 pointing
+# at $(BUILD)/lua find the whole module.
+LUA_FILES := $(patsubst lua/%,$(BUILD)/lua/%,$(filter-out lua/lmpio-command.lua,\
+  $(wildcard lua/*.lua lua/lmpio/*.lua lua/lmpio/*/*.lua)))
+# The lmpio command of this build: lua/lmpio-command.lua with the module of
+# $(BUILD)/lua, whatever the environment says (put $(BUILD)/bin on the PATH).
+LMPIO_CMD := $(if $(LUA_SRC),$(BUILD)/bin/lmpio)
+LUA_PROGRAM := $(or $(shell command -v $(LUA) 2>/dev/null),/usr/bin/env $(LUA))
 
 LIBA  := $(BUILD)/lib/liblmpio.a
 LIBSO := $(BUILD)/lib/liblmpio.so
@@ -48,9 +58,9 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 export MPIRUN MPICC LUA BUILD
 
-.PHONY: check-cluster check-dropin check-public all lib tests benches examples lua deps doc check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
+.PHONY: check-cluster check-dropin check-public all lib tests benches examples lua deps doc html rock rock-install check check-core check-mpich check-asan lint demo bench bench-scale bench-ior install clean
 
-all: lib $(BUILD)/lmpio.pc $(LUA_MOD) tests benches examples
+all: lib $(BUILD)/lmpio.pc lua tests benches examples
 
 lib: $(LIBA) $(LIBSO) $(DROPIN_SO)
 
@@ -118,7 +128,22 @@ else
 LUA_LIBDEP := $(LIBSO)
 LUA_LIBS   := -L$(BUILD)/lib -llmpio -Wl,-rpath,'$$ORIGIN/../lib'
 endif
-lua: $(LUA_MOD)
+lua: $(LUA_MOD) $(LUA_FILES) $(LMPIO_CMD)
+$(BUILD)/lua/%.lua: lua/%.lua
+	@mkdir -p $(@D)
+	cp $< $@
+# (paths in long brackets: any path but one holding "]==]")
+$(BUILD)/bin/lmpio: Makefile
+	@mkdir -p $(@D)
+	printf '%s\n' '#!$(LUA_PROGRAM)' \
+	  '-- The lmpio command of the build in $(abspath $(BUILD)) (made by make):' \
+	  '-- lua/lmpio-command.lua of the source tree with the module of that' \
+	  '-- build first on the search paths, whatever LUA_PATH and LUA_CPATH say.' \
+	  'local build, command = [==[$(abspath $(BUILD))]==], [==[$(CURDIR)/lua/lmpio-command.lua]==]' \
+	  'package.path = build .. "/lua/?.lua;" .. build .. "/lua/?/init.lua;" .. package.path' \
+	  'package.cpath = build .. "/lua/?.so;" .. package.cpath' \
+	  'arg[0] = command' \
+	  'return assert(loadfile(command))(...)' > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 $(BUILD)/lua/lmpio.so: $(LUA_SRC) $(wildcard lua/*.h) core/include/lmpio.h $(LUA_LIBDEP)
 	@mkdir -p $(@D)
 	$(MPICC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Icore/include $(LUA_CFLAGS) -fPIC -shared \
@@ -129,11 +154,31 @@ deps:
 	@sh .ci/deps.sh
 
 # The reference of the Lua module (LDoc, from the comments of lua/*.c and the
-# topics in doc/), written to $(BUILD)/doc/index.html.
+# topics in doc/), written to $(BUILD)/doc/index.html.  `make html` does the
+# same without installing what is missing (the rock's build).
 doc: deps
+	@$(MAKE) --no-print-directory html
+html:
+	@command -v ldoc >/dev/null 2>&1 || { echo "the HTML reference needs LDoc: apt-get install lua-ldoc lua-markdown" >&2; exit 1; }
 	@mkdir -p $(BUILD)/doc-src
 	$(LUA) doc/gather.lua $(BUILD)/doc-src/lmpio.c lua/*.c
 	ldoc -c doc/config.ld -d $(BUILD)/doc $(BUILD)/doc-src/lmpio.c
+
+# The rock (rockspec/lmpio-scm-1.rockspec): `make rock` builds the module
+# (LUA_LINK=static: one self-contained lmpio.so), the drop-in library and the
+# HTML reference; `make rock-install` puts them in the directories that
+# LuaRocks gives (ROCK_LIBDIR: lmpio.so and lmpio/liblmpio-mpi.so, found by
+# `lmpio dropin-path`; ROCK_LUADIR: the module's Lua files; ROCK_DOCDIR: the
+# reference, found by `lmpio doc-path`).  LuaRocks installs the command.
+rock: lua $(DROPIN_SO) html
+rock-install:
+	@test -n "$(ROCK_LIBDIR)" -a -n "$(ROCK_LUADIR)" -a -n "$(ROCK_DOCDIR)" || \
+	  { echo "make rock-install ROCK_LIBDIR=... ROCK_LUADIR=... ROCK_DOCDIR=... (LuaRocks' directories)" >&2; exit 2; }
+	install -d "$(ROCK_LIBDIR)/lmpio" "$(ROCK_LUADIR)" "$(ROCK_DOCDIR)"
+	install -m 755 $(LUA_MOD) "$(ROCK_LIBDIR)/"
+	install -m 755 $(DROPIN_SO) "$(ROCK_LIBDIR)/lmpio/"
+	cd $(BUILD)/lua && find . -name '*.lua' -exec sh -c 'install -D -m 644 "$$1" "$$0/$$1"' "$(ROCK_LUADIR)" {} \;
+	cp -R $(BUILD)/doc/. "$(ROCK_DOCDIR)/"
 
 check: deps
 	$(MAKE) WERROR=-Werror all

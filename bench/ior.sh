@@ -43,6 +43,13 @@ EXTRA=${LMPIO_IOR_EXTRA:-}
 TIMEOUT=${LMPIO_IOR_TIMEOUT:-300}
 OUT=${LMPIO_IOR_OUT:-$BUILD/bench/ior.results}
 DROPIN=$BUILD/lib/liblmpio-mpi.so
+# Hints for lmpio's opens only, key=value,... (IOR's IOR_HINT__MPI__key
+# variables), e.g. lmpio_collective_outcome=local.
+LMPIO_HINTS=${LMPIO_IOR_LMPIO_HINTS:-}
+lmpio_hints=
+for kv in $(echo "$LMPIO_HINTS" | tr ',' ' '); do
+  lmpio_hints="$lmpio_hints -x IOR_HINT__MPI__$kv"
+done
 
 if [ -z "$IOR" ] || [ ! -x "$IOR" ]; then
   echo "ior.sh: give the path of a built ior binary: make bench-ior IOR=/path/to/ior" >&2
@@ -64,7 +71,7 @@ mkdir -p "$(dirname "$OUT")"
 log=$OUT.log
 : > "$log"
 status=0
-echo "ior.sh: $IOR, $NP ranks, {$WORKLOADS} x {$ACCESSES} x {$FSS} x {$BACKENDS}, -i $REPS, $LAUNCHES launch(es)"
+echo "ior.sh: $IOR, $NP ranks, {$WORKLOADS} x {$ACCESSES} x {$FSS} x {$BACKENDS}, -i $REPS, $LAUNCHES launch(es)${LMPIO_HINTS:+, lmpio hints $LMPIO_HINTS}"
 echo "        raw lines in $OUT, IOR output in $log; load: $(uptime | sed 's/.*load/load/')"
 
 # One launch: run IOR for workload $1, access $2, fs $3 (dir $4), backend $5,
@@ -79,7 +86,7 @@ launch() {
   coll=
   [ "$acc" = coll ] && coll=-c
   case $be in
-    lmpio) how="-x LD_PRELOAD=$DROPIN" ;;
+    lmpio) how="-x LD_PRELOAD=$DROPIN$lmpio_hints" ;;
     ompio) how="--mca io ompio" ;;
     romio) how="--mca io romio321" ;;
   esac

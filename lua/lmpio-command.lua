@@ -29,6 +29,9 @@ commands:
   run [MPIRUN OPTIONS] PROGRAM [ARGS]
                    mpirun in a pipeline: standard input and output passed
                    to and from rank 0 exactly
+  dropin-path      print the path of liblmpio-mpi.so, the drop-in library
+                   (LD_PRELOAD=$(lmpio dropin-path))
+  doc-path         print the path of the HTML reference's index.html
 
 `lmpio COMMAND --help` describes a command's options.  Datatypes are
 expressions over the constructors of lmpio.type and the predefined types,
@@ -77,6 +80,22 @@ the first in Fortran order).
 
 A complex number is printed as its two parts (its real and imaginary
 parts, two columns by default).
+
+Fortran sequential unformatted files:
+  --fortran             FILE is records, each a length marker, the payload
+                        and the marker again: prints a line of the markers'
+                        byte order and size, then each record's number,
+                        offset and marker, and its payload as elements of
+                        --type (packed, as convert reads them; the bytes
+                        left over said); the values are in --datarep, by
+                        default external32 when the markers are big-endian
+  --markers ORDER       byte order of the markers: little, big or native
+                        (default: the order, and size, that frame the file)
+  --marker-size N       bytes of a marker: 4 or 8 (default: detected)
+  --header-type T       the type of the first record's elements
+A file that the markers do not frame (a marker past the end, cut short or
+disagreeing with its partner) is an error naming the record and its offset,
+and the option that reads the file when another byte order frames it.
 
 Under mpirun, rank 0 prints and the other ranks do nothing.
 ]]
@@ -130,7 +149,9 @@ Fortran sequential unformatted files:
 
 The size of IN after the header must be a whole number of elements.  A
 Fortran record whose markers disagree, run past the end of IN or are cut
-short is an error naming the record (from 1) and its offset.
+short is an error naming the record (from 1) and its offset, and the
+options that read IN when markers of another byte order or size frame it
+(e.g. --from-markers big).
 ]]
 
 usage.run = [[
@@ -149,7 +170,9 @@ Everything rank 0 writes to its standard output (lmpio.stdout, "-",
 writes it; what the other ranks print goes to standard error.  Rank 0's
 standard input is the input.  The exit status is mpirun's.  More ranks
 than cores are allowed (as --oversubscribe; --nooversubscribe refuses).
-Rank 0 must run on this machine.  MPIRUN (environment) names the launcher
+Rank 0 must run on this machine.  Lua programs find the module that lmpio
+itself uses (LUA_PATH_5_4 and LUA_CPATH_5_4 are set to its search paths:
+the rock's tree, or build/lua for build/bin/lmpio).  MPIRUN (environment) names the launcher
 (default mpirun); one that is not Open MPI 1 to 4 runs as it is, with its
 own forwarding.
 ]]
@@ -402,7 +425,7 @@ local function complex_part(t)
   return ({ [8] = lmpio.FLOAT, [16] = lmpio.DOUBLE, [32] = lmpio.LONG_DOUBLE })[t:size()]
 end
 
-local dump_rows -- below
+local dump_rows, dump_fortran -- below
 
 -- ---- dump -------------------------------------------------------------------
 
@@ -546,12 +569,17 @@ local function dump(argv)
     disp = true, etype = true, filetype = true, datarep = true, ["datarep-file"] = true,
     type = true, offset = true, count = true, format = true, columns = true, help = false,
     ["no-header"] = false,
+    fortran = false, markers = true, ["marker-size"] = true, ["header-type"] = true, -- Fortran records
   }, "dump")
   if o.help then return io.stdout:write(usage.dump) end
   check_positional(pos, 1, "dump", "one FILE")
   local path = pos[1]
+  for _, k in ipairs(o.fortran and {} or { "markers", "marker-size", "header-type" }) do
+    if o[k] then fail("dump: --%s is for Fortran files (--fortran)", k) end
+  end
   module()
   if lmpio.world:rank() ~= 0 then return end
+  if o.fortran then return dump_fortran(o, path) end
   local env = sandbox()
   -- a .npy: the view and the count from its header
   local npy = not (o.disp or o.etype or o.datarep) and is_npy(path) and select(2, npy_open(lmpio.self, path, "r"))
@@ -646,47 +674,98 @@ local function marker_format(option, order, bytes)
   return o .. "i" .. bytes
 end
 
+-- What a marker format says in words: "big-endian 4-byte markers".
+local function markers_name(fmt)
+  local c = fmt:sub(1, 1)
+  local big = c == ">" or (c == "=" and string.pack("=i2", 1) == "\0\1")
+  return string.format("%s-endian %s-byte markers", big and "big" or "little", fmt:sub(3))
+end
+
+-- Reads the record markers of the Fortran sequential file fh (its view
+-- the bytes as they are) on this rank alone.  Returns the records, a list
+-- of {offset of the first marker, payload bytes}; or, when the markers of
+-- format fmt do not frame the file (a marker cut short, running past the
+-- end, negative or disagreeing with its partner), nil, the reason (naming
+-- the record, from 1, and its offset) and the number of records before it.
+-- An error of the reads themselves is an error.
+local function read_records(fh, path, total, fmt)
+  local mbytes = tonumber(fmt:sub(3))
+  local function marker(at)
+    local ok, b = pcall(fh.read_at, fh, at, mbytes, lmpio.BYTE)
+    if not ok then fail("%s: %s", path, error_text(b)) end
+    return (string.unpack(fmt, b:tostring()))
+  end
+  local recs, pos = {}, 0
+  while pos < total do
+    local function bad(f, ...)
+      return nil, string.format("record %d at offset %d: " .. f, #recs + 1, pos, ...), #recs
+    end
+    if total - pos < 2 * mbytes then return bad("%d bytes left, too few for two record markers", total - pos) end
+    local len = marker(pos)
+    if len < 0 then return bad("negative marker %d (a record split into subrecords is not supported)", len) end
+    if len > total - pos - 2 * mbytes then
+      return bad("its marker says %d bytes, past the end of the file (%d bytes)", len, total)
+    end
+    local tail = marker(pos + mbytes + len)
+    if tail ~= len then return bad("the markers disagree (%d at the start, %d at the end)", len, tail) end
+    recs[#recs + 1] = { pos, len }
+    pos = pos + 2 * mbytes + len
+  end
+  return recs
+end
+
+-- The marker formats that frame the file (with one record or more), other
+-- than fmt: those of the other byte order and of the other marker size, in
+-- that order of preference; a list of {format, records}.
+local function other_framings(fh, path, total, fmt)
+  local found = {}
+  local size = fmt:sub(3)
+  local little = markers_name(fmt):find("little", 1, true)
+  for _, f in ipairs({ (little and ">i" or "<i") .. size, "<i" .. (size == "4" and 8 or 4), ">i" .. (size == "4" and 8 or 4) }) do
+    local recs = read_records(fh, path, total, f)
+    if recs and #recs > 0 then found[#found + 1] = { f, recs } end
+  end
+  return found
+end
+
+-- The options that read the file with marker format f instead (order is
+-- the option of the byte order: --from-markers, --markers).
+local function framing_options(f, fmt, order)
+  local opts = {}
+  if markers_name(f):match("^%a+") ~= markers_name(fmt):match("^%a+") then
+    opts[#opts + 1] = order .. " " .. markers_name(f):match("^%a+")
+  end
+  if f:sub(3) ~= fmt:sub(3) then opts[#opts + 1] = "--marker-size " .. f:sub(3) end
+  return table.concat(opts, " ")
+end
+
+-- The message of markers of format fmt that do not frame the file: why,
+-- and the options that fix it when another byte order or marker size
+-- frames it (order: the option that gives the byte order).
+local function framing_error(fh, path, total, fmt, reason, order)
+  local other = other_framings(fh, path, total, fmt)[1]
+  if other then
+    return string.format("%s: %s, reading %s; %s frame the file: give %s", path, reason, markers_name(fmt),
+                         markers_name(other[1]), framing_options(other[1], fmt, order))
+  end
+  return string.format("%s: %s (is it a Fortran sequential file with %s?)", path, reason, markers_name(fmt))
+end
+
 -- Rank 0 reads the record markers of the Fortran sequential file fh (its
--- view still the default bytes) and every rank gets the records: a list
--- of {offset of the first marker, payload bytes}.  A marker that is cut
--- short, runs past the end, is negative or disagrees with its partner is
--- an error naming the record (from 1) and its offset, on every rank.
-local function fortran_records(world, fh, path, total, fmt, mbytes)
+-- view still the default bytes) and every rank gets the records, a list of
+-- {offset of the first marker, payload bytes}, or the same error naming
+-- the first record that is not framed (and the option that fixes it).
+local function fortran_records(world, fh, path, total, fmt, order)
   local packed, err = "", nil
   if world:rank() == 0 then
-    local parts, pos, k = {}, 0, 0
-    local big = fmt:sub(1, 1) == ">" or (fmt:sub(1, 1) == "=" and string.pack("=i2", 1) == "\0\1")
-    local what = string.format("%s-endian %d-byte markers", big and "big" or "little", mbytes)
-    local function marker(at)
-      local ok, b = pcall(fh.read_at, fh, at, mbytes, lmpio.BYTE)
-      if not ok then error(setmetatable({ msg = string.format("%s: %s", path, error_text(b)) }, Fail), 0) end
-      return (string.unpack(fmt, b:tostring()))
-    end
     local ok, e = pcall(function()
-      while pos < total do
-        k = k + 1
-        local function bad(f, ...)
-          local args = table.pack(...)
-          args[args.n + 1] = what
-          error(setmetatable({ msg = string.format("%s: record %d at offset %d: " .. f ..
-            " (is it a Fortran sequential file with %s?)", path, k, pos, table.unpack(args, 1, args.n + 1)) }, Fail), 0)
-        end
-        if total - pos < 2 * mbytes then
-          bad("%d bytes left, too few for two record markers", total - pos)
-        end
-        local len = marker(pos)
-        if len < 0 then bad("negative marker %d (a record split into subrecords is not supported)", len) end
-        if len > total - pos - 2 * mbytes then
-          bad("its marker says %d bytes, past the end of the file (%d bytes)", len, total)
-        end
-        local tail = marker(pos + mbytes + len)
-        if tail ~= len then bad("the markers disagree (%d at the start, %d at the end)", len, tail) end
-        parts[#parts + 1] = string.pack("<i8i8", pos, len)
-        pos = pos + 2 * mbytes + len
-      end
+      local recs, reason = read_records(fh, path, total, fmt)
+      if not recs then fail("%s", framing_error(fh, path, total, fmt, reason, order)) end
+      local parts = {}
+      for i, r in ipairs(recs) do parts[i] = string.pack("<i8i8", r[1], r[2]) end
+      packed = table.concat(parts)
     end)
     if not ok then err = getmetatable(e) == Fail and e.msg or error_text(e) end
-    if not err then packed = table.concat(parts) end
   end
   local msg = world:bcast(err or false)
   if msg then fail("%s", msg) end
@@ -697,6 +776,135 @@ local function fortran_records(world, fh, path, total, fmt, mbytes)
     recs[i] = { at, len }
   end
   return recs
+end
+
+-- dump --fortran: every record of a Fortran sequential file, a line saying
+-- its number, offset and marker, then its payload's values as elements of
+-- --type (the first record's of --header-type when given), packed as in
+-- convert.  The markers are read in the order --markers gives, else in the
+-- order and size (4 or 8 bytes) that frames the whole file.
+dump_fortran = function(o, path)
+  for _, k in ipairs({ "disp", "filetype", "offset", "count" }) do
+    if o[k] then fail("dump --fortran: --%s does not apply (the markers frame the whole file)", k) end
+  end
+  local env = sandbox()
+  local t = datatype(o.type and "--type" or "--etype", o.type or o.etype or "BYTE", env)
+  local ht = o["header-type"] and datatype("--header-type", o["header-type"], env)
+  local columns = integer("--columns", o.columns or "1", env, 1)
+  local sizes = { 4, 8 }
+  if o["marker-size"] then
+    sizes = { integer("--marker-size", o["marker-size"], env, 0) }
+    if sizes[1] ~= 4 and sizes[1] ~= 8 then fail("--marker-size: %d bytes (4 or 8)", sizes[1]) end
+  end
+  run_datarep_file(o["datarep-file"])
+  local fh <close> = open(lmpio.self, path, "r")
+  local total = fh:get_size()
+  -- the markers: as given, else the first format (native order first)
+  -- that frames the file; a file no format frames is an error that gives
+  -- the reason of the format that read the most records
+  local recs, fmt, how
+  if o.markers then
+    fmt = marker_format("--markers", o.markers, sizes[1])
+    local reason
+    recs, reason = read_records(fh, path, total, fmt)
+    if not recs then fail("%s", framing_error(fh, path, total, fmt, reason, "--markers")) end
+    how = "--markers " .. o.markers
+  else
+    local best = { n = -1 }
+    local native = string.pack("=i2", 1) == "\1\0" and { "<", ">" } or { ">", "<" }
+    for _, size in ipairs(sizes) do
+      for _, order in ipairs(native) do
+        local f = order .. "i" .. size
+        local r, reason, n = read_records(fh, path, total, f)
+        if r then recs, fmt = r, f break end
+        if n > best.n then best = { n = n, reason = reason, fmt = f } end
+      end
+      if recs then break end
+    end
+    if not recs then
+      fail("%s: the record markers do not frame the file (is it a Fortran sequential file?): reading %s, %s; no other byte order or marker size frames it",
+           path, markers_name(best.fmt), best.reason)
+    end
+    how = "detected"
+  end
+  -- the values in the markers' byte order unless --datarep says otherwise
+  local rep = o.datarep or (markers_name(fmt):find("^big") and string.pack("=i2", 1) == "\1\0" and "external32")
+              or "native"
+  set_view(fh, path, 0, lmpio.BYTE, lmpio.BYTE, rep)
+  local out = io.stdout
+  out:setvbuf("full")
+  out:write(string.format("%d record%s, %s (%s), values in %s\n", #recs, #recs == 1 and "" or "s",
+                          markers_name(fmt), how, rep))
+  local mbytes = tonumber(fmt:sub(3))
+  local kinds = {} -- per type: its packed size, its items, their formats
+  local function kind(tt, what)
+    if kinds[tt] then return kinds[tt] end
+    local k = { size = packed_size(fh, path, tt), ext = tt:extent(), items = tt:items(), formats = {},
+                predefined = tt:is_predefined() }
+    if k.size == 0 then fail("%s: %s has no data", what, tt:name()) end
+    if not k.predefined and o.columns then
+      fail("--columns: a derived type prints one row per element (its items are the columns)")
+    end
+    for _, run in ipairs(k.items) do
+      if not pcall(lmpio.array, run.type, 0) then fail("%s: items of %s cannot be printed", what, run.type:name()) end
+      local name = run.type:name()
+      k.formats[name] = k.formats[name] or formatter(o.format, run.type)
+    end
+    k.names = not k.predefined and not o["no-header"] and table.concat(column_names(tt, k.items), " ")
+    k.chunk = math.max(1, 65536 // math.max(k.ext, k.size)) -- elements per read
+    k.buf = not k.predefined and lmpio.buffer(k.chunk * k.ext)
+    kinds[tt] = k
+    return k
+  end
+  local line = {}
+  for r, rec in ipairs(recs) do
+    local at, len = rec[1], rec[2]
+    out:write(string.format("record %d at offset %d: marker %d\n", r, at, len))
+    local tt = (r == 1 and ht) or t
+    local texpr = (r == 1 and ht) and o["header-type"] or o.type or o.etype or "BYTE"
+    local k = kind(tt, (r == 1 and ht) and "--header-type" or (o.type and "--type" or "--etype"))
+    local n = len // k.size
+    if k.names and n > 0 then out:write(k.names, "\n") end
+    local done, column = 0, 0
+    while done < n do
+      local m = math.min(k.chunk, n - done)
+      local ok, a, got = pcall(fh.read_at, fh, at + mbytes + done * k.size, k.buf or m, k.buf and m or tt, k.buf and tt)
+      if not ok then fail("%s: record %d: %s", path, r, error_text(a)) end
+      if got < m then fail("%s: record %d: a read returned fewer elements than the markers promised (did the file change?)", path, r) end
+      if k.predefined then
+        local f = k.formats[tt:name()]
+        for i = 1, m do
+          column = column + 1
+          line[column] = f(a[i])
+          if column == columns then
+            out:write(table.concat(line, " ", 1, column), "\n")
+            column = 0
+          end
+        end
+      else
+        local bytes = a:tostring(1, m * k.ext)
+        for i = 0, m - 1 do
+          local c = 0
+          for _, run in ipairs(k.items) do
+            local from = i * k.ext + run.offset
+            local vals = lmpio.array(run.type, bytes:sub(from + 1, from + run.count * run.type:size()))
+            local f = k.formats[run.type:name()]
+            for j = 1, run.count do
+              c = c + 1
+              line[c] = f(vals[j])
+            end
+          end
+          out:write(table.concat(line, " ", 1, c), "\n")
+        end
+      end
+      done = done + m
+    end
+    if column > 0 then out:write(table.concat(line, " ", 1, column), "\n") end
+    if len % k.size ~= 0 then
+      out:write(string.format("(%d bytes left over: not a whole %s of %d bytes)\n", len % k.size, texpr, k.size))
+    end
+  end
+  out:flush()
 end
 
 -- Converts n elements of t from IN at byte inoff to OUT at byte outoff,
@@ -777,7 +985,7 @@ local function convert(argv)
   local total = fin:get_size()
   if total < disp then fail("%s: %d bytes, shorter than the header (--disp %d)", inpath, total, disp) end
   local header = disp > 0 and fin:read_at_all(0, rank == 0 and disp or 0, lmpio.BYTE)
-  local recs = o.fortran and fortran_records(world, fin, inpath, total, infmt, mbytes)
+  local recs = o.fortran and fortran_records(world, fin, inpath, total, infmt, "--from-markers")
   set_view(fin, inpath, 0, lmpio.BYTE, lmpio.BYTE, from)
   local insize = packed_size(fin, inpath, t)
   local hin = ht and packed_size(fin, inpath, ht)
@@ -1256,16 +1464,108 @@ local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local function run(argv)
   if argv[2] == "--help" or argv[2] == "-h" then return io.stdout:write(usage.run) end
   if argv[2] == nil then fail("run: say what to run: lmpio run [MPIRUN OPTIONS] PROGRAM [ARGS] (see 'lmpio run --help')") end
-  local words = { "exec /bin/sh -c", quote(LAUNCHER), "lmpio-run", quote(os.getenv("MPIRUN") or "mpirun"), quote(agent()) }
+  -- Lua programs find the module that this command finds (the rock's, or
+  -- build/lua for build/bin/lmpio): its search paths are theirs.
+  local paths = package.searchpath("lmpio", package.cpath)
+    and "LUA_PATH_5_4=" .. quote(package.path) .. " LUA_CPATH_5_4=" .. quote(package.cpath) .. " " or ""
+  local words = { paths .. "exec /bin/sh -c", quote(LAUNCHER), "lmpio-run", quote(os.getenv("MPIRUN") or "mpirun"), quote(agent()) }
   for i = 2, #argv do words[#words + 1] = quote(argv[i]) end
   io.stdout:flush()
   local _, how, code = os.execute(table.concat(words, " "))
   os.exit(how == "signal" and 128 + code or code)
 end
 
+-- ---- dropin-path, doc-path -----------------------------------------------------
+-- The files installed beside the module, found without loading it (no MPI):
+-- from where the module would be loaded (package.cpath: the rock's tree,
+-- or build/lua of a build, whose ../lib and ../doc hold them) and from where
+-- this script is (the rock keeps it in its own directory, beside doc/;
+-- make install puts it in PREFIX/bin, beside PREFIX/lib).
+
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+
+-- p as an absolute path (relative ones from the working directory).
+local function absolute(p)
+  if p:sub(1, 1) == "/" then return p end
+  local cwd = os.getenv("PWD")
+  if not cwd or cwd:sub(1, 1) ~= "/" then
+    local f = io.popen("pwd")
+    cwd = f and f:read("l")
+    if f then f:close() end
+  end
+  if not cwd then fail("cannot tell the working directory") end
+  return (cwd .. "/" .. p):gsub("/%./", "/")
+end
+
+local function readable(p)
+  local f = io.open(p, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- The first readable file of the candidates, else an error naming what
+-- was looked for and where.
+local function installed(what, candidates)
+  local looked = {}
+  for _, p in ipairs(candidates) do
+    if readable(p) then
+      -- without dir/../ where that still names a file
+      local short, n = absolute(p), 1
+      while n > 0 do short, n = short:gsub("/[^/]+/%.%./", "/", 1) end
+      return readable(short) and short or absolute(p)
+    end
+    looked[#looked + 1] = p
+  end
+  fail("%s not found (looked at %s)", what, #looked > 0 and table.concat(looked, ", ") or "nothing: no lmpio module on package.cpath")
+end
+
+local function places(name)
+  local module = package.searchpath("lmpio", package.cpath)
+  local script = arg and arg[0]
+  local list = {}
+  local function add(p) if p then list[#list + 1] = p end end
+  if name == "dropin" then
+    add((package.searchpath("lmpio.liblmpio-mpi", package.cpath)))
+    add(module and dirname(module) .. "/../lib/liblmpio-mpi.so")
+    add(script and dirname(script) .. "/../lib/liblmpio-mpi.so")
+  else
+    add(script and dirname(script) .. "/../doc/index.html")
+    add(module and dirname(module) .. "/../doc/index.html")
+  end
+  return list
+end
+
+usage["dropin-path"] = [[
+usage: lmpio dropin-path
+
+Prints the absolute path of liblmpio-mpi.so, the drop-in library that runs
+the MPI-IO of unmodified MPI programs on lmpio (installed with the rock,
+built by make in build/lib, or installed by make install):
+
+  mpirun -n 4 -x LD_PRELOAD=$(lmpio dropin-path) ./app
+]]
+
+usage["doc-path"] = [[
+usage: lmpio doc-path
+
+Prints the absolute path of the index.html of the reference of the Lua
+module (installed with the rock; make doc writes it in build/doc).
+]]
+
+local function path_command(name, what)
+  return function(argv)
+    local pos, o = parse(argv, 2, { help = false }, name)
+    if o.help then return io.stdout:write(usage[name]) end
+    check_positional(pos, 0, name, "no argument")
+    io.stdout:write(installed(what, places(name == "dropin-path" and "dropin" or "doc")), "\n")
+  end
+end
+
 -- ---- main -------------------------------------------------------------------
 
-local commands = { dump = dump, convert = convert, map = map, run = run }
+local commands = { dump = dump, convert = convert, map = map, run = run,
+                   ["dropin-path"] = path_command("dropin-path", "liblmpio-mpi.so (the drop-in library)"),
+                   ["doc-path"] = path_command("doc-path", "the HTML reference (index.html)") }
 
 local function main(argv)
   local name = argv[1]
@@ -1278,7 +1578,7 @@ local function main(argv)
     return io.stdout:write(usage.main)
   end
   local command = commands[name]
-  if not command then fail("unknown command '%s' (commands: dump, convert, map, run; see 'lmpio --help')", name) end
+  if not command then fail("unknown command '%s' (commands: dump, convert, map, run, dropin-path, doc-path; see 'lmpio --help')", name) end
   return command(argv)
 end
 

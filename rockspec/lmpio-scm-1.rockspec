@@ -24,21 +24,27 @@ external_dependencies = {
    -- Open MPI or MPICH with its compiler wrapper (mpicc) on the PATH
 }
 build = {
-   -- The project's Makefile builds the core and the module with mpicc; the
-   -- module's sources see only the public header (core/include), and with
-   -- LUA_LINK=static the core goes inside the module, so the rock installs
-   -- one self-contained lmpio.so (no liblmpio.so to find at run time).
-   -- Warnings are not errors here (the Makefile adds -Werror only for
-   -- `make check`), so a newer compiler does not break the install.
+   -- The project's Makefile builds the core, the module, the drop-in library
+   -- and the HTML reference (`make rock`: mpicc, the Lua 5.4 headers and
+   -- LDoc); the module's sources see only the public header (core/include),
+   -- and with LUA_LINK=static the core goes inside the module, so the rock
+   -- installs one self-contained lmpio.so (no liblmpio.so to find at run
+   -- time).  Warnings are not errors here (the Makefile adds -Werror only
+   -- for `make check`), so a newer compiler does not break the install.
+   -- `make rock-install` puts lmpio.so, lmpio/liblmpio-mpi.so (the drop-in,
+   -- `lmpio dropin-path`) and the module's Lua files in LuaRocks' lib and
+   -- lua directories, and the reference in the rock's doc directory
+   -- (`lmpio doc-path`).
    type = "command",
-   build_command = [[make lua BUILD=build/rock LUA_LINK=static MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
+   build_command = [[make rock BUILD=build/rock LUA_LINK=static MPICC="${MPICC:-mpicc}" LUA_CFLAGS="-I$(LUA_INCDIR)"]],
+   install_command = [[make rock-install BUILD=build/rock ROCK_LIBDIR="$(LIBDIR)" ROCK_LUADIR="$(LUADIR)" ROCK_DOCDIR="$(DOCDIR)"]],
    install = {
-      lib = {
-         lmpio = "build/rock/lua/lmpio.so",
-      },
-      -- the lmpio command (dump, convert, map, run)
+      -- the lmpio command (dump, convert, map, run, dropin-path, doc-path)
       bin = {
          lmpio = "lua/lmpio-command.lua",
       },
    },
+   -- the rock's doc directory holds the reference (above), not doc/'s
+   -- sources of it
+   copy_directories = {},
 }

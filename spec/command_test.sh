@@ -35,7 +35,7 @@ same() { [ "$1" = "$2" ] || { printf '# expected:\n%s\n# got:\n%s\n' "$2" "$1" |
 
 # ---- --help -------------------------------------------------------------------
 out=$(lmpio --help) && check "--help prints the usage" same "$(echo "$out" | head -n 1)" "usage: lmpio COMMAND [ARGS] [OPTIONS]"
-for c in dump convert map run; do
+for c in dump convert map run dropin-path doc-path; do
   out=$(lmpio $c --help) && check "$c --help" same "$(echo "$out" | head -n 1 | cut -d' ' -f1-3)" "usage: lmpio $c"
 done
 lmpio >/dev/null 2>"$dir/err"
@@ -160,6 +160,37 @@ out=$(limited map --ranks 2 --disp 'rank' --filetype 'resized(hvector(1000,1,2,B
 check "map: two ranks of overlapping items, first and last rows" \
   same "$out" "$(printf '  100  %s\n99900  %s' "$(printf '01%.0s' $(seq 50))" "$(printf '01%.0s' $(seq 50))")"
 
+# ---- build/bin/lmpio, dropin-path, doc-path -----------------------------------
+# make's launcher runs the command with the build's module from anywhere,
+# with no LUA_* variable set (under AddressSanitizer through $LUA: the
+# launcher's own interpreter is not instrumented).
+if [ -n "${ASAN_OPTIONS:-}" ]; then launch() { "$LUA" "$BUILD/bin/lmpio" "$@"; }; else launch() { "$BUILD/bin/lmpio" "$@"; }; fi
+out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; launch dump "$dir/ints.dat" --etype INT --count 4 --columns 4) 2>&1)
+check "build/bin/lmpio from another directory, no LUA_* set: dump" same "$out" "0 1 2 3"
+echo 'local l = require "lmpio"; print(l.world:size(), l.world:allreduce(l.world:rank() + 1, "sum"))' > "$dir/ranks.lua"
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+  out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; timeout -k 5 "$T" "$BUILD/bin/lmpio" run -n 2 "$LUA" "$dir/ranks.lua") 2>/dev/null)
+  check "build/bin/lmpio run: the program finds the build's module" same "$out" "$(printf '2\t3')"
+fi
+out=$(cd / && (unset LUA_CPATH_5_4 LUA_PATH_5_4 LUA_CPATH LUA_PATH; launch dropin-path))
+check "build/bin/lmpio dropin-path: the build's drop-in, absolute" same "$out" "$BUILD/lib/liblmpio-mpi.so"
+check "the drop-in exports MPI_File_open" sh -c 'nm -D --defined-only "$0" | grep -q " T MPI_File_open$"' "$out"
+# Where the module is found decides (a make install layout and a build's,
+# made of empty files: the module is not loaded).
+mkdir -p "$dir/inst/lua" "$dir/inst/lib" "$dir/inst/doc" "$dir/inst/bin" "$dir/rock/lua/lmpio"
+: > "$dir/inst/lua/lmpio.so"; : > "$dir/inst/lib/liblmpio-mpi.so"; : > "$dir/inst/doc/index.html"
+out=$(cd "$dir" && LUA_CPATH_5_4="inst/lua/?.so" "$LUA" "$CMD" dropin-path)
+check "dropin-path: beside the module found (relative path made absolute)" same "$out" "$dir/inst/lib/liblmpio-mpi.so"
+out=$(cd "$dir" && LUA_CPATH_5_4="inst/lua/?.so" "$LUA" "$CMD" doc-path)
+check "doc-path: beside the module found" same "$out" "$dir/inst/doc/index.html"
+: > "$dir/rock/lua/lmpio.so"; : > "$dir/rock/lua/lmpio/liblmpio-mpi.so"
+out=$(LUA_CPATH_5_4="$dir/rock/lua/?.so;$dir/inst/lua/?.so" "$LUA" "$CMD" dropin-path)
+check "dropin-path: lmpio/liblmpio-mpi.so on the module's path first (the rock)" same "$out" "$dir/rock/lua/lmpio/liblmpio-mpi.so"
+cp "$CMD" "$dir/inst/bin/lmpio"
+out=$(LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$dir/inst/bin/lmpio" dropin-path)
+check "dropin-path: beside the command (make install: PREFIX/bin, PREFIX/lib)" same "$out" "$dir/inst/lib/liblmpio-mpi.so"
+fails_path() { (cd "$dir" && LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$CMD" "$@"); }
+
 # ---- errors: one line on stderr, a failure status, no traceback ---------------
 fails() { # fails NAME PATTERN COMMAND...: exits non-zero, says PATTERN, no traceback
   name=$1 pattern=$2; shift 2
@@ -188,6 +219,9 @@ fails "no string methods in expressions" "index a string" limited map --filetype
 fails "unknown datarep" "unknown data representation" lmpio dump "$dir/ints.dat" --datarep nope
 fails "unknown option" "unknown option '--dsip'" lmpio dump "$dir/ints.dat" --dsip 4
 fails "unknown command" "unknown command" lmpio frob
+fails "dropin-path: not found says where it looked" "liblmpio-mpi.so (the drop-in library) not found (looked at .*/lib/liblmpio-mpi.so)" fails_path dropin-path
+fails "doc-path: not found says where it looked" "the HTML reference (index.html) not found (looked at .*/doc/index.html)" fails_path doc-path
+fails "dropin-path takes no argument" "expected no argument" lmpio dropin-path x
 fails "run without a program" "say what to run" lmpio run
 fails "convert without a type" "--type" lmpio convert "$dir/nat.dat" "$dir/o.dat"
 fails "convert onto itself" "the same file" lmpio convert "$dir/nat.dat" "$dir/nat.dat" --type DOUBLE
@@ -336,6 +370,51 @@ check "fortran: no OUT after a malformed IN" sh -c '! ls "$0"/o[1-5].f 2>/dev/nu
 lmpio_n 2 convert "$dir/bad-tail.f" "$dir/o6.f" --fortran --type "$REC" --header-type "$HDR" --markers little >/dev/null 2>"$dir/err"
 check "fortran: a malformed IN at 2 ranks: one message, a failure status" \
   sh -c '[ "$0" -ne 0 ] && [ "$(grep -c "^lmpio: .*record 3 at offset 8048" "$1")" = 1 ] && [ ! -e "$2" ]' $? "$dir/err" "$dir/o6.f"
+# A big-endian file read with the default (native, little-endian) markers:
+# the error names the option that reads it.
+fails "fortran: the error names --from-markers" "record 1 at offset 0: .*reading little-endian 4-byte markers; big-endian 4-byte markers frame the file: give --from-markers big" \
+  lmpio convert "$dir/be.f" "$dir/o7.f" --fortran --type "$REC" --header-type "$HDR"
+fails "fortran: the error names --from-markers and --marker-size" "big-endian 8-byte markers frame the file: give --from-markers big --marker-size 8" \
+  lmpio convert "$dir/be8.f" "$dir/o8.f" --fortran --type "$REC" --header-type "$HDR" --markers little
+fails "fortran: markers that frame nothing: no option named" "record 3 at offset 8048: the markers disagree .*(is it a Fortran sequential file with little-endian 4-byte markers?)" \
+  lmpio convert "$dir/bad-tail.f" "$dir/o9.f" --fortran --type "$REC" --header-type "$HDR" --markers little
+check "fortran: no OUT after the errors that name an option" sh -c '! ls "$0"/o[7-9].f 2>/dev/null' "$dir"
+
+# dump --fortran: the records with their markers, the byte order detected or given.
+# (the first three values of each row)
+first3() { awk '/^record |^[0-9]+ records/ { print; next } { print $1, $2, $3 }'; }
+out=$(lmpio dump "$dir/be.f" --fortran --header-type "$HDR" --type "$REC" --format '%g' | first3)
+check "dump --fortran: a big-endian file, detected (values in external32)" \
+  same "$(echo "$out" | sed -n '1,6p;$p')" "$(printf '%s\n' '8 records, big-endian 4-byte markers (detected), values in external32' \
+    'record 1 at offset 0: marker 12' 'INT@0 INT@4 INT@8' '1000 7 7' 'record 2 at offset 20: marker 8020' 'step x[1] x[2]' \
+    '7 7000.12 7000.25')"
+check "dump --fortran: every record" same "$(echo "$out" | grep -c '^record ')" 8
+out2=$(lmpio dump "$dir/le.f" --fortran --header-type "$HDR" --type "$REC" --format '%g' | first3)
+check "dump --fortran: the little-endian file, detected: the same records and values" \
+  same "$(echo "$out2" | sed 1d)" "$(echo "$out" | sed 1d)"
+check "dump --fortran: little-endian detected" \
+  same "$(echo "$out2" | head -n 1)" "8 records, little-endian 4-byte markers (detected), values in native"
+out=$(lmpio dump "$dir/be.f" --fortran --markers big --type INT --columns 3 | sed -n '1,3p;5p')
+check "dump --fortran --markers big: the order given, INT values" \
+  same "$out" "$(printf '%s\n' '8 records, big-endian 4-byte markers (--markers big), values in external32' \
+    'record 1 at offset 0: marker 12' '1000 7 7' '1 1083130112 0')"
+out=$(lmpio dump "$dir/le.f" --fortran --markers little --marker-size 4 --type INT | sed -n '3,5p' | tr '\n' ' ')
+check "dump --fortran --markers little: the order given" same "$out" "1000 7 7 "
+out=$(lmpio dump "$dir/be8.f" --fortran --type INT --columns 3 | sed -n '1,3p')
+check "dump --fortran: 8-byte markers detected" \
+  same "$out" "$(printf '%s\n' '4 records, big-endian 8-byte markers (detected), values in external32' \
+    'record 1 at offset 0: marker 12' '1000 3 7')"
+out=$(lmpio dump "$dir/le.f" --fortran --type DOUBLE | sed -n '2,4p')
+check "dump --fortran: bytes that are not a whole element are said" \
+  same "$out" "$(printf '%s\n' 'record 1 at offset 0: marker 12' "$(lmpio dump "$dir/le.f" --disp 4 --etype DOUBLE --count 1)" \
+    '(4 bytes left over: not a whole DOUBLE of 8 bytes)')"
+fails "dump --fortran: markers that frame nothing" "cut.f: the record markers do not frame the file .*reading little-endian 4-byte markers, record 5 at offset 24104: its marker says 8020 bytes, past the end" \
+  lmpio dump "$dir/cut.f" --fortran
+fails "dump --fortran: markers that disagree" "record 3 at offset 8048: the markers disagree" lmpio dump "$dir/bad-tail.f" --fortran
+fails "dump --fortran --markers: the other order frames it" "reading big-endian 4-byte markers; little-endian 4-byte markers frame the file: give --markers little" \
+  lmpio dump "$dir/le.f" --fortran --markers big
+fails "dump: --markers without --fortran" "for Fortran files" lmpio dump "$dir/le.f" --markers big
+fails "dump --fortran --filetype" "does not apply" lmpio dump "$dir/le.f" --fortran --filetype INT
 fails "convert: --markers without --fortran" "for Fortran files" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --markers big
 fails "convert: --disp and --header-type" "either as bytes" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --disp 4 --header-type INT
 fails "convert: a bad marker order" "not a byte order" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --fortran --markers middle

@@ -19,5 +19,10 @@ rm -f "$log.luacfg"
 # The lmpio command (lua/lmpio-command.lua): one process and mpirun jobs of
 # its own, so it runs once, not under each configuration.
 run "lmpio command (spec/command_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/command_test.sh
+# The rock: luarocks make into a fresh tree (about half a minute; it builds
+# from scratch, not instrumented: not under make check-asan).
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+  run "the rock (spec/rock_test.sh)" env MPIRUN="$MPIRUN" sh spec/rock_test.sh
+fi
 # The file methods' fuzzer, its seeds that found defects (2 ranks, once).
 run "fuzzer replay (spec/fuzz_replay.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/fuzz_replay.sh

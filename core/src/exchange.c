@@ -93,7 +93,7 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   if (size == 1 || size > MAX_RANKS) return MPI_SUCCESS;
   pthread_once(&once, init_once);
-  if (keyval == MPI_KEYVAL_INVALID) return MPI_SUCCESS;
+  if (keyval == MPI_KEYVAL_INVALID || shm_of(comm)) return MPI_SUCCESS; /* (a kept communicator has its own) */
   shm *s = calloc(1, sizeof *s);
   if (!s) return MPI_SUCCESS; /* (a rank without counts nothing: if others have one, their attach hangs) */
   s->rank = rank;

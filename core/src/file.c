@@ -85,8 +85,7 @@ static void free_handle(lmpio_file fh) {
   lmpio__pipe_free(fh);
   lmpio__records_free(fh);
   if (fh->comm != MPI_COMM_NULL) {
-    lmpio__exchange_detach(fh->comm);
-    MPI_Comm_free(&fh->comm);
+    lmpio__handle_comm_release(&fh->comm, fh->comm_slot);
   }
   lmpio__prologue_drop(fh);
   lmpio__view_free(&fh->view);
@@ -140,12 +139,19 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   int kind[2] = {0, 0}; /* the kind, errno */
   if (rank == 0 && rc == MPI_SUCCESS && lmpio__pipe_kind(path, &kind[0]) < 0) kind[1] = errno;
   const lmpio__nodes *kept = lmpio__nodes_kept(comm);
-  long long known[3] = {kept == NULL, kind[0], kind[1]}; /* (only rank 0's kind and errno are not 0) */
-  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, known, 3, call);
+  long long known[4] = {kept == NULL, kind[0], kind[1], !lmpio__handle_comm_idle(comm)}; /* (only rank 0's kind and errno are not 0) */
+  rc = lmpio__agree_values(comm, rc, same, 2 + LMPIO__HINTS_SAME, labels, known, 4, call);
   if (rc != MPI_SUCCESS) return rc;
   long long missing = known[0];
+  int reuse = known[3] == 0; /* every rank has a communicator kept from a closed handle */
   kind[0] = (int)known[1];
   kind[1] = (int)known[2];
+  /* The handle's communicator, from here on the one the agreements use. */
+  MPI_Comm hcomm = MPI_COMM_NULL;
+  void *hslot = NULL;
+  if (lmpio__handle_comm_take(comm, reuse, &hcomm, &hslot) != MPI_SUCCESS)
+    return lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  lmpio__exchange_attach(hcomm);
 
   int fd = -1, readable = 1, created = 0, create = (amode & MPI_MODE_CREATE) != 0;
   int stream = kind[0] == 2 || (kind[0] == 1 && (amode & MPI_MODE_SEQUENTIAL));
@@ -191,7 +197,9 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
   if (rc == MPI_SUCCESS) {
     fh = calloc(1, sizeof *fh);
     if (fh) {
-      fh->comm = MPI_COMM_NULL;
+      fh->comm = hcomm;
+      fh->comm_slot = hslot;
+      hcomm = MPI_COMM_NULL;
       fh->path = strdup(path);
       fh->stats = lmpio__stats_new(); /* none: nothing is counted */
     }
@@ -224,16 +232,13 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     /* The default view counts bytes: the pointers start at the end. */
     if (fh->drv->size(fd, &fh->fp) < 0) rc = lmpio__os_error(errno, call, "cannot stat", path);
   }
-  rc = lmpio__agree(comm, rc, 0, call);
-  if (rc == MPI_SUCCESS && MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
-    rc = lmpio__err(MPI_ERR_COMM, call, "cannot duplicate the communicator");
+  rc = lmpio__agree(fh ? fh->comm : hcomm, rc, 0, call);
   if (rc == MPI_SUCCESS) fh->workers.comm = fh->comm;
-  if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(comm, lmpio__pipe_comm(fh, call), 0, call);
+  if (rc == MPI_SUCCESS && stream) rc = lmpio__agree(fh->comm, lmpio__pipe_comm(fh, call), 0, call);
   /* The nodes and the aggregators; the most cautious driver any rank chose
    * (ranks whose clients differ, one caches, one does not, all take the
    * caching one's care); the largest block any rank's file system reports,
    * so that every rank cuts the same file domains. */
-  if (rc == MPI_SUCCESS) rc = lmpio__exchange_attach(fh->comm);
   int copied = MPI_SUCCESS;
   if (rc == MPI_SUCCESS && !missing && lmpio__nodes_copy(kept, &fh->nodes) < 0)
     copied = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory"); /* (agreed below) */
@@ -261,11 +266,13 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (fh->drv->refresh && fd >= 0 && fh->drv->refresh(fd) < 0)
       own = lmpio__os_error(errno, call, "cannot refresh the client's cache of", path);
     int src = lmpio__shared_init(fh, fh->fp, call);
-    rc = lmpio__agree(comm, src != MPI_SUCCESS ? src : own, 0, call);
+    rc = lmpio__agree(fh->comm, src != MPI_SUCCESS ? src : own, 0, call);
   }
   if (rc != MPI_SUCCESS) {
     if (fd >= 0) lmpio__os_close(fd);
+    if (fh) lmpio__shared_free(fh);
     free_handle(fh);
+    if (hcomm != MPI_COMM_NULL) lmpio__handle_comm_release(&hcomm, hslot); /* (fh was never made) */
     /* A file this open created goes again: a failed open leaves nothing. */
     MPI_Barrier(comm);
     if (created) lmpio__os_unlink(path);

@@ -92,6 +92,22 @@ int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all)
  * is on one node.  Detach (collective) before freeing comm. */
 int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
+/* handle_comm.c: the communicator of a file handle, a duplicate of comm.
+ * idle: this rank has one kept on comm from a closed handle (not
+ * collective: the caller agrees that every rank has before reuse=1).
+ * take (collective when it duplicates): the kept one when reuse, else a
+ * new one (kept on comm at release when none is yet); *slot for release.
+ * release: kept for the next open, or freed (detached and freed). */
+int lmpio__handle_comm_idle(MPI_Comm comm);
+int lmpio__handle_comm_take(MPI_Comm comm, int reuse, MPI_Comm *dup, void **slot);
+void lmpio__handle_comm_release(MPI_Comm *dup, void *slot);
+/* A mapped page and its descriptor kept with slot's communicator (the
+ * shared pointer's helper, pointer.c): page says whether there is one
+ * (take: and hands it over); keep_page hands one to slot (1), or declines
+ * (0: one is kept already, or none can be); unmapped and closed with the
+ * communicator. */
+int lmpio__handle_comm_page(void *slot, int take, void **page, int *fd);
+int lmpio__handle_comm_keep_page(void *slot, void *page, size_t len, int fd);
 /* Whether comm's exchanges go through its shared segment now (tests). */
 int lmpio__exchange_shared(MPI_Comm comm);
 /* The first rank's records in comm's segment, NULL without one (tests:

@@ -51,6 +51,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,14 +89,21 @@ void lmpio__shared_note_move(lmpio_file fh) { fh->shared->moves++; }
 
 /* A key that is the same on two ranks only when they run under the same
  * kernel (boot id, or host name where there is none) and see the same file. */
-static long long kernel_file_key(int fd) {
-  char id[128] = "";
+static char boot_id[128];
+static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
+
+static void read_boot_id(void) { /* (once: reading it cost a fifth of an open at 1 rank) */
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
   if (f) {
-    if (!fgets(id, sizeof id, f)) id[0] = '\0';
+    if (!fgets(boot_id, sizeof boot_id, f)) boot_id[0] = '\0';
     fclose(f);
   }
-  if (!id[0]) lmpio__os_hostname(id, sizeof id);
+  if (!boot_id[0]) lmpio__os_hostname(boot_id, sizeof boot_id);
+}
+
+static long long kernel_file_key(int fd) {
+  pthread_once(&boot_once, read_boot_id);
+  const char *id = boot_id;
   struct stat sb;
   unsigned long long dev = 0, ino = 0;
   if (lmpio__os_fstat(fd, &sb) == 0) {
@@ -200,7 +208,12 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
    * every rank says which kernel and file it sees and whether LOCK is forced. */
   long long key = fh->size > 1 ? kernel_file_key(fh->fd) : 0;
   const char *force = getenv("LMPIO_SHARED_FP");
-  long long in[5] = {0, -1, key, -key, force && strcmp(force, "lock") == 0};
+  /* in[5]: this rank has no helper page kept from the last handle on the
+   * communicator (handle_comm.c); when every rank has, MMAP mode takes it. */
+  void *page = NULL;
+  int page_fd = -1;
+  long long in[6] = {0, -1, key, -key, force && strcmp(force, "lock") == 0,
+                     !lmpio__handle_comm_page(fh->comm_slot, 0, &page, &page_fd)};
   if (fh->rank == 0) {
     static unsigned serial;
     char host[64] = "";
@@ -213,7 +226,7 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
     in[0] = (long long)(id & 0xffffffffffffULL);
     in[1] = initial;
   }
-  int rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, in, 5, call);
+  int rc = lmpio__agree_values(fh->comm, MPI_SUCCESS, NULL, 0, NULL, in, 6, call);
   if (rc != MPI_SUCCESS) return rc;
   lmpio__shared *sh = calloc(1, sizeof *sh);
   if (!sh) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
@@ -226,6 +239,15 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
                                                                    : MODE_LOCK;
   st->base = in[1];
   st->view_ok = 1; /* everyone starts with the default view */
+  if (st->mode == MODE_MMAP && in[5] == 0) {
+    /* The last handle's helper: its pointer starts again from the base.
+     * Nobody reads it before open's last agreement, which follows. */
+    lmpio__handle_comm_page(fh->comm_slot, 1, &page, &page_fd);
+    st->map = page;
+    sh->fd = page_fd;
+    if (fh->rank == 0) __atomic_store_n(st->map, 0, __ATOMIC_SEQ_CST);
+    return MPI_SUCCESS;
+  }
   if (st->mode != MODE_LOCAL) rc = helper_create(fh, st, (unsigned long long)in[0], call);
   return rc;
 }
@@ -233,9 +255,13 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
 void lmpio__shared_free(lmpio_file fh) {
   if (!fh->shared) return;
   shstate *st = st_of(fh);
-  lmpio__os_munmap(st->map, HELPER_SIZE);
+  /* A mapped helper stays with the communicator for its next handle. */
+  if (!(st->mode == MODE_MMAP && st->map && fh->shared->fd >= 0 &&
+        lmpio__handle_comm_keep_page(fh->comm_slot, st->map, HELPER_SIZE, fh->shared->fd))) {
+    lmpio__os_munmap(st->map, HELPER_SIZE);
+    if (fh->shared->fd >= 0) lmpio__os_close(fh->shared->fd);
+  }
   free(st->gather);
-  if (fh->shared->fd >= 0) lmpio__os_close(fh->shared->fd);
   free(fh->shared);
   fh->shared = NULL;
 }

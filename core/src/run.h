@@ -32,7 +32,8 @@ struct lmpio__records {
 };
 
 struct lmpio_file_s {
-  MPI_Comm comm;
+  MPI_Comm comm;            /* a duplicate of the caller's (handle_comm.c) */
+  void *comm_slot;          /* ... kept on the caller's for the next open, or NULL */
   int rank, size;
   char *path;
   int fd;

@@ -31,12 +31,13 @@ static const hintset HINTS[] = {
 
 static const hintset *cur;
 
+static MPI_Comm *open_comm; /* NULL: MPI_COMM_WORLD; or a case's own */
 static lmpio_file open_with(const char *path, int amode) {
   MPI_Info info;
   MPI_Info_create(&info);
   for (int i = 0; i < 8 && cur->kv[i]; i += 2) MPI_Info_set(info, cur->kv[i], cur->kv[i + 1]);
   lmpio_file fh = LMPIO_FILE_NULL;
-  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, amode, info, &fh));
+  TL_OK(lmpio_file_open(open_comm ? *open_comm : MPI_COMM_WORLD, path, amode, info, &fh));
   MPI_Info_free(&info);
   if (fh && cur->nodes) fh->one_node = 0;
   return fh;
@@ -562,7 +563,11 @@ int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MP
 enum { XCALLS = 20, XB = 4096 };
 static void test_read_exchanges(void) {
   char *path = tl_path("exch");
+  MPI_Comm fresh; /* (its handle's communicator is new: no shared segment yet) */
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  open_comm = &fresh;
   lmpio_file fh = open_with(path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+  open_comm = NULL;
   TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL)); /* (the plans see one_node) */
   prefill(fh, path, (long)XB * tl_size * XCALLS);
   unsigned char b[XB];
@@ -579,6 +584,7 @@ static void test_read_exchanges(void) {
   if (!cur->kv[0] && !lmpio__exchange_shared(fh->comm)) /* automatic, every exchange through MPI */
     TL_EQ(made, tl_size == 1 ? 0 : (long)XCALLS * (multi && !lmpio__agree_gathers(tl_size) ? 2 : 1));
   TL_OK(lmpio_file_close(&fh));
+  MPI_Comm_free(&fresh);
   tl_unlink(path);
 }
 

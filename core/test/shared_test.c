@@ -10,6 +10,7 @@
  * kernel) and with LMPIO_SHARED_FP=lock (the byte-range-locked helper file
  * that ranks on different machines use). */
 #include "testlib.h"
+#include "internals.h"
 
 #include <limits.h>
 
@@ -712,6 +713,57 @@ static void test_ordered_overflow(void) {
   tl_unlink(path);
 }
 
+/* A handle closed on a communicator leaves its communicator, and its
+ * pointer's mapped helper, for the next open on it (handle_comm.c): the
+ * next file's pointer starts at 0 all the same; a handle open at the same
+ * time has a communicator and a pointer of its own; freeing the caller's
+ * communicator while a handle uses the kept one leaves that handle whole. */
+static void test_kept_communicator(void) {
+  char *pa = tl_path("kepta"), *pb = tl_path("keptb");
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  char b[10];
+  memset(b, 'k', sizeof b);
+  lmpio_file fa, fb, fc;
+  TL_OK(lmpio_file_open(c, pa, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fa));
+  MPI_Comm first = fa->comm;
+  TL_OK(lmpio_file_write_shared(fa, b, 10, MPI_BYTE, MPI_STATUS_IGNORE));
+  MPI_Barrier(MPI_COMM_WORLD);
+  POS_IS(fa, 10 * tl_size);
+  TL_OK(lmpio_file_close(&fa));
+  TL_OK(lmpio_file_open(c, pb, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fb));
+  TL_CHECK(fb->comm == first); /* kept, and taken again */
+  POS_IS(fb, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_write_shared(fb, b, 1, MPI_BYTE, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_open(c, pa, MPI_MODE_RDWR, MPI_INFO_NULL, &fc)); /* while fb is open */
+  TL_CHECK(fc->comm != first);
+  POS_IS(fc, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_write_shared(fc, b, 3, MPI_BYTE, MPI_STATUS_IGNORE));
+  MPI_Barrier(MPI_COMM_WORLD);
+  POS_IS(fc, 3 * tl_size);
+  POS_IS(fb, tl_size);
+  TL_OK(lmpio_file_close(&fc));
+  MPI_Comm_free(&c); /* fb's communicator stays until fb closes */
+  TL_OK(lmpio_file_write_shared(fb, b, 2, MPI_BYTE, MPI_STATUS_IGNORE));
+  MPI_Barrier(MPI_COMM_WORLD);
+  POS_IS(fb, 3 * tl_size);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_sync(fb));
+  TL_OK(lmpio_file_get_size(fb, &size));
+  TL_EQ(size, 3 * tl_size);
+  TL_OK(lmpio_file_close(&fb));
+  /* a kept communicator goes with the caller's */
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  TL_OK(lmpio_file_open(c, pa, MPI_MODE_RDWR, MPI_INFO_NULL, &fa));
+  TL_OK(lmpio_file_close(&fa));
+  TL_CHECK(lmpio__handle_comm_idle(c));
+  MPI_Comm_free(&c);
+  tl_unlink(pa);
+  tl_unlink(pb);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -729,6 +781,7 @@ int main(int argc, char **argv) {
       {"the helper file disappears on close", test_helper_file_removed},
       {"same file bytes as the MPI library's MPI_File_write_ordered/write_shared", test_same_bytes_as_mpi_io},
       {"an ordered call past 2^63 - 1 fails on every rank and moves nothing", test_ordered_overflow},
+      {"the next open on a communicator takes the last handle's communicator; its pointer starts at 0", test_kept_communicator},
   };
   int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int mode = 0; mode < (tl_size > 1 ? 2 : 1); mode++) {
