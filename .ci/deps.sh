@@ -20,6 +20,9 @@ command -v gfortran >/dev/null 2>&1 || need="$need gfortran"
 [ -d /usr/lib/python3/dist-packages/mpi4py ] || need="$need python3-mpi4py"
 # and a PnetCDF program (Debian's PnetCDF is built against Open MPI).
 [ -f /usr/include/pnetcdf.h ] || need="$need libpnetcdf-dev"
+# The .npy spec and the command's .npy tests check files with numpy
+# (Debian's python3, /usr/bin/python3).
+/usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need="$need python3-numpy"
 # make lint (part of make check): cppcheck.
 command -v cppcheck >/dev/null 2>&1 || need="$need cppcheck"
 if [ -n "$need" ]; then

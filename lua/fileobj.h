@@ -59,5 +59,7 @@ void lmpio_lua_amode_constants(lua_State *L);
  * file objects' methods (after lmpio_lua_file_open). */
 int lmpio_lua_access_open(lua_State *L);
 int lmpio_lua_file_open(lua_State *L);
+/* npy.c: lmpio.npy (.npy files: the header, then a view at the data). */
+int lmpio_lua_npy_open(lua_State *L);
 
 #endif

@@ -61,7 +61,8 @@ values:
                         '%08x'); default: integers in decimal, floating-point
                         numbers in the fewest digits that read back exactly
   --columns N           values per line (default 1), separated by spaces
-  --no-header           no line of column names before rows (below)
+  --no-header           no line of column names before rows (below), nor
+                        a .npy file's shape
 
 A derived --type (or etype), e.g. 'record{{"id", INT}, {"x", DOUBLE, 3}}',
 prints one row per element: its items, under a line of column names (a
@@ -69,6 +70,16 @@ record's field names, x[1] x[2] x[3] for an array field; TYPE@OFFSET for
 other items).  Through the default byte etype the elements are packed in
 the file (each item at its size in the representation, no padding) and
 --offset and --count count elements.
+
+A .npy file (numpy's format: it starts with \x93NUMPY) is read through
+its header when none of --disp, --etype and --datarep is given: the
+values of the array in the file's order, after a line "# shape (3, 4),
+DOUBLE, C order" (not with --no-header), --columns defaulting, for two
+or more dimensions, to the one that varies fastest (the last in C order,
+the first in Fortran order).
+
+A complex number is printed as its two parts (its real and imaginary
+parts, two columns by default).
 
 Fortran sequential unformatted files:
   --fortran             FILE is records, each a length marker, the payload
@@ -111,6 +122,18 @@ DOUBLEs is 8004 bytes in the file, 8008 in memory).
                         elements (instead of --disp)
   --datarep-file F.lua  a Lua file that registers representations
                         (lmpio.register_datarep); run on every rank first
+.npy files (numpy's format):
+  --from npy            IN is a .npy file: the element type, the shape and
+                        the representation are its header's (--type, if
+                        given, must be its type).  The default for an IN
+                        that starts with \x93NUMPY, unless --from is given
+  --to npy              OUT is a .npy file (native representation) of IN's
+                        elements in the order they are, with the shape and
+                        order of IN's header, or else these:
+  --shape DIMS          OUT's shape, e.g. '{1000, 3}' (default {N}: all
+                        the elements)
+  --order C|F           what OUT's header says of the order (default C:
+                        the last index varies fastest)
 Fortran sequential unformatted files:
   --fortran             IN and OUT are records, each a length marker, the
                         payload and the same marker again; a payload is a
@@ -368,6 +391,40 @@ local function set_view(fh, path, disp, etype, filetype, rep)
   if not ok then fail("%s: cannot set the view: %s", path, error_text(e)) end
 end
 
+-- .npy files (numpy's format): whether path starts with its magic, and
+-- lmpio.npy.open naming the file in the error.
+local function is_npy(path)
+  local f = io.open(path, "rb")
+  if not f then return false end
+  local magic = f:read(6)
+  f:close()
+  return magic == "\x93NUMPY"
+end
+
+local function npy_open(comm, path, mode, desc)
+  local ok, fh, d = pcall(lmpio.npy.open, comm, path, mode, desc)
+  if not ok then
+    local msg = error_text(fh)
+    if msg:find(path, 1, true) then fail("%s", msg) end
+    fail("%s: %s", path, msg)
+  end
+  return fh, d
+end
+
+-- A .npy's shape as numpy prints it: (3, 4), (5,), ().
+local function npy_shape(shape)
+  local dims = {}
+  for i, d in ipairs(shape) do dims[i] = tostring(d) end
+  return "(" .. table.concat(dims, ", ") .. (#dims == 1 and ",)" or ")")
+end
+
+-- A complex type's values are printed as their two parts: the
+-- floating-point type of half its size (nil for other types).
+local function complex_part(t)
+  if not t:is_predefined() or not (t:name() or ""):find("COMPLEX") then return nil end
+  return ({ [8] = lmpio.FLOAT, [16] = lmpio.DOUBLE, [32] = lmpio.LONG_DOUBLE })[t:size()]
+end
+
 local dump_rows, dump_fortran -- below
 
 -- ---- dump -------------------------------------------------------------------
@@ -524,13 +581,34 @@ local function dump(argv)
   if lmpio.world:rank() ~= 0 then return end
   if o.fortran then return dump_fortran(o, path) end
   local env = sandbox()
-  local disp = integer("--disp", o.disp or "0", env, 0)
-  local etype = datatype("--etype", o.etype or "BYTE", env)
+  -- a .npy: the view and the count from its header
+  local npy = not (o.disp or o.etype or o.datarep) and is_npy(path) and select(2, npy_open(lmpio.self, path, "r"))
+  local disp = npy and npy.offset or integer("--disp", o.disp or "0", env, 0)
+  local etype = npy and npy.type or datatype("--etype", o.etype or "BYTE", env)
   local filetype = o.filetype and datatype("--filetype", o.filetype, env) or etype
-  local mtype = o.type and datatype("--type", o.type, env) or etype
+  local parts = complex_part(etype) -- (a complex number as its two parts)
+  local mtype = o.type and datatype("--type", o.type, env) or parts or etype
+  if mtype:is_predefined() and not pcall(function() return lmpio.array(mtype, 1)[1] end) then
+    local part = complex_part(mtype)
+    fail("%s: values of %s cannot be printed as numbers (%s)", o.type and "--type" or "--etype", mtype:name(),
+         part and "its two parts can: --type " .. part:name() or "give --type, e.g. --type BYTE")
+  end
   local offset = integer("--offset", o.offset or "0", env, 0)
   local count = o.count and integer("--count", o.count, env, 0)
-  local columns = integer("--columns", o.columns or "1", env, 1)
+  local fastest = parts and 2 or 1
+  if npy then
+    local n = 1
+    for _, d in ipairs(npy.shape) do n = n * d end
+    count = count or math.max(0, n - offset)
+    if #npy.shape >= 2 then -- a row of a matrix a line (of a vector, a value)
+      fastest = math.max(1, npy.shape[npy.order == "F" and 1 or #npy.shape]) * (parts and 2 or 1)
+    end
+    o.datarep = npy.datarep
+    if not o["no-header"] then
+      io.stdout:write(string.format("# shape %s, %s, %s order\n", npy_shape(npy.shape), etype:name(), npy.order))
+    end
+  end
+  local columns = integer("--columns", o.columns or tostring(fastest), env, 1)
   if not mtype:is_predefined() then
     return dump_rows(o, path, disp, etype, filetype, mtype, offset, count)
   end
@@ -851,7 +929,7 @@ local function convert(argv)
   local pos, o = parse(argv, 2, {
     type = true, etype = true, from = true, to = true, disp = true, ["datarep-file"] = true, help = false,
     ["header-type"] = true, fortran = false, markers = true, ["from-markers"] = true, ["to-markers"] = true,
-    ["marker-size"] = true,
+    ["marker-size"] = true, shape = true, order = true,
   }, "convert")
   if o.help then return io.stdout:write(usage.convert) end
   check_positional(pos, 2, "convert", "IN and OUT")
@@ -859,7 +937,16 @@ local function convert(argv)
   if inpath == outpath then fail("convert: IN and OUT are the same file (%s)", inpath) end
   if o.type and o.etype and o.type ~= o.etype then fail("convert: --type and --etype differ") end
   local texpr = o.type or o.etype
-  if not texpr then fail("convert: say the element type with --type (e.g. --type DOUBLE)") end
+  -- .npy: IN's header gives the type, shape and representation
+  local npy_in = o.from == "npy" or (not o.from and is_npy(inpath))
+  local npy_out = o.to == "npy"
+  if npy_in or npy_out then
+    for _, k in ipairs({ "disp", "header-type", "fortran" }) do
+      if o[k] then fail("convert: --%s with a .npy file (its header is the .npy's)", k) end
+    end
+  end
+  if not npy_out and (o.shape or o.order) then fail("convert: --%s is for a .npy OUT (--to npy)", o.shape and "shape" or "order") end
+  if not texpr and not npy_in then fail("convert: say the element type with --type (e.g. --type DOUBLE)") end
   if o.disp and o["header-type"] then fail("convert: give a header either as bytes (--disp) or as a type (--header-type)") end
   if o.disp and o.fortran then fail("convert: --disp with --fortran: the header is a record of its own (--header-type)") end
   if not o.fortran then
@@ -871,7 +958,13 @@ local function convert(argv)
   local world = lmpio.world
   local rank, size = world:rank(), world:size()
   local env = sandbox()
-  local t = datatype(o.type and "--type" or "--etype", texpr, env)
+  local fin_npy, npy
+  if npy_in then fin_npy, npy = npy_open(world, inpath, "r") end
+  local t = texpr and datatype(o.type and "--type" or "--etype", texpr, env) or npy.type
+  if npy and t:name() ~= npy.type:name() then
+    fail("--type: %s, but %s holds %s (its .npy header)", texpr, inpath, npy.type:name())
+  end
+  texpr = texpr or t:name()
   local ht = o["header-type"] and datatype("--header-type", o["header-type"], env)
   local disp = integer("--disp", o.disp or "0", env, 0)
   if t:size() == 0 then fail("--type: %s has no data", texpr) end
@@ -879,7 +972,8 @@ local function convert(argv)
   local mbytes = integer("--marker-size", o["marker-size"] or "4", env, 0)
   if mbytes ~= 4 and mbytes ~= 8 then fail("--marker-size: %d bytes (4 or 8)", mbytes) end
   run_datarep_file(o["datarep-file"])
-  local from, to = o.from or "native", o.to or "native"
+  local from = npy and npy.datarep or o.from or "native"
+  local to = npy_out and "native" or o.to or "native"
   -- Markers: in the representation's byte order when it has one.
   local function default_order(rep) return (rep == "external32" or rep == "internal") and "big" or "native" end
   local infmt = o.fortran and marker_format(o["from-markers"] and "--from-markers" or "--markers",
@@ -887,7 +981,7 @@ local function convert(argv)
   local outfmt = o.fortran and marker_format(o["to-markers"] and "--to-markers" or "--markers",
                                              o["to-markers"] or o.markers or default_order(to), mbytes)
 
-  local fin <close> = open(world, inpath, "r")
+  local fin <close> = fin_npy or open(world, inpath, "r")
   local total = fin:get_size()
   if total < disp then fail("%s: %d bytes, shorter than the header (--disp %d)", inpath, total, disp) end
   local header = disp > 0 and fin:read_at_all(0, rank == 0 and disp or 0, lmpio.BYTE)
@@ -896,7 +990,12 @@ local function convert(argv)
   local insize = packed_size(fin, inpath, t)
   local hin = ht and packed_size(fin, inpath, ht)
   local tname = texpr .. (from ~= "native" and " in " .. from or "")
-  if not o.fortran then
+  local nin -- elements of IN
+  if npy then
+    nin = 1
+    for _, d in ipairs(npy.shape) do nin = nin * d end
+    hin = npy.offset -- (the file holds them: npy.open "r" checked)
+  elseif not o.fortran then
     local head = hin or disp
     if total < head then
       fail("%s: %d bytes, shorter than the header (--header-type, %d bytes in %s)", inpath, total, head, from)
@@ -920,7 +1019,18 @@ local function convert(argv)
   if world:allreduce(lmpio.same_file(inpath, outpath), "lor") then
     fail("convert: IN and OUT are the same file (%s and %s)", inpath, outpath)
   end
-  local fout <close> = open(world, outpath, "w")
+  local fout_npy, onpy
+  if npy_out then
+    local n = nin or (total - (hin or disp)) // insize
+    local shape = o.shape and evaluate("--shape", o.shape, {}) or npy and npy.shape or { n }
+    local m = type(shape) == "table" and 1 or -1
+    for _, d in ipairs(type(shape) == "table" and shape or {}) do m = math.type(d) == "integer" and d >= 0 and m * d or -1 end
+    if m ~= n then
+      fail("--shape: '%s' holds %s elements, IN holds %d", o.shape, m < 0 and "no number of" or tostring(m), n)
+    end
+    fout_npy, onpy = npy_open(world, outpath, "w", { type = t, shape = shape, order = o.order or npy and npy.order or "C" })
+  end
+  local fout <close> = fout_npy or open(world, outpath, "w")
   if header then fout:write_at_all(0, header) end -- as it is
 
   -- Fortran: OUT's records, and their markers while OUT's view is bytes.
@@ -1003,7 +1113,7 @@ local function convert(argv)
 
   set_view(fout, outpath, 0, lmpio.BYTE, lmpio.BYTE, to)
   local outsize = packed_size(fout, outpath, t)
-  local hout = ht and packed_size(fout, outpath, ht) or disp
+  local hout = onpy and onpy.offset or ht and packed_size(fout, outpath, ht) or disp
   local hin_ = hin or disp
   if ht then -- the header: one element, converted on rank 0
     local hb = lmpio.buffer(ht:extent())
@@ -1013,7 +1123,7 @@ local function convert(argv)
     ok, e = pcall(fout.write_at_all, fout, 0, hb, rank == 0 and 1 or 0, ht)
     if not ok then fail("%s: %s", outpath, error_text(e)) end
   end
-  local n = (total - hin_) // insize
+  local n = nin or (total - hin_) // insize
   local first, mine = lmpio.block(n, size, rank)
   local mext = t:extent()
   local chunk = math.max(1, (1 << 22) // math.max(mext, insize, outsize)) -- elements per step

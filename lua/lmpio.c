@@ -89,6 +89,7 @@ LUAMOD_API int luaopen_lmpio(lua_State *L) {
   lmpio_lua_comm_open(L);
   lmpio_lua_file_open(L);
   lmpio_lua_access_open(L);
+  lmpio_lua_npy_open(L);
   lmpio_lua_request_open(L);
   lmpio_lua_message_open(L);
   lmpio_lua_p2p_open(L);

@@ -420,4 +420,55 @@ fails "convert: --disp and --header-type" "either as bytes" lmpio convert "$dir/
 fails "convert: a bad marker order" "not a byte order" lmpio convert "$dir/le.f" "$dir/o.f" --type INT --fortran --markers middle
 fails "dump: --columns with a record type" "one row per element" lmpio dump "$dir/nat.recs" --type "$REC" --columns 2
 
+# ---- .npy (numpy's format; numpy from python3-numpy) ---------------------------
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+"$PY" -c "import numpy
+def save(p, a):
+  with open(p, 'wb') as f: numpy.save(f, a)
+save('$dir/f.npy', numpy.asfortranarray(numpy.arange(12, dtype=numpy.int32).reshape(3, 4)))
+save('$dir/be.npy', (numpy.arange(6).reshape(2, 3) * 1.5 - 1).astype('>f8'))
+save('$dir/c.npy', numpy.array([1 + 2j, 3.5 - 1j], dtype='<c16'))
+save('$dir/z.npy', numpy.float32(0.1))"
+check "numpy writes the .npy files of the tests" [ -s "$dir/z.npy" ]
+out=$(lmpio dump "$dir/be.npy")
+check "dump of a big-endian .npy: its shape, then rows" same "$out" "$(printf '# shape (2, 3), DOUBLE, C order\n-1 0.5 2\n3.5 5 6.5')"
+out=$(lmpio dump "$dir/f.npy")
+check "dump of a Fortran-order .npy: a column per line" same "$out" "$(printf '# shape (3, 4), INT, F order\n0 4 8\n1 5 9\n2 6 10\n3 7 11')"
+out=$(lmpio dump "$dir/z.npy" --no-header)
+check "dump of a 0-d .npy, --no-header" same "$out" "0.1"
+out=$(lmpio dump "$dir/c.npy" --no-header)
+check "dump of complex numbers: their two parts" same "$out" "$(printf '1 2\n3.5 -1')"
+out=$(lmpio dump "$dir/be.npy" --offset 2 --count 3 --columns 1 --format '%.1f' --no-header | tr '\n' ' ')
+check "dump of a .npy with --offset, --count, --columns, --format" same "$out" "2.0 3.5 5.0 "
+out=$(lmpio dump "$dir/f.npy" --etype INT --count 2 | tr '\n' ' ')
+check "dump of a .npy with --etype: its bytes as they are (the header)" [ "$out" != "0 4 " ]
+fails "dump: a type whose values cannot be printed" "values of C_DOUBLE_COMPLEX cannot be printed as numbers (its two parts can: --type DOUBLE)" \
+  lmpio dump "$dir/c.npy" --etype C_DOUBLE_COMPLEX --type C_DOUBLE_COMPLEX
+lmpio_n 3 convert "$dir/be.npy" "$dir/le.npy" --to npy
+check "convert of a big-endian .npy to a native one at 3 ranks, numpy loads it" "$PY" -c "import numpy
+a = numpy.load('$dir/le.npy')
+assert a.dtype == numpy.dtype('<f8') and a.shape == (2, 3), (a.dtype, a.shape)
+assert (a == numpy.arange(6).reshape(2, 3) * 1.5 - 1).all(), a"
+lmpio_n 2 convert "$dir/be.npy" "$dir/be.raw"
+check "convert of a .npy to a raw file: its data in native" same "$(lmpio dump "$dir/be.raw" --etype DOUBLE | tr '\n' ' ')" "-1 0.5 2 3.5 5 6.5 "
+lmpio_n 4 convert "$dir/be.raw" "$dir/r.npy" --type DOUBLE --to npy --shape '{3, 2}' --order F
+check "convert of a raw file to a .npy with --shape and --order at 4 ranks" "$PY" -c "import numpy
+a = numpy.load('$dir/r.npy')
+assert a.shape == (3, 2) and a.flags['F_CONTIGUOUS'], (a.shape, a.flags)
+assert a.T.ravel().tolist() == [-1, 0.5, 2, 3.5, 5, 6.5], a"
+lmpio convert "$dir/be.raw" "$dir/r1.npy" --type DOUBLE --to npy
+check "convert to a .npy: shape (N,) by default" same "$(lmpio dump "$dir/r1.npy" | head -n 1)" "# shape (6,), DOUBLE, C order"
+lmpio convert "$dir/f.npy" "$dir/f2.npy" --to npy
+check "convert .npy to .npy keeps the order and the bytes" cmp -s "$dir/f.npy" "$dir/f2.npy"
+fails "convert: a --shape that does not hold IN" "--shape: '{4, 2}' holds 8 elements, IN holds 6" \
+  lmpio convert "$dir/be.raw" "$dir/o.npy" --type DOUBLE --to npy --shape '{4, 2}'
+fails "convert: a --type other than the .npy's" "--type: INT, but .*be.npy holds DOUBLE" \
+  lmpio convert "$dir/be.npy" "$dir/o.raw" --type INT
+fails "convert: a derived type to .npy" "type is a derived datatype" \
+  lmpio convert "$dir/be.raw" "$dir/o.npy" --type 'contiguous(2, DOUBLE)' --to npy
+fails "convert: --disp with a .npy" "--disp with a .npy file" lmpio convert "$dir/be.npy" "$dir/o.raw" --disp 8
+fails "convert: --shape without --to npy" "--shape is for a .npy OUT" lmpio convert "$dir/be.raw" "$dir/o.raw" --type DOUBLE --shape '{6}'
+fails "convert: --from npy of a file that is not one" "not a .npy file" lmpio convert "$dir/be.raw" "$dir/o.raw" --from npy
+
 [ "$failures" -eq 0 ]
