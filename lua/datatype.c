@@ -176,10 +176,23 @@ MPI_Datatype lmpio_lua_basictype(lmpio_lua_datatype *d, MPI_Datatype t) {
   return b;
 }
 
+/* Whether c is a complex type whose parts are of type part: the module has
+ * no complex arrays, and a DOUBLE array holds C_DOUBLE_COMPLEX values as
+ * pairs (as numpy views float64 pairs as complex128). */
+static int complex_of(MPI_Datatype c, MPI_Datatype part) {
+  const struct predef *pc = find_predef(c), *pp = find_predef(part);
+  int sc = 0, sp = 0;
+  if (!pc || !pp || !strstr(pc->name, "COMPLEX") ||
+      (pp->kind != LMPIO_LUA_K_F32 && pp->kind != LMPIO_LUA_K_F64 && pp->kind != LMPIO_LUA_K_LDOUBLE))
+    return 0;
+  return MPI_Type_size(c, &sc) == MPI_SUCCESS && MPI_Type_size(part, &sp) == MPI_SUCCESS && sc == 2 * sp;
+}
+
 int lmpio_lua_type_fits(lmpio_lua_datatype *d, MPI_Datatype t, MPI_Datatype elem) {
   if (t == elem || (d && d->type == t && d->fits == elem && elem != MPI_DATATYPE_NULL)) return 1;
   MPI_Datatype b = lmpio_lua_basictype(d, t);
-  int yes = b == MPI_BYTE || b == MPI_PACKED || (b != MPI_DATATYPE_NULL && same_basic(b, elem));
+  int yes = b == MPI_BYTE || b == MPI_PACKED ||
+            (b != MPI_DATATYPE_NULL && (same_basic(b, elem) || complex_of(b, elem)));
   if (yes && d && d->type == t) d->fits = elem; /* the next call: one comparison */
   return yes;
 }

@@ -319,14 +319,14 @@ static void agree(lua_State *L, MPI_Comm comm, const char *err, int writing, lon
   MPI_Allreduce(v, r, 5, MPI_LONG_LONG, MPI_MIN, comm);
   if (r[0] < size) {
     bcast_string(L, comm, (int)r[0], err ? err : "", err ? strlen(err) : 0);
-    if (size > 1) lua_pushfstring(L, "lmpio.npy.open: %s (rank %d)", lua_tostring(L, -1), (int)r[0]);
-    else lua_pushfstring(L, "lmpio.npy.open: %s", lua_tostring(L, -1));
+    if (size > 1) lua_pushfstring(L, "%s (rank %d)", lua_tostring(L, -1), (int)r[0]);
+    else lua_pushfstring(L, "%s", lua_tostring(L, -1));
     lmpio_lua_raise(L, MPI_ERR_ARG, lua_tostring(L, -1));
   }
   if (r[1] != -r[2])
-    lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "lmpio.npy.open: some ranks read (\"r\", \"r+\") and others write (\"w\", \"w+\")");
+    lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "some ranks read (\"r\", \"r+\") and others write (\"w\", \"w+\")");
   if (r[3] != -r[4])
-    lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "lmpio.npy.open: the ranks give different descriptions (type, shape, order, datarep)");
+    lmpio_lua_raise(L, MPI_ERR_NOT_SAME, "the ranks give different descriptions (type, shape, order, datarep)");
 }
 
 /* ---- the description a script gives ------------------------------------------ */
@@ -477,7 +477,7 @@ static int close_and_raise(lua_State *L, int fidx) {
  * reason and returns its class.  Checks that the data fit in the file
  * when it is only read (check_size). */
 static int read_header(lua_State *L, int fidx, long long *offset, int check_size) {
-  lfile *f = luaL_checkudata(L, fidx, LMPIO_LUA_FILE);
+  lfile *f = lmpio_lua_checkudata(L, fidx, LMPIO_LUA_FILE);
   unsigned char pre[12];
   MPI_Status st;
   int rc, got = 0;
@@ -672,7 +672,7 @@ static int l_npy_open(lua_State *L) {
     bcast_string(L, comm, 0, t0, tn);
     if (h[0] != MPI_SUCCESS) {
       const char *why = lua_tostring(L, -1);
-      lua_pushfstring(L, "lmpio.npy.open: %s: %s", lua_tostring(L, 2), why);
+      lua_pushfstring(L, "%s: %s", lua_tostring(L, 2), why);
       lmpio_lua_pusherror(L, (int)h[0], lua_tostring(L, -1));
       return close_and_raise(L, fidx);
     }
@@ -690,7 +690,7 @@ static int l_npy_open(lua_State *L) {
       rc = MPI_ERR_UNSUPPORTED_DATAREP;
     }
     if (rc != MPI_SUCCESS) {
-      lua_pushfstring(L, "lmpio.npy.open: %s: %s", lua_tostring(L, 2), why);
+      lua_pushfstring(L, "%s: %s", lua_tostring(L, 2), why);
       lmpio_lua_pusherror(L, rc, lua_tostring(L, -1));
       return close_and_raise(L, fidx);
     }

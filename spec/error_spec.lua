@@ -99,6 +99,11 @@ describe("errors", function()
     assert.equal(4, fh:write_at(0, ints, 4, lmpio.BYTE)) -- raw bytes
     assert.equal(2, fh:write_at(0, lmpio.buffer(16), 2, lmpio.DOUBLE))
     assert.equal(1, fh:write_at(0, "abcdefgh", 1, lmpio.DOUBLE))
+    -- a complex value over a pair of its parts' type (no complex arrays)
+    local pairs2 = lmpio.array(lmpio.DOUBLE, { 1.5, -2, 3, 4 })
+    assert.equal(2, fh:write_at(0, pairs2, 2, lmpio.C_DOUBLE_COMPLEX))
+    local e = H.error_of(fh.write_at, fh, 0, pairs2, 1, lmpio.C_FLOAT_COMPLEX)
+    assert.equal("MPI_ERR_ARG", e.name)
     local bad = {
       { lmpio.DOUBLE, "DOUBLE" }, { lmpio.FLOAT, "FLOAT" }, { lmpio.UNSIGNED, "UNSIGNED" },
       { lmpio.type.contiguous(2, lmpio.FLOAT), "a derived datatype" },
