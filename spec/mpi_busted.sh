@@ -136,6 +136,16 @@ else
   echo "not ok calls after MPI_Finalize raise Lua errors"
   cat "$dir"/late.rank* "$dir/late.log" 2>/dev/null | sed 's/^/# /' | tail -n 20
 fi
+# The core's threads outlive the unloading of the C modules at the end of
+# the script (lua_close): the watchdog, woken every 0.25 ms here, must not
+# run into unmapped code (that made busted fail now and then at exit).
+if timeout -k 5 "$T" env LMPIO_HANG_REPORT=0.001 "$MPIRUN" "$@" -x LMPIO_HANG_REPORT "$LUA" spec/unloaded.lua "$dir/unloaded" \
+     >"$dir/unloaded.log" 2>&1; then
+  echo "ok the core's threads outlive the unloading of the module at exit"
+else
+  echo "not ok the core's threads outlive the unloading of the module at exit"
+  sed 's/^/# /' "$dir/unloaded.log" | tail -n 20
+fi
 files=$(ls spec/*_spec.lua | LC_ALL=C sort)
 # shellcheck disable=SC2086
 timeout -k 5 "$T" "$MPIRUN" "$@" sh spec/busted_rank.sh "$dir" $files

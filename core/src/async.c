@@ -169,6 +169,7 @@ static int worker_of(lmpio__workers *ws, int lane, const char *call) {
     if (!w) return lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    lmpio__stay_loaded(); /* (pooled threads live until the process ends) */
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
       pthread_cond_destroy(&w->cv);
       pthread_mutex_destroy(&w->mu);

@@ -121,6 +121,9 @@ int lmpio__take_standin(void);
 /* Marks this thread's next first agreement as such a stand-in (a job run
  * for a call initiated on another thread). */
 void lmpio__set_standin(void);
+/* Keeps the object holding the core loaded until the process ends: called
+ * before starting a thread or installing a signal handler (resident.c). */
+void lmpio__stay_loaded(void);
 
 
 #include "os.h"

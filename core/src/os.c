@@ -187,6 +187,7 @@ static int bus_install(void) {
   pthread_mutex_lock(&bus_lock);
   int ok = lmpio__os.sigaction(SIGBUS, NULL, &now) == 0;
   if (ok && (!(now.sa_flags & SA_SIGINFO) || now.sa_sigaction != on_bus)) {
+    lmpio__stay_loaded(); /* (the handler stays installed) */
     ok = lmpio__os.sigaction(SIGBUS, &sa, NULL) == 0;
     if (ok) bus_before = now;
   }

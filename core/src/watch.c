@@ -93,6 +93,7 @@ static void start(void) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  lmpio__stay_loaded(); /* (the thread never ends) */
   pthread_attr_t a;
   pthread_t t;
   pthread_attr_init(&a);
