@@ -13,7 +13,15 @@
  * waiting thread is inside the call: the slot's state tells the watchdog
  * that the thread is still there, and a thread leaving waits for a report
  * being made of it to finish (its script's frames must not change under
- * the where function). */
+ * the where function).
+ *
+ * Code of the binding that runs inside a watched call on the waiting
+ * thread (a conversion function of a user representation, written in Lua,
+ * which MPI_Wait runs) would change what the where function reads: the core
+ * pauses the watch around it (lmpio__watch_pause), and a report due then
+ * waits for the resume.  A binding's wait that is a loop of its own, which
+ * runs the binding's code between polls, is never read from the watchdog:
+ * it reports itself from its loop (lmpio_watch_tick). */
 #include "ground.h"
 
 #include <pthread.h>
@@ -45,6 +53,8 @@ static int rank = -1;  /* in MPI_COMM_WORLD, read by the first wait */
 static _Thread_local slot *mine;
 static _Thread_local int unwatched; /* no slot was left */
 static _Thread_local int depth;     /* begins not yet ended (a wait inside a watched call is that call's) */
+static _Thread_local int paused;    /* pauses not yet resumed */
+static _Thread_local int held;      /* the outermost pause took this thread's slot from WAITING */
 
 static double now(void) {
   struct timespec t;
@@ -52,16 +62,19 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void report(slot *s, double t) {
+/* The report line: "lmpio: rank R has waited S s in CALL (WHERE)". */
+static void say(const char *call, double waited, lmpio_where_fn *fn, void *arg) {
   char where[512] = "";
-  if (s->where) s->where(s->arg, where, sizeof where);
+  if (fn) fn(arg, where, sizeof where);
   where[sizeof where - 1] = '\0';
-  const char *call = s->call ? s->call : "a call";
+  if (!call) call = "a call";
   if (strncmp(call, "lmpio_file_", 11) == 0) call += 11;
-  fprintf(stderr, "lmpio: rank %d has waited %.0f s in %s%s%s%s\n", rank, t - s->since, call, where[0] ? " (" : "",
+  fprintf(stderr, "lmpio: rank %d has waited %.0f s in %s%s%s%s\n", rank, waited, call, where[0] ? " (" : "",
           where, where[0] ? ")" : "");
   fflush(stderr);
 }
+
+static void report(slot *s, double t) { say(s->call, t - s->since, s->where, s->arg); }
 
 static void *watchdog(void *unused) {
   (void)unused;
@@ -124,17 +137,48 @@ void lmpio_watch_begin(const char *call) {
   atomic_store_explicit(&s->state, WAITING, memory_order_release);
 }
 
-void lmpio_watch_end(void) {
-  if (depth > 0 && --depth > 0) return;
-  slot *s = mine;
-  if (!s) return;
+/* The slot leaves WAITING for IDLE once a report being made of it has
+ * ended (the report reads the script); whether it was WAITING. */
+static int leave(slot *s) {
   int expect = WAITING;
-  /* A report being made of this wait ends first (it reads the script). */
   while (!atomic_compare_exchange_weak(&s->state, &expect, IDLE)) {
-    if (expect != WAITING && expect != READING) return; /* (never begun) */
+    if (expect != WAITING && expect != READING) return 0; /* (not watched now) */
     expect = WAITING;
     sched_yield();
   }
+  return 1;
+}
+
+void lmpio_watch_end(void) {
+  if (depth > 0 && --depth > 0) return;
+  if (mine) leave(mine);
+}
+
+void lmpio__watch_pause(void) {
+  if (paused++ > 0 || depth == 0 || !mine) return;
+  held = leave(mine);
+}
+
+void lmpio__watch_resume(void) {
+  if (paused == 0 || --paused > 0 || !held) return;
+  held = 0;
+  if (depth > 0 && mine) atomic_store_explicit(&mine->state, WAITING, memory_order_release);
+}
+
+void lmpio_watch_tick(lmpio_watch_loop *w, const char *call) {
+  if (depth > 0) return; /* inside a watched call: that call is reported */
+  pthread_once(&once, start);
+  if (every <= 0) return;
+  double t = now();
+  if (w->since <= 0) {
+    w->since = t;
+    w->next = t + every;
+    return;
+  }
+  if (t < w->next) return;
+  slot *s = own();
+  say(call, t - w->since, s ? s->where : NULL, s ? s->arg : NULL);
+  w->next = w->since + 2 * (w->next - w->since);
 }
 
 void lmpio_watch_where(lmpio_where_fn *fn, void *arg) {

@@ -3,10 +3,14 @@
  * "lmpio: rank R has waited S s in CALL (WHERE)" on standard error, again at
  * doubling intervals; a binding's own blocking call, wrapped in
  * lmpio_watch_begin/end, is reported the same way; nested pairs count as
- * one; a wait shorter than the interval prints nothing. */
+ * one; a wait shorter than the interval prints nothing; a wait that is a
+ * loop of its own reports itself (lmpio_watch_tick); a pause around the
+ * binding's code keeps the where function out until the resume. */
 #include "testlib.h"
+#include "internals.h"
 
 #include <fcntl.h>
+#include <stdatomic.h>
 
 /* Standard error of this process into a file while fn runs; its text. */
 static void stderr_during(void (*fn)(void), char *out, size_t n) {
@@ -86,9 +90,72 @@ static void test_reports(void) {
   tl_unlink(path);
 }
 
+/* A loop of its own, 1.3 s long: reports itself once, at 1 s; one of 0.5 s
+ * says nothing, and so does one inside a watched call. */
+static void ticking(double seconds, const char *call) {
+  lmpio_watch_loop loop = {0, 0};
+  double start = MPI_Wtime();
+  while (MPI_Wtime() - start < seconds) {
+    lmpio_watch_tick(&loop, call);
+    usleep(2000);
+  }
+}
+static void long_loop(void) { ticking(1.3, "recv"); }
+static void short_loop(void) { ticking(0.5, "send"); }
+static void nested_loop(void) {
+  lmpio_watch_begin("outer");
+  ticking(0.5, "inner");
+  lmpio_watch_end();
+}
+
+static void test_tick(void) {
+  lmpio_watch_where(where, "script.lua");
+  char out[4096], want[200];
+  stderr_during(long_loop, out, sizeof out);
+  snprintf(want, sizeof want, "lmpio: rank %d has waited 1 s in recv (script.lua:42)\n", tl_rank);
+  TL_CHECK(strcmp(out, want) == 0);
+  if (tl_case_failed) fprintf(stdout, "[rank %d] standard error: %s\n", tl_rank, out);
+  stderr_during(short_loop, out, sizeof out);
+  TL_CHECK(out[0] == '\0');
+  stderr_during(nested_loop, out, sizeof out);
+  TL_CHECK(out[0] == '\0');
+}
+
+/* A watched wait that pauses (a conversion function runs) past the moment
+ * its report is due: the where function is not called until the resume,
+ * then the report comes. */
+static _Atomic int pausing, called_while_paused;
+static void where_checked(void *arg, char *buf, size_t n) {
+  if (atomic_load(&pausing)) atomic_store(&called_while_paused, 1);
+  where(arg, buf, n);
+}
+static void paused_wait(void) {
+  lmpio_watch_begin("wait");
+  atomic_store(&pausing, 1);
+  lmpio__watch_pause();
+  usleep(1300000);
+  atomic_store(&pausing, 0);
+  lmpio__watch_resume();
+  usleep(700000);
+  lmpio_watch_end();
+}
+
+static void test_pause(void) {
+  lmpio_watch_where(where_checked, "script.lua");
+  char out[4096], want[200];
+  stderr_during(paused_wait, out, sizeof out);
+  snprintf(want, sizeof want, "lmpio: rank %d has waited ", tl_rank);
+  TL_CHECK(strncmp(out, want, strlen(want)) == 0 && strstr(out, " s in wait (script.lua:42)\n") != NULL);
+  TL_CHECK(atomic_load(&called_while_paused) == 0);
+  if (tl_case_failed) fprintf(stdout, "[rank %d] standard error: %s\n", tl_rank, out);
+  lmpio_watch_where(where, "script.lua");
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_HANG_REPORT", "1", 1); /* (read at the first wait) */
   tl_init(&argc, &argv);
   tl_run("a rank waiting past LMPIO_HANG_REPORT names its call and place, again later", test_reports);
+  tl_run("a wait that is a loop of its own reports itself (lmpio_watch_tick)", test_tick);
+  tl_run("a report due while the binding's code runs waits for it (pause, resume)", test_pause);
   return tl_finish();
 }
