@@ -9,6 +9,7 @@
  * of a call is parsed by lmpio_lua_checkmem (lua/buffer.c): an array, a
  * slice (one item of its own datatype), a byte buffer or a string. */
 #include "error.h"
+#include "watch.h"
 #include "buffer.h"
 #include "agree.h"
 #include "request.h"
@@ -637,8 +638,8 @@ static int split_end(lua_State *L, const lfile_access *a) {
   }
   MPI_Status st;
   int rc;
-  if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
-  else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
+  lmpio_lua_entered = 1; /* (a core call, watched: it waits for the transfer, which may wait for other ranks) */
+  LMPIO_LUA_WAIT(L, a->name, rc, reading ? a->core.read_end(fh, ptr, &st) : a->core.write_end(fh, ptr, &st));
   /* The matching _end ends the split even when its transfer failed; a
    * mismatched one leaves it active: keep its memory then. */
   if (rc == MPI_SUCCESS || same) {
@@ -847,6 +848,7 @@ static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail,
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
+  lmpio_watch_begin(name); /* (the core's own watch inside would name the stand-in call) */
   int rc;
   if (a && a->form == F_BEGIN) {
     lmpio_lua_mem none;
@@ -859,6 +861,7 @@ static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail,
   } else {
     rc = fail(f);
   }
+  lmpio_watch_end();
   lmpio_lua_caller = saved_caller;
   /* What the core agreed on: this rank's argument error, or the failure of
    * a lower rank that failed too (every rank raises the same class and
