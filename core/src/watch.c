@@ -69,7 +69,8 @@ static void say(const char *call, double waited, lmpio_where_fn *fn, void *arg) 
   where[sizeof where - 1] = '\0';
   if (!call) call = "a call";
   if (strncmp(call, "lmpio_file_", 11) == 0) call += 11;
-  fprintf(stderr, "lmpio: rank %d has waited %.0f s in %s%s%s%s\n", rank, waited, call, where[0] ? " (" : "",
+  int digits = every < 1 ? 1 : 0; /* (an interval below a second, as tests use) */
+  fprintf(stderr, "lmpio: rank %d has waited %.*f s in %s%s%s%s\n", rank, digits, waited, call, where[0] ? " (" : "",
           where, where[0] ? ")" : "");
   fflush(stderr);
 }
