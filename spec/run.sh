@@ -21,3 +21,6 @@ rm -f "$log.luacfg"
 run "lmpio command (spec/command_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/command_test.sh
 # The file methods' fuzzer, its seeds that found defects (2 ranks, once).
 run "fuzzer replay (spec/fuzz_replay.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/fuzz_replay.sh
+# Hang reports of every blocking call (LMPIO_HANG_REPORT): jobs of their own
+# at 2 ranks, once.
+run "hang reports (spec/hang_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/hang_test.sh
