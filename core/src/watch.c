@@ -77,12 +77,29 @@ static void say(const char *call, double waited, lmpio_where_fn *fn, void *arg) 
 
 static void report(slot *s, double t) { say(s->call, t - s->since, s->where, s->arg); }
 
+/* The watchdog ends when the library is unloaded (a destructor wakes and
+ * joins it): a binding loaded with dlopen, the Lua module, unloads the
+ * library when its state closes, and a thread left running its code then
+ * crashed the process (on its next tick, with the code unmapped). */
+static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dog_wake = PTHREAD_COND_INITIALIZER;
+static int dog_stop;
+static int dog_running;
+static pthread_t dog;
+
 static void *watchdog(void *unused) {
   (void)unused;
-  for (;;) {
+  pthread_mutex_lock(&dog_lock);
+  while (!dog_stop) {
     double tick = every / 4 < 0.25 ? every / 4 : 0.25;
-    struct timespec pause = {(time_t)tick, (long)((tick - (double)(time_t)tick) * 1e9)};
-    nanosleep(&pause, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* (the condition's clock) */
+    long ns = until.tv_nsec + (long)(tick * 1e9);
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&dog_wake, &dog_lock, &until);
+    if (dog_stop) break;
+    pthread_mutex_unlock(&dog_lock);
     double t = now();
     for (int i = 0; i < SLOTS; i++) {
       slot *s = &slots[i];
@@ -95,8 +112,20 @@ static void *watchdog(void *unused) {
       }
       atomic_store_explicit(&s->state, WAITING, memory_order_release);
     }
+    pthread_mutex_lock(&dog_lock);
   }
+  pthread_mutex_unlock(&dog_lock);
   return NULL;
+}
+
+__attribute__((destructor)) static void stop_watchdog(void) {
+  if (!dog_running) return;
+  pthread_mutex_lock(&dog_lock);
+  dog_stop = 1;
+  pthread_cond_signal(&dog_wake);
+  pthread_mutex_unlock(&dog_lock);
+  pthread_join(dog, NULL);
+  dog_running = 0;
 }
 
 static void start(void) {
@@ -107,12 +136,8 @@ static void start(void) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &a, watchdog, NULL) != 0) every = 0; /* (no reports, nothing else lost) */
-  pthread_attr_destroy(&a);
+  if (pthread_create(&dog, NULL, watchdog, NULL) != 0) every = 0; /* (no reports, nothing else lost) */
+  else dog_running = 1;
 }
 
 /* This thread's slot, taken at its first use. */

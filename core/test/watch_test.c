@@ -9,7 +9,9 @@
 #include "testlib.h"
 #include "internals.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdatomic.h>
 
 /* Standard error of this process into a file while fn runs; its text. */
@@ -151,11 +153,38 @@ static void test_pause(void) {
   lmpio_watch_where(where, "script.lua");
 }
 
+/* The shared library (build/lib/liblmpio.so, beside this test's folder),
+ * loaded, made to start its watchdog, unloaded, as the Lua module's is when
+ * its state closes: the process goes on (it crashed when the watchdog
+ * outlived the library's code). */
+static void test_unload(void) {
+  char exe[4096], lib[4200];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  snprintf(lib, sizeof lib, "%s/../lib/liblmpio.so", dirname(exe));
+  if (access(lib, R_OK) != 0) return; /* (a build without the shared library) */
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  TL_CHECK(h != NULL);
+  if (!h) return;
+  void (*begin)(const char *) = (void (*)(const char *))dlsym(h, "lmpio_watch_begin");
+  void (*end)(void) = (void (*)(void))dlsym(h, "lmpio_watch_end");
+  TL_CHECK(begin && end);
+  if (begin && end) {
+    begin("unload"); /* (starts that copy's watchdog) */
+    end();
+  }
+  TL_CHECK(dlclose(h) == 0);
+  usleep(600000); /* (more than a tick of the watchdog) */
+  TL_CHECK(1);
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_HANG_REPORT", "1", 1); /* (read at the first wait) */
   tl_init(&argc, &argv);
   tl_run("a rank waiting past LMPIO_HANG_REPORT names its call and place, again later", test_reports);
   tl_run("a wait that is a loop of its own reports itself (lmpio_watch_tick)", test_tick);
   tl_run("a report due while the binding's code runs waits for it (pause, resume)", test_pause);
+  tl_run("unloading the library stops its watchdog (the process goes on)", test_unload);
   return tl_finish();
 }
