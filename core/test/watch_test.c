@@ -84,7 +84,10 @@ static void test_reports(void) {
   if (tl_rank < tl_size - 1) {
     snprintf(want, sizeof want, "lmpio: rank %d has waited 1 s in barrier (script.lua:42)\n", tl_rank);
     TL_CHECK(strstr(out, want) != NULL);
-    TL_CHECK(strstr(out, "inner") == NULL && strstr(out, "2 s") == NULL);
+    /* the nested pair says nothing (whether the barrier ended before its
+     * report at 2 s depends on the machine's load: 4 ranks on 2 busy cores
+     * took longer) */
+    TL_CHECK(strstr(out, "inner") == NULL);
   }
   stderr_during(on_time, out, sizeof out);
   TL_CHECK(out[0] == '\0');
