@@ -63,7 +63,8 @@ local function doubles(n)
   for i = 1, n do t[i] = i end
   return lmpio.array(lmpio.DOUBLE, t)
 end
-local small, big = doubles(4), doubles(1024) -- (big: 8 KiB, a send that waits for its receiver)
+-- (big: 1 MiB, a send that waits for its receiver whatever MPI's eager limit)
+local small, big = doubles(4), lmpio.array(lmpio.DOUBLE, 131072)
 
 -- ---- communicators' collectives ------------------------------------------
 collective("barrier", function() world:barrier() end)

@@ -75,7 +75,7 @@ mismatch "a recv whose message never comes says where, again later" \
 phases=$(grep -c '^\(collective\|pair\)("' spec/hang_calls.lua)
 # (the script reads the log that the launcher writes: it waits for reports)
 # shellcheck disable=SC2086,SC2094
-LMPIO_HANG_REPORT=0.3 timeout -k 5 "$T" "$MPIRUN" $launch "$LUA" spec/hang_calls.lua "$dir/calls.log" "$dir/calls.dat" on \
+LMPIO_HANG_REPORT=0.3 timeout -k 5 200 "$MPIRUN" $launch "$LUA" spec/hang_calls.lua "$dir/calls.log" "$dir/calls.dat" on \
   >"$dir/calls.out" 2>"$dir/calls.log" </dev/null
 rc=$?
 sed -n 's/^\(\(not \)*ok\) \(.*\)/\1 a long wait in \3 says so/p' "$dir/calls.out"
