@@ -85,6 +85,7 @@ static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t dog_wake = PTHREAD_COND_INITIALIZER;
 static int dog_stop;
 static int dog_running;
+static pid_t dog_pid; /* (a forked child that exits has no watchdog to join) */
 static pthread_t dog;
 
 static void *watchdog(void *unused) {
@@ -119,7 +120,7 @@ static void *watchdog(void *unused) {
 }
 
 __attribute__((destructor)) static void stop_watchdog(void) {
-  if (!dog_running) return;
+  if (!dog_running || getpid() != dog_pid) return;
   pthread_mutex_lock(&dog_lock);
   dog_stop = 1;
   pthread_cond_signal(&dog_wake);
@@ -137,7 +138,7 @@ static void start(void) {
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (pthread_create(&dog, NULL, watchdog, NULL) != 0) every = 0; /* (no reports, nothing else lost) */
-  else dog_running = 1;
+  else dog_running = 1, dog_pid = getpid();
 }
 
 /* This thread's slot, taken at its first use. */

@@ -12,7 +12,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 
 /* Standard error of this process into a file while fn runs; its text. */
 static void stderr_during(void (*fn)(void), char *out, size_t n) {
@@ -183,6 +185,28 @@ static void test_unload(void) {
   TL_CHECK(1);
 }
 
+/* A child forked while the watchdog runs (which it does not have) exits
+ * at once: the library's destructor does not wait for a watchdog that is
+ * the parent's. */
+static void test_fork(void) {
+  lmpio_watch_begin("fork"); /* (the watchdog runs) */
+  lmpio_watch_end();
+  pid_t child = fork();
+  if (child == 0) exit(0);
+  TL_CHECK(child > 0);
+  if (child <= 0) return;
+  int status = 0, done = 0;
+  for (int i = 0; i < 100 && !done; i++) {
+    done = waitpid(child, &status, WNOHANG) == child;
+    if (!done) usleep(50000);
+  }
+  if (!done) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  TL_CHECK(done);
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_HANG_REPORT", "1", 1); /* (read at the first wait) */
   tl_init(&argc, &argv);
@@ -190,5 +214,6 @@ int main(int argc, char **argv) {
   tl_run("a wait that is a loop of its own reports itself (lmpio_watch_tick)", test_tick);
   tl_run("a report due while the binding's code runs waits for it (pause, resume)", test_pause);
   tl_run("unloading the library stops its watchdog (the process goes on)", test_unload);
+  tl_run("a forked child exits without waiting for the parent's watchdog", test_fork);
   return tl_finish();
 }
