@@ -9,6 +9,7 @@
  * of a call is parsed by lmpio_lua_checkmem (lua/buffer.c): an array, a
  * slice (one item of its own datatype), a byte buffer or a string. */
 #include "error.h"
+#include "watch.h"
 #include "buffer.h"
 #include "agree.h"
 #include "request.h"
@@ -641,8 +642,8 @@ static int split_end(lua_State *L, const lfile_access *a) {
   }
   MPI_Status st;
   int rc;
-  if (reading) LMPIO_LUA_CORE(L, rc, a->core.read_end(fh, ptr, &st));
-  else LMPIO_LUA_CORE(L, rc, a->core.write_end(fh, ptr, &st));
+  lmpio_lua_entered = 1; /* (a core call, watched: it waits for the transfer, which may wait for other ranks) */
+  LMPIO_LUA_WAIT(L, a->name, rc, reading ? a->core.read_end(fh, ptr, &st) : a->core.write_end(fh, ptr, &st));
   /* The matching _end ends the split even when its transfer failed; a
    * mismatched one leaves it active: keep its memory then. */
   if (rc == MPI_SUCCESS || same) {
@@ -843,13 +844,14 @@ static const lfile_access *end_row(const lfile_access *begin_row);
  * collective's _begin, row a, joins with the same _begin and empty memory,
  * then ends it at once: where the others' run in the background, their _end
  * raises the error; here none stays active, as after any failed _begin). */
-static int agree_failure(lua_State *L, lfile *f, fail_fn fail, const lfile_access *a) {
+static int agree_failure(lua_State *L, lfile *f, const char *name, fail_fn fail, const lfile_access *a) {
   if (!f || f->fh == LMPIO_FILE_NULL || !lmpio_lua_isargerror(L, -1))
     return lua_error(L); /* nothing to agree on: the error object as it is */
   const char *msg = lmpio_lua_errormessage(L, -1);
   lmpio_fail_next_collective(MPI_ERR_ARG, msg);
   lua_State *saved_caller = lmpio_lua_caller;
   lmpio_lua_caller = L;
+  lmpio_watch_begin(name); /* (the core's own watch inside would name the stand-in call) */
   int rc;
   if (a && a->form == F_BEGIN) {
     lmpio_lua_mem none;
@@ -862,6 +864,7 @@ static int agree_failure(lua_State *L, lfile *f, fail_fn fail, const lfile_acces
   } else {
     rc = fail(f);
   }
+  lmpio_watch_end();
   lmpio_lua_caller = saved_caller;
   /* What the core agreed on: this rank's argument error, or the failure of
    * a lower rank that failed too (every rank raises the same class and
@@ -877,7 +880,7 @@ static int collective_call(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
   if (n >= 0) return n;
-  return agree_failure(L, f, cm->fail, NULL);
+  return agree_failure(L, f, cm->name, cm->fail, NULL);
 }
 
 /* A collective data access method: data_access under the agreement. */
@@ -886,7 +889,7 @@ static int collective_access(lua_State *L) {
   lfile *f = luaL_testudata(L, 1, LMPIO_LUA_FILE);
   int n = lmpio_lua_collective_pcall(L, data_access, a);
   if (n >= 0) return n;
-  return agree_failure(L, f, a->fail, a);
+  return agree_failure(L, f, a->name, a->fail, a);
 }
 
 /* Every data access method: name, writing, pointer, collective, form,

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+_Thread_local const char *lmpio_lua_collective_name;
+
 int lmpio_lua_commrank(MPI_Comm comm) {
   int r = 0;
   MPI_Comm_rank(comm, &r);
@@ -53,7 +55,7 @@ enum { NAGREE = LMPIO_LUA_NAGREE, MAXMSG = 1024 };
 static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const char *msg) {
   char text[MAXMSG] = "";
   if (lmpio_lua_commrank(comm) == root) snprintf(text, sizeof text, "%s", msg ? msg : "?");
-  lmpio_lua_checkmpi(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Bcast(text, MAXMSG, MPI_CHAR, root, comm), "MPI_Bcast");
   text[MAXMSG - 1] = '\0';
   if (mine) lmpio_lua_raise(L, MPI_ERR_ARG, msg ? msg : text);
   lua_pushfstring(L, "%s (on rank %d)", text, root);
@@ -72,7 +74,7 @@ static void raise_failure(lua_State *L, MPI_Comm comm, int root, int mine, const
 void lmpio_lua_agree(lua_State *L, MPI_Comm comm, long long *v, int n, const char *msg) {
   long long mine = v[0];
   lmpio_lua_entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce");
   if (v[0] != 0) raise_failure(L, comm, lmpio_lua_commsize(comm) - (int)v[0], mine != 0, msg);
 }
 
@@ -91,8 +93,8 @@ enum { GATHER_BLOCK = LMPIO_LUA_GATHER_BLOCK };
 void lmpio_lua_gather_blocks(lua_State *L, MPI_Comm comm, unsigned char *blocks, const char *msg) {
   int size = lmpio_lua_commsize(comm), mine = lmpio_lua_commrank(comm);
   lmpio_lua_entered = 1;
-  lmpio_lua_checkmpi(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
-                     "MPI_Allgather");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, blocks, GATHER_BLOCK, MPI_BYTE, comm),
+                           "MPI_Allgather");
   for (int r = 0; r < size; r++)
     if (lmpio_lua_get_le64(blocks + (size_t)r * GATHER_BLOCK) == GATHER_FAILED)
       raise_failure(L, comm, r, lmpio_lua_get_le64(blocks + (size_t)mine * GATHER_BLOCK) == GATHER_FAILED, msg);

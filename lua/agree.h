@@ -3,6 +3,7 @@
 #define LMPIO_LUA_AGREE_H
 
 #include "lmpio_lua.h"
+#include "watch.h"
 
 /* ---- agree.c: the agreement of collective methods ----------------------- */
 
@@ -17,6 +18,13 @@ int lmpio_lua_commsize(MPI_Comm comm);
  * top and -1 returned: the caller joins that communication as a failing
  * rank.  Any other error is raised as it is. */
 int lmpio_lua_collective_pcall(lua_State *L, lua_CFunction fn, const void *up);
+/* The collective method of a communicator in progress on this thread (its
+ * name, set by lua/comm.c around the method and its failing rank's part):
+ * its blocking MPI calls are watched under that name (lua/watch.h). */
+extern _Thread_local const char *lmpio_lua_collective_name;
+/* A blocking MPI call of the collective method in progress, watched under
+ * its name, then checked (lmpio_lua_checkmpi with what). */
+#define LMPIO_LUA_COLLECTIVE_MPI(L, expr, what) LMPIO_LUA_CHECKWAIT(L, lmpio_lua_collective_name, expr, what)
 
 /* An agreement is an MPI_Allreduce (MPI_MAX) of LMPIO_LUA_NAGREE words
  * (LMPIO_LUA_AGREE_WORDS for bcast, whose short values travel in it): v[0]

@@ -15,6 +15,7 @@
  * MPI_Finalize (a __gc at exit, say) raises a Lua error instead of making
  * the MPI library abort the process. */
 #include "error.h"
+#include "watch.h"
 #include "helpers.h"
 #include "agree.h"
 #include "comm.h"
@@ -65,8 +66,12 @@ typedef lmpio_lua_collective collective_method;
 static int collective_call(lua_State *L) {
   const collective_method *cm = lua_touserdata(L, lua_upvalueindex(1));
   MPI_Comm comm = checklcomm(L, 1)->comm; /* no communicator: nobody to agree with */
+  const char *outer = lmpio_lua_collective_name; /* (a method of a converter's, say) */
+  lmpio_lua_collective_name = cm->name;           /* what a long wait is reported in */
   int n = lmpio_lua_collective_pcall(L, cm->fn, NULL);
+  lmpio_lua_collective_name = outer;
   if (n >= 0) return n;
+  lmpio_lua_collective_name = cm->name; /* (left set: the failure is raised) */
   cm->fail(L, comm, lmpio_lua_errormessage(L, -1));
   return lmpio_lua_error(L, MPI_ERR_INTERN, "%s: agreement failed", cm->name); /* not reached */
 }
@@ -109,13 +114,7 @@ Collective.
 */
 static int c_barrier(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
-  lua_State *saved = lmpio_lua_caller; /* (a hang report names this line) */
-  lmpio_lua_caller = L;
-  lmpio_watch_begin("barrier");
-  int rc = MPI_Barrier(comm);
-  lmpio_watch_end();
-  lmpio_lua_caller = saved;
-  lmpio_lua_checkmpi(L, rc, "MPI_Barrier");
+  LMPIO_LUA_CHECKWAIT(L, "barrier", MPI_Barrier(comm), "MPI_Barrier");
   return 0;
 }
 
@@ -146,10 +145,10 @@ static int c_split(lua_State *L) {
   long long v[LMPIO_LUA_NAGREE] = {0};
   lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
-  lmpio_lua_checkmpi(L, MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
+  LMPIO_LUA_CHECKWAIT(L, "split", MPI_Comm_split(comm, color, key, &out), "MPI_Comm_split");
   if (out == MPI_COMM_NULL) return 0;
   c->comm = out;
-  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
+  LMPIO_LUA_CHECKWAIT(L, "split", MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -164,9 +163,9 @@ static int c_dup(lua_State *L) {
   MPI_Comm comm = lmpio_lua_checkcomm(L, 1);
   lcomm *c = pushcomm(L, MPI_COMM_NULL, 1);
   MPI_Comm out = MPI_COMM_NULL;
-  lmpio_lua_checkmpi(L, MPI_Comm_dup(comm, &out), "MPI_Comm_dup");
+  LMPIO_LUA_CHECKWAIT(L, "dup", MPI_Comm_dup(comm, &out), "MPI_Comm_dup");
   c->comm = out;
-  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
+  LMPIO_LUA_CHECKWAIT(L, "dup", MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 
@@ -182,9 +181,13 @@ Any later use raises "attempt to use a freed communicator".
 static int c_free(lua_State *L) {
   lcomm *c = checklcomm(L, 1);
   if (!c->owned) return lmpio_lua_error(L, MPI_ERR_COMM, "cannot free a predefined communicator");
-  lmpio_lua_checkmpi(L, MPI_Comm_free(&c->comm), "MPI_Comm_free");
+  LMPIO_LUA_CHECKWAIT(L, "free", MPI_Comm_free(&c->comm), "MPI_Comm_free");
   c->comm = MPI_COMM_NULL;
-  if (c->shadow != MPI_COMM_NULL) MPI_Comm_free(&c->shadow);
+  if (c->shadow != MPI_COMM_NULL) {
+    int rc;
+    LMPIO_LUA_WAIT(L, "free", rc, MPI_Comm_free(&c->shadow));
+    (void)rc;
+  }
   return 0;
 }
 
@@ -418,9 +421,9 @@ static int c_cart(lua_State *L) {
   long long v[LMPIO_LUA_NAGREE] = {0};
   lmpio_lua_agree(L, comm, v, LMPIO_LUA_NAGREE, NULL);
   MPI_Comm out = MPI_COMM_NULL;
-  lmpio_lua_checkmpi(L, MPI_Cart_create(comm, n, dims, periods, 0, &out), "MPI_Cart_create");
+  LMPIO_LUA_CHECKWAIT(L, "cart", MPI_Cart_create(comm, n, dims, periods, 0, &out), "MPI_Cart_create");
   c->comm = out;
-  lmpio_lua_checkmpi(L, MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
+  LMPIO_LUA_CHECKWAIT(L, "cart", MPI_Comm_dup(out, &c->shadow), "MPI_Comm_dup");
   return 1;
 }
 

@@ -8,6 +8,7 @@
  * would be a collective call) until fh:close() or __close; files still open at
  * exit are closed by every rank in the order they were opened. */
 #include "error.h"
+#include "watch.h"
 #include "helpers.h"
 #include "lifetime.h"
 #include "datatype.h"
@@ -137,7 +138,7 @@ static int open_checked(lua_State *L) {
   int trunc[2] = {lmpio_lua_truncating_mode(L, 3) && !std, 0};
   trunc[1] = -trunc[0];
   int agreed[2] = {0, 0};
-  if (f->nranks > 1) MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm);
+  if (f->nranks > 1) LMPIO_LUA_WAIT(L, "open", rc, MPI_Allreduce(trunc, agreed, 2, MPI_INT, MPI_MAX, comm));
   else memcpy(agreed, trunc, sizeof agreed);
   if (agreed[0] != -agreed[1]) {
     LMPIO_LUA_CORE(L, rc, lmpio_file_close(&f->fh)); /* the mismatch is the error raised */

@@ -22,6 +22,14 @@ with a traceback and aborts the job (`MPI_Abort`) instead of starting a
 collective call that the other ranks would never join.
 Once MPI is finalized (a finalizer that runs late at exit), the functions
 that would call MPI raise an error instead of letting MPI abort the process.
+A rank that has waited `LMPIO_HANG_REPORT` seconds (an environment
+variable; 60 by default, `0` turns it off) inside one blocking call (a
+file's collective, a communicator's collective such as `comm:allreduce` or
+`comm:barrier`, a message wait such as `comm:recv`, `msgrequest:wait` or
+`lmpio.waitall`, the wait of a request or of a split collective's `_end`)
+prints one line on standard error naming its rank, the call and the line
+of the script that made it, again at doubling intervals:
+`lmpio: rank 1 has waited 60 s in barrier (heat.lua:42)`.
 
 Names follow MPI-IO: drop the `MPI_File_` prefix and lower-case the rest
 (`MPI_File_write_at_all` is `fh:write_at_all`, `MPI_Type_vector` is

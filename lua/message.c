@@ -160,11 +160,15 @@ static void reduce_pieces(lua_State *L, MPI_Comm comm, int kind, int root, const
     const void *in = a->data + off * a->esize;
     void *out = r ? (void *)(r->data + off * r->esize) : NULL;
     int rc;
-    const char *what;
-    if (kind == LMPIO_LUA_ALLREDUCE) rc = MPI_Allreduce(in, out, n, mt, mop, comm), what = "MPI_Allreduce";
-    else if (kind == LMPIO_LUA_SCAN) rc = MPI_Scan(in, out, n, mt, mop, comm), what = "MPI_Scan";
-    else if (kind == LMPIO_LUA_EXSCAN) rc = MPI_Exscan(in, out, n, mt, mop, comm), what = "MPI_Exscan";
-    else rc = MPI_Reduce(in, out, n, mt, mop, root, comm), what = "MPI_Reduce";
+    const char *what = kind == LMPIO_LUA_ALLREDUCE ? "MPI_Allreduce"
+                       : kind == LMPIO_LUA_SCAN    ? "MPI_Scan"
+                       : kind == LMPIO_LUA_EXSCAN  ? "MPI_Exscan"
+                                                   : "MPI_Reduce";
+    LMPIO_LUA_WAIT(L, lmpio_lua_collective_name, rc,
+                   kind == LMPIO_LUA_ALLREDUCE ? MPI_Allreduce(in, out, n, mt, mop, comm)
+                   : kind == LMPIO_LUA_SCAN    ? MPI_Scan(in, out, n, mt, mop, comm)
+                   : kind == LMPIO_LUA_EXSCAN  ? MPI_Exscan(in, out, n, mt, mop, comm)
+                                               : MPI_Reduce(in, out, n, mt, mop, root, comm));
     lmpio_lua_checkmpi(L, rc, what);
   }
 }
@@ -246,8 +250,10 @@ static int c_reduce(lua_State *L) {
   }
   long long iv = isbool ? lua_toboolean(L, 2) : allint ? (long long)lua_tointeger(L, 2) : 0, ir = 0;
   double dv = isbool || allint ? 0 : (double)lua_tonumber(L, 2), dr = 0;
-  int rc = allint ? MPI_Reduce(&iv, &ir, 1, MPI_LONG_LONG, mop, (int)root, comm)
-                  : MPI_Reduce(&dv, &dr, 1, MPI_DOUBLE, mop, (int)root, comm);
+  int rc;
+  LMPIO_LUA_WAIT(L, lmpio_lua_collective_name, rc,
+                 allint ? MPI_Reduce(&iv, &ir, 1, MPI_LONG_LONG, mop, (int)root, comm)
+                        : MPI_Reduce(&dv, &dr, 1, MPI_DOUBLE, mop, (int)root, comm));
   lmpio_lua_checkmpi(L, rc, "MPI_Reduce");
   if (rank != root) lua_pushnil(L);
   else if (isbool) lua_pushboolean(L, ir != 0);
@@ -322,12 +328,12 @@ static int bcast_arrays(lua_State *L, MPI_Comm comm, int root, const long long *
     }
   }
   if (a->strided) { /* a slice: its elements scattered where they are */
-    lmpio_lua_checkmpi(L, MPI_Bcast(a->data, 1, a->dtype, root, comm), "MPI_Bcast");
+    LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Bcast(a->data, 1, a->dtype, root, comm), "MPI_Bcast");
     return 1;
   }
   for (size_t off = 0; off < a->count; off += PIECE) { /* typed, as a slice on another rank takes them */
     int m = (int)(a->count - off < PIECE ? a->count - off : PIECE);
-    lmpio_lua_checkmpi(L, MPI_Bcast(a->data + off * a->esize, m, a->type, root, comm), "MPI_Bcast");
+    LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Bcast(a->data + off * a->esize, m, a->type, root, comm), "MPI_Bcast");
   }
   return 1;
 }
@@ -383,8 +389,8 @@ static int allgather_array(lua_State *L, MPI_Comm comm) {
   lmpio_lua_buffer *all = lmpio_lua_newbuffer(L, a->type, (size_t)total);
   lmpio_lua_span sp;
   lmpio_lua_spanof(L, 2, a, &sp);
-  lmpio_lua_checkmpi(L, MPI_Allgatherv(sp.ptr, sp.count, sp.type, mem(all), cd, cd + size, a->type, comm),
-                     "MPI_Allgatherv");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Allgatherv(sp.ptr, sp.count, sp.type, mem(all), cd, cd + size, a->type, comm),
+                           "MPI_Allgatherv");
   return 1;
 }
 
@@ -451,8 +457,9 @@ static int c_gather(lua_State *L) {
                                          : NULL;
     lmpio_lua_span sp;
     lmpio_lua_spanof(L, 2, a, &sp);
-    lmpio_lua_checkmpi(L, MPI_Gatherv(sp.ptr, sp.count, sp.type, all ? mem(all) : NULL, cd, cd + size, a->type,
-                                      (int)root, comm),
+    LMPIO_LUA_COLLECTIVE_MPI(L,
+                             MPI_Gatherv(sp.ptr, sp.count, sp.type, all ? mem(all) : NULL, cd, cd + size, a->type,
+                                         (int)root, comm),
                        "MPI_Gatherv");
     if (!all) lua_pushnil(L);
     return 1;
@@ -460,8 +467,9 @@ static int c_gather(lua_State *L) {
   unsigned char *got = NULL;
   if (!fits) {
     if (rank == root) got = lua_newuserdatauv(L, (size_t)(cd[size - 1] + cd[2 * size - 1]) + 1, 0);
-    lmpio_lua_checkmpi(L, MPI_Gatherv(bytes ? (void *)bytes : (void *)blocks, (int)len, MPI_BYTE, got, cd, cd + size,
-                                      MPI_BYTE, (int)root, comm),
+    LMPIO_LUA_COLLECTIVE_MPI(L,
+                             MPI_Gatherv(bytes ? (void *)bytes : (void *)blocks, (int)len, MPI_BYTE, got, cd,
+                                         cd + size, MPI_BYTE, (int)root, comm),
                        "MPI_Gatherv");
   }
   if (rank != root) {
@@ -556,15 +564,15 @@ static int c_scatter(lua_State *L) {
     int *cd = layout(L, size, counts, "scatter");
     MPI_Datatype t = lmpio_lua_codetype(v[S_CODE]);
     lmpio_lua_buffer *part = lmpio_lua_newbuffer(L, t, (size_t)cd[rank]);
-    lmpio_lua_checkmpi(L, MPI_Scatterv(a ? mem(a) : NULL, cd, cd + size, t, mem(part), cd[rank], t, (int)root, comm),
-                       "MPI_Scatterv");
+    LMPIO_LUA_COLLECTIVE_MPI(
+        L, MPI_Scatterv(a ? mem(a) : NULL, cd, cd + size, t, mem(part), cd[rank], t, (int)root, comm), "MPI_Scatterv");
     return 1;
   }
   int mylen = 0;
-  lmpio_lua_checkmpi(L, MPI_Scatter(lens, 1, MPI_INT, &mylen, 1, MPI_INT, (int)root, comm), "MPI_Scatter");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Scatter(lens, 1, MPI_INT, &mylen, 1, MPI_INT, (int)root, comm), "MPI_Scatter");
   unsigned char *got = lua_newuserdatauv(L, (size_t)mylen + 1, 0);
-  lmpio_lua_checkmpi(L, MPI_Scatterv(all, lens, lens + size, MPI_BYTE, got, mylen, MPI_BYTE, (int)root, comm),
-                     "MPI_Scatterv");
+  LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Scatterv(all, lens, lens + size, MPI_BYTE, got, mylen, MPI_BYTE, (int)root, comm),
+                           "MPI_Scatterv");
   lmpio_lua_deserialise(L, got, (size_t)mylen);
   return 1;
 }
@@ -651,7 +659,7 @@ static int c_bcast(lua_State *L) {
   } else { /* the rest in pieces (MPI counts are ints) */
     for (size_t off = 0; off < len; off += CHUNK) {
       size_t n = len - off < CHUNK ? len - off : CHUNK;
-      lmpio_lua_checkmpi(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
+      LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Bcast(all + off, (int)n, MPI_BYTE, root, comm), "MPI_Bcast");
     }
   }
   if (rank == root) lua_pushvalue(L, 2);
@@ -713,8 +721,8 @@ static int c_allgather(lua_State *L) {
       at += counts[r];
     }
     memcpy(all + displs[rank], bytes, len);
-    lmpio_lua_checkmpi(L, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, counts, displs, MPI_BYTE, comm),
-                       "MPI_Allgatherv");
+    LMPIO_LUA_COLLECTIVE_MPI(L, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, counts, displs, MPI_BYTE, comm),
+                             "MPI_Allgatherv");
   }
   lua_createtable(L, size, 0);
   for (int r = 0; r < size; r++) {
@@ -764,9 +772,9 @@ static int reduce(lua_State *L, int kind, const char *name) {
   void *in = allint ? (void *)&iv : (void *)&dv, *out = allint ? (void *)&ir : (void *)&dr;
   MPI_Datatype t = allint ? MPI_LONG_LONG : MPI_DOUBLE;
   int rc;
-  if (kind == R_ALLREDUCE) rc = MPI_Allreduce(in, out, 1, t, mop, comm);
-  else if (kind == R_SCAN) rc = MPI_Scan(in, out, 1, t, mop, comm);
-  else rc = MPI_Exscan(in, out, 1, t, mop, comm);
+  if (kind == R_ALLREDUCE) LMPIO_LUA_WAIT(L, name, rc, MPI_Allreduce(in, out, 1, t, mop, comm));
+  else if (kind == R_SCAN) LMPIO_LUA_WAIT(L, name, rc, MPI_Scan(in, out, 1, t, mop, comm));
+  else LMPIO_LUA_WAIT(L, name, rc, MPI_Exscan(in, out, 1, t, mop, comm));
   lmpio_lua_checkmpi(L, rc, kind == R_ALLREDUCE ? "MPI_Allreduce" : kind == R_SCAN ? "MPI_Scan" : "MPI_Exscan");
   if (kind == R_EXSCAN && lmpio_lua_commrank(comm) == 0) {
     /* MPI leaves rank 0's result undefined: the op's identity, if any */

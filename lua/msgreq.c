@@ -40,7 +40,7 @@ static int m_wait(lua_State *L) {
   mreq *r = checkmreq(L, 1);
   lmpio_lua_running(L);
   mreq *t[1] = {r};
-  lmpio_lua_p2p_progress(L, t, 1, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 1, 1, "wait");
   r->waited = 1;
   return lmpio_lua_p2p_results(L, 1, r);
 }
@@ -56,7 +56,7 @@ static int m_test(lua_State *L) {
   mreq *r = checkmreq(L, 1);
   lmpio_lua_running(L);
   mreq *t[1] = {r};
-  if (lmpio_lua_p2p_progress(L, t, 1, 1, 0) < 0) {
+  if (lmpio_lua_p2p_progress(L, t, 1, 1, NULL) < 0) {
     lua_pushboolean(L, 0);
     return 1;
   }
@@ -66,7 +66,7 @@ static int m_test(lua_State *L) {
 }
 
 static int m_gc(lua_State *L) {
-  lmpio_lua_p2p_drop(checkmreq(L, 1));
+  lmpio_lua_p2p_drop(L, checkmreq(L, 1));
   return 0;
 }
 
@@ -100,7 +100,7 @@ static int l_waitall(lua_State *L) {
       lua_rawseti(L, 3, ++k);
     }
   }
-  if (m) lmpio_lua_p2p_progress(L, t, m, 1, 1);
+  if (m) lmpio_lua_p2p_progress(L, t, m, 1, "waitall");
   if (k || !m) {
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_pushvalue(L, m ? 3 : 1);
@@ -158,7 +158,7 @@ static int l_waitany(lua_State *L) {
     for (int j = 0; j < m; j++)
       if (!t[j]->waited) live[nl] = t[j], liveat[nl++] = at[j];
     if (nl) {
-      int k = lmpio_lua_p2p_progress(L, live, nl, 0, 0);
+      int k = lmpio_lua_p2p_progress(L, live, nl, 0, NULL);
       if (k >= 0) {
         live[k]->waited = 1;
         lua_settop(L, 6);
@@ -189,7 +189,7 @@ static int l_waitany(lua_State *L) {
       lua_pushnil(L);
       return 1;
     }
-    lmpio_lua_pause(&w);
+    lmpio_lua_pause(&w, L, "waitany");
   }
 }
 

@@ -28,6 +28,7 @@
  * WAIT_YIELD_NS have passed, then sleeps that grow from NAP_MIN_NS to
  * NAP_MAX_NS (see STYLE.md, "Waiting"). */
 #include "error.h"
+#include "watch.h"
 #include "lifetime.h"
 #include "datatype.h"
 #include "buffer.h"
@@ -100,6 +101,7 @@ typedef struct {
   unsigned polls;
   struct timespec start;
   long nap;
+  lmpio_watch_loop watch; /* a long wait reports itself (lmpio_watch_tick) */
 } waiter;
 
 static long elapsed_ns(const struct timespec *a) {
@@ -108,13 +110,24 @@ static long elapsed_ns(const struct timespec *a) {
   return (long)(b.tv_sec - a->tv_sec) * 1000000000L + (b.tv_nsec - a->tv_nsec);
 }
 
-void lmpio_lua_pause(lmpio_lua_waiter *w) {
+/* Past the polls, the wait checks whether its hang report is due: it
+ * reports itself (its loop runs Lua between polls, where no other thread
+ * may read the script's line), naming the line of the script running on L. */
+static void tick(waiter *v, lua_State *L, const char *call) {
+  lua_State *saved = lmpio_lua_caller;
+  lmpio_lua_caller = L;
+  lmpio_watch_tick(&v->watch, call);
+  lmpio_lua_caller = saved;
+}
+
+void lmpio_lua_pause(lmpio_lua_waiter *w, lua_State *L, const char *call) {
   waiter *v = (waiter *)w;
   if (++v->polls <= spin) return;
   if (v->polls == spin + 1) {
     clock_gettime(CLOCK_MONOTONIC, &v->start);
     v->nap = NAP_MIN_NS;
   }
+  tick(v, L, call);
   if (elapsed_ns(&v->start) < WAIT_YIELD_NS) {
     sched_yield();
     return;
@@ -533,9 +546,10 @@ enum { NSMALL = 32 };
 
 /* Progresses the n requests t (and every other pending receive of this
  * lua_State whose announcement may arrive) until all of them (all) or one
- * of them is complete, waiting (blocking) or not.  Returns the index of a
- * complete one (any), 0 (all done), or -1 (not blocking: not yet). */
-int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, int blocking) {
+ * of them is complete, waiting (the call that waits, named in its hang
+ * report) or not (NULL).  Returns the index of a complete one (any), 0 (all
+ * done), or -1 (not waiting: not yet). */
+int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, const char *waiting) {
   void *owner = lmpio_lua_owner(L);
   lmpio_lua_waiter w = {0};
   for (;;) {
@@ -612,8 +626,8 @@ int lmpio_lua_p2p_progress(lua_State *L, mreq *const *t, int n, int all, int blo
       continue;
     }
     if (out) continue; /* something moved: poll again at once */
-    if (!blocking) return -1;
-    lmpio_lua_pause(&w);
+    if (!waiting) return -1;
+    lmpio_lua_pause(&w, L, waiting);
   }
 }
 
@@ -697,11 +711,11 @@ static int c_send(lua_State *L) {
         lmpio_lua_waited(&w);
         return 0;
       }
-      lmpio_lua_pause(&w);
+      lmpio_lua_pause(&w, L, "send");
     }
   }
   mreq *t[1] = {r};
-  lmpio_lua_p2p_progress(L, t, 1, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 1, 1, "send");
   if (r->err) return lmpio_lua_raise(L, r->err, lua_pushstring(L, r->errmsg));
   return 0;
 }
@@ -790,7 +804,7 @@ static int c_recv(lua_State *L) {
   mreq *r = cached(L, CACHE_RECV); /* 5 */
   initrecv(L, 1, r, c, src, tag, into);
   mreq *t[1] = {r};
-  lmpio_lua_p2p_progress(L, t, 1, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 1, 1, "recv");
   int n = lmpio_lua_p2p_results(L, 5, r);
   idle(L, 5);
   return n;
@@ -863,7 +877,7 @@ static int c_sendrecv(lua_State *L) {
   s->owner = r->owner;
   startsend(L, 2, c, &c->seq, dest, tag, s); /* 9: the keeper */
   mreq *t[2] = {r, s};
-  lmpio_lua_p2p_progress(L, t, 2, 1, 1);
+  lmpio_lua_p2p_progress(L, t, 2, 1, "sendrecv");
   if (s->err) return lmpio_lua_raise(L, s->err, lua_pushstring(L, s->errmsg));
   int n = lmpio_lua_p2p_results(L, 7, r);
   idle(L, 7);
@@ -905,11 +919,13 @@ int lmpio_lua_p2p_open(lua_State *L) {
  * write the data, alive until the finalizer returns; a rank leaving on an
  * error does not wait (its partner may never come: the job is being
  * aborted); a receive never matched (its state closed) is cancelled. */
-void lmpio_lua_p2p_drop(lmpio_lua_mreq *r) {
+void lmpio_lua_p2p_drop(lua_State *L, lmpio_lua_mreq *r) {
   if (!finalized() && !lmpio_lua_failing()) {
     if (r->state == ST_POSTED && r->req != MPI_REQUEST_NULL) MPI_Cancel(&r->req);
-    if (r->req != MPI_REQUEST_NULL) MPI_Wait(&r->req, MPI_STATUS_IGNORE);
-    if (r->req2 != MPI_REQUEST_NULL) MPI_Wait(&r->req2, MPI_STATUS_IGNORE);
+    int rc; /* (a send's wait may wait for its receiver: watched) */
+    if (r->req != MPI_REQUEST_NULL) LMPIO_LUA_WAIT(L, "__gc of a msgrequest", rc, MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+    if (r->req2 != MPI_REQUEST_NULL) LMPIO_LUA_WAIT(L, "__gc of a msgrequest", rc, MPI_Wait(&r->req2, MPI_STATUS_IGNORE));
+    (void)rc;
   }
   r->state = ST_DONE;
   unlist(NULL, r);

@@ -51,23 +51,27 @@ typedef struct lmpio_lua_mreq {
 
 /* Progresses the n requests t (and every other pending receive of this
  * lua_State whose announcement may arrive) until all of them (all) or one
- * of them is complete, waiting (blocking) or not.  Returns the index of a
- * complete one (any), 0 (all done), or -1 (not blocking: not yet). */
-int lmpio_lua_p2p_progress(lua_State *L, lmpio_lua_mreq *const *t, int n, int all, int blocking);
+ * of them is complete, waiting or not: `waiting` names the call that waits
+ * (its hang report says it), NULL for none.  Returns the index of a
+ * complete one (any), 0 (all done), or -1 (not waiting: not yet). */
+int lmpio_lua_p2p_progress(lua_State *L, lmpio_lua_mreq *const *t, int n, int all, const char *waiting);
 /* Pushes what the completed request r (at ridx) gives: nothing for a send;
  * for a receive the value, its source and tag (and the elements received
  * into an array given); raises its failure.  Returns how many. */
 int lmpio_lua_p2p_results(lua_State *L, int ridx, lmpio_lua_mreq *r);
 /* The finalizer's part of a request: waits for (or cancels) what is in
- * progress and lets go of what it holds. */
-void lmpio_lua_p2p_drop(lmpio_lua_mreq *r);
+ * progress (a wait watched: L's script is where) and lets go of what it
+ * holds. */
+void lmpio_lua_p2p_drop(lua_State *L, lmpio_lua_mreq *r);
 
 /* p2p.c: the pace of every wait of the module that polls: a bounded number
- * of polls, then sched_yield for a while, then sleeps that grow. */
+ * of polls, then sched_yield for a while, then sleeps that grow.  Past the
+ * polls, a wait that lasts LMPIO_HANG_REPORT seconds reports itself as
+ * `call`, with the line of the script running on L (lmpio_watch_tick). */
 typedef struct {
-  long long opaque[4];
+  long long opaque[8];
 } lmpio_lua_waiter; /* zeroed before a wait */
-void lmpio_lua_pause(lmpio_lua_waiter *w);
+void lmpio_lua_pause(lmpio_lua_waiter *w, lua_State *L, const char *call);
 /* The wait of w is over: adapts how long the next ones poll. */
 void lmpio_lua_waited(const lmpio_lua_waiter *w);
 int lmpio_lua_p2p_open(lua_State *L);

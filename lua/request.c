@@ -15,8 +15,10 @@
  *
  * Every wait and test enters the core as a call does (LMPIO_LUA_CORE): a
  * read in a representation with Lua converters is converted when it
- * completes, on this thread, inside MPI_Wait / MPI_Test. */
+ * completes, on this thread, inside MPI_Wait / MPI_Test.  Waits are
+ * watched (lua/watch.h: a long one is reported with the script's line). */
 #include "error.h"
+#include "watch.h"
 #include "buffer.h"
 #include "request.h"
 
@@ -88,6 +90,15 @@ static void let_go(lmpio_lua_request *r) {
     LMPIO_LUA_CORE(L, rcvar, expr);                                            \
     lmpio_lua_caller_mem = saved_mem_;                                         \
   } while (0)
+/* The same for a call that waits, watched as `call` (lua/watch.h). */
+#define WAITING(L, call, one, rcvar, expr)                                     \
+  do {                                                                         \
+    lmpio_lua_entered = 1;                                                     \
+    const lmpio_lua_mem *saved_mem_ = lmpio_lua_caller_mem;                    \
+    lmpio_lua_caller_mem = (one) ? &(one)->mem : NULL;                         \
+    LMPIO_LUA_WAIT(L, call, rcvar, expr);                                      \
+    lmpio_lua_caller_mem = saved_mem_;                                         \
+  } while (0)
 
 /* The request completed with status st: the count, and the data let go of
  * for writes. */
@@ -154,7 +165,7 @@ static int r_wait(lua_State *L) {
   if (!r->done) {
     MPI_Status st;
     int rc;
-    COMPLETING(L, r, rc, MPI_Wait(&r->req, &st));
+    WAITING(L, "wait", r, rc, MPI_Wait(&r->req, &st));
     failed(L, r, rc, &st);
     complete(L, r, &st);
   }
@@ -199,7 +210,7 @@ static int r_gc(lua_State *L) {
      * check ran it took its own argument error for a failure after entering,
      * and did not agree on it: the other ranks' call met its next one). */
     int entered = lmpio_lua_entered;
-    if (!fin) COMPLETING(L, r, rc, MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+    if (!fin) WAITING(L, "__gc of a request", r, rc, MPI_Wait(&r->req, MPI_STATUS_IGNORE));
     lmpio_lua_entered = entered;
     (void)rc;
     r->req = MPI_REQUEST_NULL;
@@ -276,7 +287,7 @@ static int l_waitall(lua_State *L) {
   int n = checkrequests(L, 2, &reqs, &dup);
   MPI_Status *st = lua_newuserdatauv(L, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1), 0);
   int rc;
-  COMPLETING(L, (lmpio_lua_request *)NULL, rc, MPI_Waitall(n, reqs, st));
+  WAITING(L, "waitall", (lmpio_lua_request *)NULL, rc, MPI_Waitall(n, reqs, st));
   int first_bad = -1;
   for (int i = 0; i < n; i++) {
     if (dup[i]) continue; /* completed at its first listing */
@@ -335,7 +346,7 @@ static int l_waitany(lua_State *L) {
   MPI_Status st;
   int idx = MPI_UNDEFINED;
   int rc;
-  COMPLETING(L, (lmpio_lua_request *)NULL, rc, MPI_Waitany(n, reqs, &idx, &st));
+  WAITING(L, "waitany", (lmpio_lua_request *)NULL, rc, MPI_Waitany(n, reqs, &idx, &st));
   if (idx == MPI_UNDEFINED) {
     if (rc != MPI_SUCCESS) lmpio_lua_checkmpi(L, rc, "MPI_Waitany");
     lua_pushnil(L);

@@ -26,3 +26,6 @@ if [ -z "${ASAN_OPTIONS:-}" ]; then
 fi
 # The file methods' fuzzer, its seeds that found defects (2 ranks, once).
 run "fuzzer replay (spec/fuzz_replay.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/fuzz_replay.sh
+# Hang reports of every blocking call (LMPIO_HANG_REPORT): jobs of their own
+# at 2 ranks, once.
+run "hang reports (spec/hang_test.sh)" env BUILD="$BUILD" MPIRUN="$MPIRUN" LUA="$LUA" sh spec/hang_test.sh

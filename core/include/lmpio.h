@@ -282,12 +282,24 @@ LMPIO_API void lmpio_request_failures(lmpio_request_failure_fn *fn, void *arg);
  * lmpio_watch_end() (nested pairs count as the outer one; one clock read a
  * call), and gives the place WHERE with lmpio_watch_where: fn(arg, buf, n)
  * is called from another thread while this thread is inside the call
- * (never after it returned), and writes the place into buf, e.g. the
- * script's "file.lua:12". */
+ * (never after it returned, nor while a conversion function of a user
+ * representation runs inside it), and writes the place into buf, e.g. the
+ * script's "file.lua:12".
+ * A wait that is a loop of the binding's own, running its code between
+ * polls (which no other thread may then read), reports itself instead:
+ * with an lmpio_watch_loop zeroed before the loop, it calls
+ * lmpio_watch_tick(&loop, name) between polls (one clock read; the first
+ * starts the clock), which prints the report when one is due, calling this
+ * thread's where function itself.  Inside a watched call a tick says
+ * nothing (that call is reported). */
 typedef void lmpio_where_fn(void *arg, char *buf, size_t n);
+typedef struct {
+  double since, next;
+} lmpio_watch_loop;
 LMPIO_API void lmpio_watch_begin(const char *call);
 LMPIO_API void lmpio_watch_end(void);
 LMPIO_API void lmpio_watch_where(lmpio_where_fn *fn, void *arg);
+LMPIO_API void lmpio_watch_tick(lmpio_watch_loop *loop, const char *call);
 
 /* Errors.  lmpio_error_string mirrors MPI_Error_string for the classes lmpio
  * returns; lmpio_error_class_name gives the class's name ("MPI_ERR_IO"). */

@@ -38,6 +38,14 @@ void lmpio__err_converting(int delta);
 int lmpio__err_in_conversion(void);
 
 
+/* ---- watch: long waits reported (watch.c) ----------------------------- */
+
+/* Around a conversion or extent function of a user representation (the
+ * binding's code, perhaps run inside a watched call, e.g. by MPI_Wait): no
+ * report reads this thread's place until the resume; the wait counts on. */
+void lmpio__watch_pause(void);
+void lmpio__watch_resume(void);
+
 /* ---- agree: the one agreement of collective calls (agree.c) ---------- */
 
 /* Every rank passes its own outcome rc, nsame values that must be equal on

@@ -380,7 +380,9 @@ static const struct {
      "`lock`; else chosen at open"},
     {"LMPIO_STATS", "every file prints its statistics at close, and calls are timed (stats.c)", "`0`; else on when set"},
     {"LMPIO_HINT_WARNINGS", "unknown hint keys are reported (hints.c; see Unknown hint keys)", "`0`, `1`"},
-    {"LMPIO_HANG_REPORT", "a rank waiting that many seconds in a collective call's agreement says where, again at doubling intervals (watch.c)",
+    {"LMPIO_HANG_REPORT",
+     "a rank waiting that many seconds inside one blocking call (a file's collective; a binding's collectives and message "
+     "waits) says where, again at doubling intervals (watch.c)",
      "seconds; default 60, `0`: off"},
     {"LMPIO_TEST_NODES", "tests only: the node of each rank, `a,a,b,b`, in place of what MPI says (nodes.c)",
      "node names, comma-separated"},

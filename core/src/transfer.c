@@ -74,10 +74,12 @@ static int user_convert(const lmpio__datarep *rep, int dir, void *buf, MPI_Datat
   lmpio__err_clear_detail(); /* only what this call says counts */
   int code;
   lmpio__err_converting(1); /* (no collective call from in there: agree.c) */
+  lmpio__watch_pause();      /* (the binding's code, which its where function reads) */
   if (rep->large)
     code = (dir == LMPIO__READ ? rep->read_fn_c : rep->write_fn_c)(buf, type, n, stage, position, rep->extra);
   else
     code = (dir == LMPIO__READ ? rep->read_fn : rep->write_fn)(buf, type, (int)n, stage, position, rep->extra);
+  lmpio__watch_resume();
   lmpio__err_converting(-1);
   return code == MPI_SUCCESS ? MPI_SUCCESS : conversion_error(rep, dir, code, position, call);
 }

@@ -844,7 +844,9 @@ int lmpio__typemap_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Ain
   MPI_Aint e = 0;
   lmpio__err_clear_detail(); /* only what this call says counts */
   lmpio__err_converting(1); /* (no collective call from in there: agree.c) */
+  lmpio__watch_pause();      /* (the binding's code, which its where function reads) */
   int code = rep->extent_fn(basic, &e, rep->extra);
+  lmpio__watch_resume();
   lmpio__err_converting(-1);
   if (code != MPI_SUCCESS) return MPI_ERR_CONVERSION;
   /* An extent no item can have (at most 2^40 bytes) would make every size
