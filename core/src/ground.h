@@ -75,9 +75,11 @@ typedef struct {
   int gathered;
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
-/* Whether call is one the first agreement tells apart by name (calls_test:
- * every collective call of calls.h). */
+/* Whether call is one the first agreement tells apart by name, and the
+ * name of the i-th it knows (NULL past the last): calls_test checks them
+ * against the lists of calls.h. */
 int lmpio__agree_knows(const char *call);
+const char *lmpio__agree_call(int i);
 
 /* 0, or MPI_ERR_OTHER when a conversion function runs on this thread
  * (lmpio__err_in_conversion): an agreement refuses the call at once. */
