@@ -90,7 +90,8 @@ LMPIO_CALLS_END(WRAP_END)
  * info carries the key lmpio_version beside the hints. */
 #define WRAP_FILE(name, coll, params, args) \
   ON_FILE(name, LMPIO__FILE_CALL_PARAMS(MPI_File, params), LMPIO__FILE_CALL_ARGS(f->fh, args))
-LMPIO__CALLS_FILE(WRAP_FILE)
+#define WRAP_BARE(name, coll) ON_FILE(name, (MPI_File fh), (f->fh))
+LMPIO__CALLS_FILE(WRAP_FILE, WRAP_BARE)
 
 /* Data representations */
 EXPORT int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn,

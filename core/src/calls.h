@@ -26,37 +26,37 @@
 /* The other calls on an open handle (not open, delete, nor close, which
  * takes its handle by address; nor the error handler's calls):
  *
- *   X(name, coll, params, args)
+ *   X(name, coll, params, args)  a call with parameters after the handle
+ *   BARE(name, coll)             one with none
  *     coll    COLL (every rank calls it, the agreement matches it), INDEP
- *     params  the parameters after the handle, each after a comma
+ *     params  the parameters after the handle
  *     args    the same names passed on */
-#define LMPIO__CALLS_FILE(X)                                                                      \
-  X(set_size, COLL, (, MPI_Offset size), (, size))                                                \
-  X(preallocate, COLL, (, MPI_Offset size), (, size))                                             \
-  X(get_size, INDEP, (, MPI_Offset *size), (, size))                                             \
-  X(get_group, INDEP, (, MPI_Group *group), (, group))                                           \
-  X(get_amode, INDEP, (, int *amode), (, amode))                                                  \
-  X(set_info, COLL, (, MPI_Info info), (, info))                                                  \
-  X(get_info, INDEP, (, MPI_Info *info_used), (, info_used))                                     \
-  X(set_view, COLL,                                                                               \
-    (, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info), \
-    (, disp, etype, filetype, datarep, info))                                                     \
-  X(get_view, INDEP, (, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep), \
-    (, disp, etype, filetype, datarep))                                                           \
-  X(seek, INDEP, (, MPI_Offset offset, int whence), (, offset, whence))                           \
-  X(get_position, INDEP, (, MPI_Offset *offset), (, offset))                                     \
-  X(get_byte_offset, INDEP, (, MPI_Offset offset, MPI_Offset *disp), (, offset, disp))           \
-  X(seek_shared, COLL, (, MPI_Offset offset, int whence), (, offset, whence))                     \
-  X(get_position_shared, INDEP, (, MPI_Offset *offset), (, offset))                              \
-  X(set_atomicity, COLL, (, int flag), (, flag))                                                  \
-  X(get_atomicity, INDEP, (, int *flag), (, flag))                                                \
-  X(sync, COLL, (), ())                                                                           \
-  X(get_type_extent, INDEP, (, MPI_Datatype datatype, MPI_Aint *extent), (, datatype, extent))
+#define LMPIO__CALLS_FILE(X, BARE)                                                                                    \
+  X(set_size, COLL, (MPI_Offset size), (size))                                                                        \
+  X(preallocate, COLL, (MPI_Offset size), (size))                                                                     \
+  X(get_size, INDEP, (MPI_Offset *size), (size))                                                                      \
+  X(get_group, INDEP, (MPI_Group *group), (group))                                                                    \
+  X(get_amode, INDEP, (int *amode), (amode))                                                                          \
+  X(set_info, COLL, (MPI_Info info), (info))                                                                          \
+  X(get_info, INDEP, (MPI_Info *info_used), (info_used))                                                              \
+  X(set_view, COLL, (MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info), \
+    (disp, etype, filetype, datarep, info))                                                                           \
+  X(get_view, INDEP, (MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep),                  \
+    (disp, etype, filetype, datarep))                                                                                 \
+  X(seek, INDEP, (MPI_Offset offset, int whence), (offset, whence))                                                   \
+  X(get_position, INDEP, (MPI_Offset *offset), (offset))                                                              \
+  X(get_byte_offset, INDEP, (MPI_Offset offset, MPI_Offset *disp), (offset, disp))                                    \
+  X(seek_shared, COLL, (MPI_Offset offset, int whence), (offset, whence))                                             \
+  X(get_position_shared, INDEP, (MPI_Offset *offset), (offset))                                                       \
+  X(set_atomicity, COLL, (int flag), (flag))                                                                          \
+  X(get_atomicity, INDEP, (int *flag), (flag))                                                                        \
+  X(get_type_extent, INDEP, (MPI_Datatype datatype, MPI_Aint *extent), (datatype, extent))                            \
+  BARE(sync, COLL)
 
 /* Such a call's parameter list with handle type H, and its arguments
  * passed on with h for the handle. */
-#define LMPIO__FILE_CALL_PARAMS(H, params) (H fh LMPIO__UNPAREN params)
-#define LMPIO__FILE_CALL_ARGS(h, args) (h LMPIO__UNPAREN args)
+#define LMPIO__FILE_CALL_PARAMS(H, params) (H fh, LMPIO__UNPAREN params)
+#define LMPIO__FILE_CALL_ARGS(h, args) (h, LMPIO__UNPAREN args)
 #define LMPIO__UNPAREN(...) __VA_ARGS__
 
 /* The parameter list of an end of a split collective. */

@@ -28,12 +28,18 @@
     TL_CHECK(f != NULL);                                                       \
     nfile++;                                                                   \
   }
+#define PROTO_BARE(name, coll)                                                 \
+  {                                                                            \
+    int (*f)(lmpio_file fh) = lmpio_file_##name;                               \
+    TL_CHECK(f != NULL);                                                       \
+    nfile++;                                                                   \
+  }
 
 static void test_prototypes(void) {
   int n = 0, nend = 0, nfile = 0;
   LMPIO_CALLS(PROTO)
   LMPIO_CALLS_END(PROTO_END)
-  LMPIO__CALLS_FILE(PROTO_FILE)
+  LMPIO__CALLS_FILE(PROTO_FILE, PROTO_BARE)
   TL_EQ(n, 28);
   TL_EQ(nend, 6);
   TL_EQ(nfile, 18);
@@ -48,14 +54,14 @@ static void test_prototypes(void) {
 #define IS_COLL_ORDERED 1
 #define NAME_IF_COLL(name, pointer, coll, form, dir) \
   if (IS_COLL_##coll) names[n++] = #name;
-#define NAME_IF_COLL_FILE(name, coll, params, args) \
+#define NAME_IF_COLL_FILE(name, coll, ...) \
   if (IS_COLL_##coll) names[n++] = #name;
 #define NAME_OF(name, ...) all[nall++] = #name;
 
 static int collective_names(const char **names) {
   int n = 0;
   LMPIO_CALLS(NAME_IF_COLL)
-  LMPIO__CALLS_FILE(NAME_IF_COLL_FILE)
+  LMPIO__CALLS_FILE(NAME_IF_COLL_FILE, NAME_IF_COLL_FILE)
   names[n++] = "close";
   names[n++] = "read_records_ordered";
   return n;
@@ -87,7 +93,7 @@ static void test_agreement_knows_them(void) {
   TL_EQ(known, n);
   LMPIO_CALLS(NAME_OF)
   LMPIO_CALLS_END(NAME_OF)
-  LMPIO__CALLS_FILE(NAME_OF)
+  LMPIO__CALLS_FILE(NAME_OF, NAME_OF)
   for (int i = 0; i < nall; i++) {
     char full[64];
     snprintf(full, sizeof full, "lmpio_file_%s", all[i]);
@@ -147,9 +153,10 @@ static int counts_under(int c, int pointer, int coll, int form, int dir) {
 
 /* The _end of a split collective begun by the call named begun. */
 #define END_IF(name, pointer, coll, form, dir) \
-  if (strncmp(#name, begun, stem) == 0 && strcmp(#name + stem, "_end") == 0) rc = lmpio_file_##name(fh, byte, MPI_STATUS_IGNORE);
+  if (strcmp(#name, end) == 0) rc = lmpio_file_##name(fh, byte, MPI_STATUS_IGNORE);
 static int end_split(lmpio_file fh, const char *begun, char *byte) {
-  size_t stem = strlen(begun) - strlen("_begin");
+  char end[64];
+  snprintf(end, sizeof end, "%.*s_end", (int)(strlen(begun) - strlen("_begin")), begun);
   int rc = MPI_ERR_OTHER;
   LMPIO_CALLS_END(END_IF)
   return rc;
