@@ -101,8 +101,8 @@ int lmpio__exchange_shared(MPI_Comm comm);
 const void *lmpio__exchange_records(MPI_Comm comm);
 /* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
 int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
-/* Whether this thread's last lmpio__pending handed out a binding's failure
- * (the call stands in for one that failed before it began); cleared. */
+/* error.c: whether this thread's last lmpio__pending handed out a binding's
+ * failure (the call stands in for one that failed before it began); cleared. */
 int lmpio__take_standin(void);
 /* Marks this thread's next first agreement as such a stand-in (a job run
  * for a call initiated on another thread). */

@@ -40,9 +40,10 @@
  * the total (the pointer moves once, nobody writes the helper) and transfers
  * its part in parallel.  That single collective is all the synchronisation
  * the call needs (it returns after every rank started its access): argument
- * errors are agreed through it before any transfer; a second agreement after
- * the transfer is only made when the view converts data or the helper was
- * read (see ordered()).  Above 64 ranks the agreement is an MPI_Allreduce
+ * errors are agreed through it before any transfer; a second agreement
+ * after the transfer (run.c's lmpio__ordered, on more than one rank) makes
+ * a storage or conversion error of one rank the call's on every rank.
+ * Above 64 ranks the agreement is an MPI_Allreduce
  * and an MPI_Exscan gives the positions (log(ranks) each).
  *
  * The state lives in fh->shared (struct lmpio__shared). */
