@@ -712,6 +712,32 @@ static void test_ordered_overflow(void) {
   tl_unlink(path);
 }
 
+/* So does an independent one (write_shared, read_shared): MPI_ERR_ARG, and
+ * the pointer where it was once every rank's call returned (the position
+ * was a signed overflow: UBSan in the fuzzer's seed 22 under ASan). */
+static void test_shared_overflow(void) {
+  char *path = tl_path("shover");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  TL_OK(lmpio_file_seek_shared(fh, LLONG_MAX - 10, MPI_SEEK_SET));
+  char b[100];
+  memset(b, 'x', sizeof b);
+  for (int i = 0; i < 2; i++) {
+    TL_RC(lmpio_file_write_shared(fh, b, sizeof b, MPI_BYTE, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+    TL_CHECK(strstr(lmpio_last_error_message(), "overflows") != NULL);
+    TL_RC(lmpio_file_read_shared(fh, b, sizeof b, MPI_BYTE, MPI_STATUS_IGNORE), MPI_ERR_ARG);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Offset at = -1;
+  TL_OK(lmpio_file_get_position_shared(fh, &at));
+  TL_EQ(at, LLONG_MAX - 10);
+  MPI_Offset size = -1;
+  TL_OK(lmpio_file_get_size(fh, &size));
+  TL_EQ(size, 0);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -729,6 +755,7 @@ int main(int argc, char **argv) {
       {"the helper file disappears on close", test_helper_file_removed},
       {"same file bytes as the MPI library's MPI_File_write_ordered/write_shared", test_same_bytes_as_mpi_io},
       {"an ordered call past 2^63 - 1 fails on every rank and moves nothing", test_ordered_overflow},
+      {"write_shared or read_shared past 2^63 - 1 fails and leaves the pointer", test_shared_overflow},
   };
   int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int mode = 0; mode < (tl_size > 1 ? 2 : 1); mode++) {
