@@ -193,6 +193,7 @@ check-core:
 # The core and its C tests built and run with MPICH 4.0 (installed beside
 # Open MPI, which stays the default): a portability check, not part of CI.
 check-mpich:
+	@sh .ci/deps.sh mpich
 	$(MAKE) BUILD=$(BUILD)/mpich MPICC=mpicc.mpich MPIRUN=mpirun.mpich check-core
 
 # Everything under AddressSanitizer and UBSan: the core and its C tests, the

@@ -25,6 +25,11 @@ command -v gfortran >/dev/null 2>&1 || need="$need gfortran"
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need="$need python3-numpy"
 # make lint (part of make check): cppcheck.
 command -v cppcheck >/dev/null 2>&1 || need="$need cppcheck"
+# make check-mpich (sh .ci/deps.sh mpich): MPICH 4.0 beside Open MPI, which
+# stays the default (Debian's alternatives rank Open MPI first).
+if [ "$1" = mpich ]; then
+  command -v mpicc.mpich >/dev/null 2>&1 || need="$need mpich libmpich-dev"
+fi
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

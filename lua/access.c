@@ -892,49 +892,44 @@ static int collective_access(lua_State *L) {
   return agree_failure(L, f, a->name, a->fail, a);
 }
 
-/* Every data access method: name, writing, pointer, collective, form,
- * how a failing rank joins the collective, the core call.  (A split
- * collective's _end is not collective by itself: its _begin agreed.) */
-#define R 0
-#define W 1
-static const lfile_access access_methods[] = {
-  {"read_at", R, P_EXPLICIT, 0, F_BLOCKING, NULL, {.read_at = lmpio_file_read_at}},
-  {"write_at", W, P_EXPLICIT, 0, F_BLOCKING, NULL, {.write_at = lmpio_file_write_at}},
-  {"read_at_all", R, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.read_at = lmpio_file_read_at_all}},
-  {"write_at_all", W, P_EXPLICIT, 1, F_BLOCKING, fail_io, {.write_at = lmpio_file_write_at_all}},
-  {"read", R, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.read = lmpio_file_read}},
-  {"write", W, P_INDIVIDUAL, 0, F_BLOCKING, NULL, {.write = lmpio_file_write}},
-  {"read_all", R, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.read = lmpio_file_read_all}},
-  {"write_all", W, P_INDIVIDUAL, 1, F_BLOCKING, fail_io, {.write = lmpio_file_write_all}},
-  {"read_shared", R, P_SHARED, 0, F_BLOCKING, NULL, {.read = lmpio_file_read_shared}},
-  {"write_shared", W, P_SHARED, 0, F_BLOCKING, NULL, {.write = lmpio_file_write_shared}},
-  {"read_ordered", R, P_SHARED, 1, F_BLOCKING, fail_ordered, {.read = lmpio_file_read_ordered}},
-  {"write_ordered", W, P_SHARED, 1, F_BLOCKING, fail_ordered, {.write = lmpio_file_write_ordered}},
-  {"iread_at", R, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iread_at = lmpio_file_iread_at}},
-  {"iwrite_at", W, P_EXPLICIT, 0, F_NONBLOCKING, NULL, {.iwrite_at = lmpio_file_iwrite_at}},
-  {"iread_at_all", R, P_EXPLICIT, 1, F_NONBLOCKING, fail_nonblocking, {.iread_at = lmpio_file_iread_at_all}},
-  {"iwrite_at_all", W, P_EXPLICIT, 1, F_NONBLOCKING, fail_nonblocking, {.iwrite_at = lmpio_file_iwrite_at_all}},
-  {"iread", R, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread}},
-  {"iwrite", W, P_INDIVIDUAL, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite}},
-  {"iread_all", R, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_nonblocking, {.iread = lmpio_file_iread_all}},
-  {"iwrite_all", W, P_INDIVIDUAL, 1, F_NONBLOCKING, fail_nonblocking, {.iwrite = lmpio_file_iwrite_all}},
-  {"iread_shared", R, P_SHARED, 0, F_NONBLOCKING, NULL, {.iread = lmpio_file_iread_shared}},
-  {"iwrite_shared", W, P_SHARED, 0, F_NONBLOCKING, NULL, {.iwrite = lmpio_file_iwrite_shared}},
-  {"read_at_all_begin", R, P_EXPLICIT, 1, F_BEGIN, NULL, {.read_at_begin = lmpio_file_read_at_all_begin}},
-  {"write_at_all_begin", W, P_EXPLICIT, 1, F_BEGIN, NULL, {.write_at_begin = lmpio_file_write_at_all_begin}},
-  {"read_all_begin", R, P_INDIVIDUAL, 1, F_BEGIN, NULL, {.read_begin = lmpio_file_read_all_begin}},
-  {"write_all_begin", W, P_INDIVIDUAL, 1, F_BEGIN, NULL, {.write_begin = lmpio_file_write_all_begin}},
-  {"read_ordered_begin", R, P_SHARED, 1, F_BEGIN, NULL, {.read_begin = lmpio_file_read_ordered_begin}},
-  {"write_ordered_begin", W, P_SHARED, 1, F_BEGIN, NULL, {.write_begin = lmpio_file_write_ordered_begin}},
-  {"read_at_all_end", R, P_EXPLICIT, 0, F_END, NULL, {.read_end = lmpio_file_read_at_all_end}},
-  {"write_at_all_end", W, P_EXPLICIT, 0, F_END, NULL, {.write_end = lmpio_file_write_at_all_end}},
-  {"read_all_end", R, P_INDIVIDUAL, 0, F_END, NULL, {.read_end = lmpio_file_read_all_end}},
-  {"write_all_end", W, P_INDIVIDUAL, 0, F_END, NULL, {.write_end = lmpio_file_write_all_end}},
-  {"read_ordered_end", R, P_SHARED, 0, F_END, NULL, {.read_end = lmpio_file_read_ordered_end}},
-  {"write_ordered_end", W, P_SHARED, 0, F_END, NULL, {.write_end = lmpio_file_write_ordered_end}},
-};
-#undef R
-#undef W
+/* Every data access method, a row per call of lmpio.h's lists: name,
+ * writing, pointer, collective, form, how a failing rank joins the
+ * collective, the core call (the union's member named after the call's
+ * kind: iwrite_at, read_begin, write_end...).  A split collective's _end is
+ * not collective by itself: its _begin agreed. */
+#define WRITING_READ 0
+#define WRITING_WRITE 1
+#define COLLECTIVE_INDEP 0
+#define COLLECTIVE_COLL 1
+#define COLLECTIVE_ORDERED 1
+#define FAIL_INDEP_BLOCKING NULL
+#define FAIL_INDEP_NONBLOCKING NULL
+#define FAIL_COLL_BLOCKING fail_io
+#define FAIL_ORDERED_BLOCKING fail_ordered
+#define FAIL_COLL_NONBLOCKING fail_nonblocking
+#define FAIL_COLL_BEGIN NULL /* (agree_failure joins with the same _begin) */
+#define FAIL_ORDERED_BEGIN NULL
+#define MEMBER_PRE_BLOCKING
+#define MEMBER_PRE_NONBLOCKING i
+#define MEMBER_PRE_BEGIN
+#define MEMBER_DIR_READ read
+#define MEMBER_DIR_WRITE write
+#define MEMBER_AT_EXPLICIT _at
+#define MEMBER_AT_INDIVIDUAL
+#define MEMBER_AT_SHARED
+#define MEMBER_POST_BLOCKING
+#define MEMBER_POST_NONBLOCKING
+#define MEMBER_POST_BEGIN _begin
+#define PASTE(a, b) PASTE_(a, b)
+#define PASTE_(a, b) a##b
+#define MEMBER(pointer, form, dir) \
+  PASTE(PASTE(PASTE(MEMBER_PRE_##form, MEMBER_DIR_##dir), MEMBER_AT_##pointer), MEMBER_POST_##form)
+#define ROW(name, pointer, coll, form, dir)                                                        \
+  {#name, WRITING_##dir, P_##pointer, COLLECTIVE_##coll, F_##form, FAIL_##coll##_##form,            \
+   {.MEMBER(pointer, form, dir) = lmpio_file_##name}},
+#define ROW_END(name, pointer, coll, form, dir) \
+  {#name, WRITING_##dir, P_##pointer, 0, F_END, NULL, {.PASTE(MEMBER_DIR_##dir, _end) = lmpio_file_##name}},
+static const lfile_access access_methods[] = {LMPIO_CALLS(ROW) LMPIO_CALLS_END(ROW_END)};
 
 /* The _end row of a split collective's _begin row ("read_all_begin": "read_all_end"). */
 static const lfile_access *end_row(const lfile_access *begin_row) {

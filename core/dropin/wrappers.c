@@ -73,53 +73,27 @@ EXPORT int PMPI_File_delete(const char *filename, MPI_Info info) {
 }
 EXPORT int MPI_File_delete(const char *filename, MPI_Info info) __attribute__((alias("PMPI_File_delete")));
 
-ON_FILE(set_size, (MPI_File fh, MPI_Offset size), (f->fh, size))
-ON_FILE(preallocate, (MPI_File fh, MPI_Offset size), (f->fh, size))
-ON_FILE(get_size, (MPI_File fh, MPI_Offset *size), (f->fh, size))
-ON_FILE(get_group, (MPI_File fh, MPI_Group *group), (f->fh, group))
-ON_FILE(get_amode, (MPI_File fh, int *amode), (f->fh, amode))
-ON_FILE(set_info, (MPI_File fh, MPI_Info info), (f->fh, info))
-/* lmpio's info carries the key lmpio_version beside the hints. */
-ON_FILE(get_info, (MPI_File fh, MPI_Info *info_used), (f->fh, info_used))
-
-/* File views */
-ON_FILE(set_view,
-        (MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep,
-         MPI_Info info),
-        (f->fh, disp, etype, filetype, datarep, info))
-ON_FILE(get_view, (MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep),
-        (f->fh, disp, etype, filetype, datarep))
-
-/* Data access: every call of the list (core/src/calls.h), with an int
- * count and with an MPI_Count one (the _c calls). */
+/* Data access: every call of the list (lmpio.h's LMPIO_CALLS), with an int
+ * count and with an MPI_Count one (the _c calls), and the ends of the split
+ * collectives. */
 #define WRAP(name, pointer, coll, form, dir)                                                \
   ON_FILE(name, LMPIO__CALL_PARAMS(MPI_File, int, pointer, form, dir), LMPIO__CALL_ARGS(f->fh, pointer, form))
 #define WRAP_C(name, pointer, coll, form, dir)                                              \
   ON_FILE(name##_c, LMPIO__CALL_PARAMS(MPI_File, MPI_Count, pointer, form, dir),              \
           LMPIO__CALL_ARGS(f->fh, pointer, form))
+#define WRAP_END(name, pointer, coll, form, dir) \
+  ON_FILE(name, LMPIO__CALL_END_PARAMS(MPI_File, dir), (f->fh, buf, status))
 LMPIO__CALLS(WRAP)
+LMPIO_CALLS_END(WRAP_END)
 
-ON_FILE(seek, (MPI_File fh, MPI_Offset offset, int whence), (f->fh, offset, whence))
-ON_FILE(get_position, (MPI_File fh, MPI_Offset *offset), (f->fh, offset))
-ON_FILE(get_byte_offset, (MPI_File fh, MPI_Offset offset, MPI_Offset *disp), (f->fh, offset, disp))
-ON_FILE(seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (f->fh, offset, whence))
-ON_FILE(get_position_shared, (MPI_File fh, MPI_Offset *offset), (f->fh, offset))
-
-ON_FILE(read_at_all_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
-ON_FILE(write_at_all_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
-ON_FILE(read_all_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
-ON_FILE(write_all_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
-ON_FILE(read_ordered_end, (MPI_File fh, void *buf, MPI_Status *status), (f->fh, buf, status))
-ON_FILE(write_ordered_end, (MPI_File fh, const void *buf, MPI_Status *status), (f->fh, buf, status))
-
-/* Consistency and semantics */
-ON_FILE(set_atomicity, (MPI_File fh, int flag), (f->fh, flag))
-ON_FILE(get_atomicity, (MPI_File fh, int *flag), (f->fh, flag))
-ON_FILE(sync, (MPI_File fh), (f->fh))
+/* The other calls on an open handle (the second list of calls.h).  lmpio's
+ * info carries the key lmpio_version beside the hints. */
+#define WRAP_FILE(name, coll, params, args) \
+  ON_FILE(name, LMPIO__FILE_CALL_PARAMS(MPI_File, params), LMPIO__FILE_CALL_ARGS(f->fh, args))
+#define WRAP_BARE(name, coll) ON_FILE(name, (MPI_File fh), (f->fh))
+LMPIO__CALLS_FILE(WRAP_FILE, WRAP_BARE)
 
 /* Data representations */
-ON_FILE(get_type_extent, (MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent), (f->fh, datatype, extent))
-
 EXPORT int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn,
                                  MPI_Datarep_conversion_function *write_conversion_fn,
                                  MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) {

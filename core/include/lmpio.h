@@ -37,6 +37,66 @@ extern "C" {
 typedef struct lmpio_file_s *lmpio_file;
 #define LMPIO_FILE_NULL ((lmpio_file)0)
 
+/* The data access calls, as lists for bindings that generate their tables
+ * from them (the Lua module, the drop-in library, lmpio's own entries):
+ * LMPIO_CALLS(X) calls X once per call that takes a count, in the order
+ * of the groups below (each has its large-count twin, name_c);
+ * LMPIO_CALLS_END(X) once per end of a split collective (no count, no _c).
+ *
+ *   X(name, pointer, coll, form, dir)
+ *     pointer  EXPLICIT (an offset argument), INDIVIDUAL, SHARED
+ *     coll     INDEP, COLL (the _all calls), ORDERED
+ *     form     BLOCKING (a status), NONBLOCKING (a request), BEGIN (the
+ *              first half of a split collective: neither), END (its second
+ *              half: buf and a status)
+ *     dir      READ (void *buf), WRITE (const void *buf) */
+#define LMPIO_CALLS_INDEPENDENT(X)              \
+  X(read_at, EXPLICIT, INDEP, BLOCKING, READ)   \
+  X(write_at, EXPLICIT, INDEP, BLOCKING, WRITE) \
+  X(read, INDIVIDUAL, INDEP, BLOCKING, READ)    \
+  X(write, INDIVIDUAL, INDEP, BLOCKING, WRITE)
+#define LMPIO_CALLS_COLLECTIVE(X)                  \
+  X(read_at_all, EXPLICIT, COLL, BLOCKING, READ)   \
+  X(write_at_all, EXPLICIT, COLL, BLOCKING, WRITE) \
+  X(read_all, INDIVIDUAL, COLL, BLOCKING, READ)    \
+  X(write_all, INDIVIDUAL, COLL, BLOCKING, WRITE)
+#define LMPIO_CALLS_SHARED(X)                      \
+  X(read_shared, SHARED, INDEP, BLOCKING, READ)    \
+  X(write_shared, SHARED, INDEP, BLOCKING, WRITE)  \
+  X(read_ordered, SHARED, ORDERED, BLOCKING, READ) \
+  X(write_ordered, SHARED, ORDERED, BLOCKING, WRITE)
+#define LMPIO_CALLS_NONBLOCKING(X)                    \
+  X(iread_at, EXPLICIT, INDEP, NONBLOCKING, READ)     \
+  X(iwrite_at, EXPLICIT, INDEP, NONBLOCKING, WRITE)   \
+  X(iread, INDIVIDUAL, INDEP, NONBLOCKING, READ)      \
+  X(iwrite, INDIVIDUAL, INDEP, NONBLOCKING, WRITE)    \
+  X(iread_at_all, EXPLICIT, COLL, NONBLOCKING, READ)  \
+  X(iwrite_at_all, EXPLICIT, COLL, NONBLOCKING, WRITE) \
+  X(iread_all, INDIVIDUAL, COLL, NONBLOCKING, READ)   \
+  X(iwrite_all, INDIVIDUAL, COLL, NONBLOCKING, WRITE) \
+  X(iread_shared, SHARED, INDEP, NONBLOCKING, READ)   \
+  X(iwrite_shared, SHARED, INDEP, NONBLOCKING, WRITE)
+#define LMPIO_CALLS_SPLIT(X)                              \
+  X(read_at_all_begin, EXPLICIT, COLL, BEGIN, READ)       \
+  X(write_at_all_begin, EXPLICIT, COLL, BEGIN, WRITE)     \
+  X(read_all_begin, INDIVIDUAL, COLL, BEGIN, READ)        \
+  X(write_all_begin, INDIVIDUAL, COLL, BEGIN, WRITE)      \
+  X(read_ordered_begin, SHARED, ORDERED, BEGIN, READ)     \
+  X(write_ordered_begin, SHARED, ORDERED, BEGIN, WRITE)
+#define LMPIO_CALLS(X)          \
+  LMPIO_CALLS_INDEPENDENT(X)    \
+  LMPIO_CALLS_COLLECTIVE(X)     \
+  LMPIO_CALLS_SHARED(X)         \
+  LMPIO_CALLS_NONBLOCKING(X)    \
+  LMPIO_CALLS_SPLIT(X)
+#define LMPIO_CALLS_END(X)                           \
+  X(read_at_all_end, EXPLICIT, COLL, END, READ)      \
+  X(write_at_all_end, EXPLICIT, COLL, END, WRITE)    \
+  X(read_all_end, INDIVIDUAL, COLL, END, READ)       \
+  X(write_all_end, INDIVIDUAL, COLL, END, WRITE)     \
+  X(read_ordered_end, SHARED, ORDERED, END, READ)    \
+  X(write_ordered_end, SHARED, ORDERED, END, WRITE)
+
 /* File manipulation */
 LMPIO_API int lmpio_file_open(MPI_Comm comm, const char *filename, int amode,
                               MPI_Info info, lmpio_file *fh);

@@ -314,3 +314,4 @@ int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call)
 }
 
 int lmpio__agree_knows(const char *call) { return identity_of(call) % ID_SPAN <= NCALLS; }
+const char *lmpio__agree_call(int i) { return i >= 0 && i < NCALLS ? calls[i].name : NULL; }

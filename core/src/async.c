@@ -20,7 +20,7 @@
  *
  * Workers are taken from a pool when a handle needs one and given back when
  * the handle closes, so a program that opens many files does not create a
- * thread each time (and the buffers a thread keeps, collective.c, are
+ * thread each time (and the buffers a thread keeps, collrun.c, are
  * reused).
  *
  * A job that carries a generalized request (made by the layer above) is

@@ -1,65 +1,66 @@
-/* The data access calls of MPI-IO, written once.  The entries define them
- * from these lists (access.c, collective.c, shared.c, request.c), the
- * drop-in wraps them (core/dropin/wrappers.c), and calls_test.c checks
- * that each is in lmpio.h and that the agreement knows every collective
- * one.  Every call also has its large-count twin, name_c, whose count is
- * an MPI_Count.
+/* The calls of MPI-IO on a file, written once.  The data access calls are
+ * lmpio.h's lists (LMPIO_CALLS, LMPIO_CALLS_END: public, for bindings such
+ * as the Lua module's descriptor table); the other calls on an open handle
+ * are listed below.  The entries define the data access calls from these
+ * lists (access.c, collective.c, shared.c, request.c), the drop-in wraps
+ * both lists (core/dropin/wrappers.c), and calls_test.c checks that each
+ * call is lmpio.h's with the parameters the list gives it, that the
+ * agreement knows exactly the collective ones (agree.c's table of
+ * identities, the one other place that names them), and that each data
+ * access call counts under its kind of the statistics.
  *
- *   X(name, pointer, coll, form, dir)
- *     pointer  EXPLICIT (an offset argument), INDIVIDUAL, SHARED
- *     coll     INDEP, COLL (the _all calls), ORDERED
- *     form     BLOCKING (a status), NONBLOCKING (a request), BEGIN (the
- *              first half of a split collective: neither)
- *     dir      READ (void *buf), WRITE (const void *buf)
- *
- * This header includes nothing (the drop-in includes it as well). */
+ * This header includes only lmpio.h (the drop-in includes it as well). */
 #ifndef LMPIO_CALLS_H
 #define LMPIO_CALLS_H
 
-#define LMPIO__CALLS_INDEPENDENT(X)             \
-  X(read_at, EXPLICIT, INDEP, BLOCKING, READ)   \
-  X(write_at, EXPLICIT, INDEP, BLOCKING, WRITE) \
-  X(read, INDIVIDUAL, INDEP, BLOCKING, READ)    \
-  X(write, INDIVIDUAL, INDEP, BLOCKING, WRITE)
+#include "lmpio.h"
 
-#define LMPIO__CALLS_COLLECTIVE(X)                  \
-  X(read_at_all, EXPLICIT, COLL, BLOCKING, READ)    \
-  X(write_at_all, EXPLICIT, COLL, BLOCKING, WRITE)  \
-  X(read_all, INDIVIDUAL, COLL, BLOCKING, READ)     \
-  X(write_all, INDIVIDUAL, COLL, BLOCKING, WRITE)
+/* The groups the entry files define (names of lmpio.h's lists). */
+#define LMPIO__CALLS_INDEPENDENT LMPIO_CALLS_INDEPENDENT
+#define LMPIO__CALLS_COLLECTIVE LMPIO_CALLS_COLLECTIVE
+#define LMPIO__CALLS_SHARED LMPIO_CALLS_SHARED
+#define LMPIO__CALLS_NONBLOCKING LMPIO_CALLS_NONBLOCKING
+#define LMPIO__CALLS_SPLIT LMPIO_CALLS_SPLIT
+#define LMPIO__CALLS LMPIO_CALLS
 
-#define LMPIO__CALLS_SHARED(X)                        \
-  X(read_shared, SHARED, INDEP, BLOCKING, READ)       \
-  X(write_shared, SHARED, INDEP, BLOCKING, WRITE)     \
-  X(read_ordered, SHARED, ORDERED, BLOCKING, READ)    \
-  X(write_ordered, SHARED, ORDERED, BLOCKING, WRITE)
+/* The other calls on an open handle (not open, delete, nor close, which
+ * takes its handle by address; nor the error handler's calls):
+ *
+ *   X(name, coll, params, args)  a call with parameters after the handle
+ *   BARE(name, coll)             one with none
+ *     coll    COLL (every rank calls it, the agreement matches it), INDEP
+ *     params  the parameters after the handle
+ *     args    the same names passed on */
+#define LMPIO__CALLS_FILE(X, BARE)                                                                                    \
+  X(set_size, COLL, (MPI_Offset size), (size))                                                                        \
+  X(preallocate, COLL, (MPI_Offset size), (size))                                                                     \
+  X(get_size, INDEP, (MPI_Offset *size), (size))                                                                      \
+  X(get_group, INDEP, (MPI_Group *group), (group))                                                                    \
+  X(get_amode, INDEP, (int *amode), (amode))                                                                          \
+  X(set_info, COLL, (MPI_Info info), (info))                                                                          \
+  X(get_info, INDEP, (MPI_Info *info_used), (info_used))                                                              \
+  X(set_view, COLL, (MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info), \
+    (disp, etype, filetype, datarep, info))                                                                           \
+  X(get_view, INDEP, (MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep),                  \
+    (disp, etype, filetype, datarep))                                                                                 \
+  X(seek, INDEP, (MPI_Offset offset, int whence), (offset, whence))                                                   \
+  X(get_position, INDEP, (MPI_Offset *offset), (offset))                                                              \
+  X(get_byte_offset, INDEP, (MPI_Offset offset, MPI_Offset *disp), (offset, disp))                                    \
+  X(seek_shared, COLL, (MPI_Offset offset, int whence), (offset, whence))                                             \
+  X(get_position_shared, INDEP, (MPI_Offset *offset), (offset))                                                       \
+  X(set_atomicity, COLL, (int flag), (flag))                                                                          \
+  X(get_atomicity, INDEP, (int *flag), (flag))                                                                        \
+  X(get_type_extent, INDEP, (MPI_Datatype datatype, MPI_Aint *extent), (datatype, extent))                            \
+  BARE(sync, COLL)
 
-#define LMPIO__CALLS_NONBLOCKING(X)                     \
-  X(iread_at, EXPLICIT, INDEP, NONBLOCKING, READ)       \
-  X(iwrite_at, EXPLICIT, INDEP, NONBLOCKING, WRITE)     \
-  X(iread, INDIVIDUAL, INDEP, NONBLOCKING, READ)        \
-  X(iwrite, INDIVIDUAL, INDEP, NONBLOCKING, WRITE)      \
-  X(iread_at_all, EXPLICIT, COLL, NONBLOCKING, READ)    \
-  X(iwrite_at_all, EXPLICIT, COLL, NONBLOCKING, WRITE)  \
-  X(iread_all, INDIVIDUAL, COLL, NONBLOCKING, READ)     \
-  X(iwrite_all, INDIVIDUAL, COLL, NONBLOCKING, WRITE)   \
-  X(iread_shared, SHARED, INDEP, NONBLOCKING, READ)     \
-  X(iwrite_shared, SHARED, INDEP, NONBLOCKING, WRITE)
+/* Such a call's parameter list with handle type H, and its arguments
+ * passed on with h for the handle. */
+#define LMPIO__FILE_CALL_PARAMS(H, params) (H fh, LMPIO__UNPAREN params)
+#define LMPIO__FILE_CALL_ARGS(h, args) (h, LMPIO__UNPAREN args)
+#define LMPIO__UNPAREN(...) __VA_ARGS__
 
-#define LMPIO__CALLS_SPLIT(X)                               \
-  X(read_at_all_begin, EXPLICIT, COLL, BEGIN, READ)         \
-  X(write_at_all_begin, EXPLICIT, COLL, BEGIN, WRITE)       \
-  X(read_all_begin, INDIVIDUAL, COLL, BEGIN, READ)          \
-  X(write_all_begin, INDIVIDUAL, COLL, BEGIN, WRITE)        \
-  X(read_ordered_begin, SHARED, ORDERED, BEGIN, READ)       \
-  X(write_ordered_begin, SHARED, ORDERED, BEGIN, WRITE)
-
-#define LMPIO__CALLS(X)          \
-  LMPIO__CALLS_INDEPENDENT(X)    \
-  LMPIO__CALLS_COLLECTIVE(X)     \
-  LMPIO__CALLS_SHARED(X)         \
-  LMPIO__CALLS_NONBLOCKING(X)    \
-  LMPIO__CALLS_SPLIT(X)
+/* The parameter list of an end of a split collective. */
+#define LMPIO__CALL_END_PARAMS(H, dir) (H fh, LMPIO__CALL_BUF_##dir buf, MPI_Status *status)
 
 /* A call's parameter list, with handle type H (lmpio_file, MPI_File) and
  * count type C (int, MPI_Count). */

@@ -46,8 +46,8 @@ static const lmpio__driver driver_local = {
  * what others wrote under theirs, and data written is visible to others once
  * the lock is released, so the operations are the plain POSIX ones, as on a
  * local file system.  The difference from local is elsewhere: ranks on
- * several machines (no mapped shared pointer across kernels: shared.c knows
- * that from the ranks' kernels, not from here) and stripes (collective.c
+ * several machines (no mapped shared pointer across kernels: pointer.c knows
+ * that from the ranks' kernels, not from here) and stripes (collrun.c
  * aligns file domains). */
 
 static const lmpio__driver driver_coherent = {

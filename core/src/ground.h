@@ -83,9 +83,11 @@ typedef struct {
   int gathered;
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
-/* Whether call is one the first agreement tells apart by name (calls_test:
- * every collective call of calls.h). */
+/* Whether call is one the first agreement tells apart by name, and the
+ * name of the i-th it knows (NULL past the last): calls_test checks them
+ * against the lists of calls.h. */
 int lmpio__agree_knows(const char *call);
+const char *lmpio__agree_call(int i);
 
 /* 0, or MPI_ERR_OTHER when a conversion function runs on this thread
  * (lmpio__err_in_conversion): an agreement refuses the call at once. */
@@ -123,8 +125,8 @@ int lmpio__exchange_shared(MPI_Comm comm);
 const void *lmpio__exchange_records(MPI_Comm comm);
 /* The element-wise MAX of every rank's n values (MPI_Allreduce's). */
 int lmpio__exchange_max(MPI_Comm comm, const long long *mine, int n, long long *max);
-/* Whether this thread's last lmpio__pending handed out a binding's failure
- * (the call stands in for one that failed before it began); cleared. */
+/* error.c: whether this thread's last lmpio__pending handed out a binding's
+ * failure (the call stands in for one that failed before it began); cleared. */
 int lmpio__take_standin(void);
 /* Marks this thread's next first agreement as such a stand-in (a job run
  * for a call initiated on another thread). */

@@ -23,7 +23,7 @@ int lmpio__convert(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count co
 int lmpio__convert_memory(const lmpio__datarep *rep, int dir, MPI_Offset cap, char *mem, MPI_Offset len, void *buf,
                           MPI_Count count, MPI_Datatype type, MPI_Count *bytes, MPI_Offset *file_bytes,
                           const char *call);
-/* Memory for the file bytes of a staged transfer (request.c), len bytes:
+/* Memory for the file bytes of a staged transfer, len bytes:
  * the last block freed is kept for the next; _trim gives it back (close). */
 char *lmpio__transfer_stage_alloc(size_t len);
 void lmpio__transfer_stage_free(char *p, size_t len);

@@ -50,7 +50,7 @@ void lmpio__plan_view(const lmpio__plan *p, lmpio__view *v);
 
 /* A collective transfer as initiated: the plan of the view and what the
  * rounds and the agreements need, taken from the handle once, so that a
- * background job runs after the handle changed (collective.c runs it). */
+ * background job runs after the handle changed (collrun.c runs it). */
 typedef struct {
   lmpio__plan plan;     /* the view, in the call's direction */
   MPI_Comm comm;        /* the call's communicator (a job's: the worker's duplicate) */

@@ -40,9 +40,10 @@
  * the total (the pointer moves once, nobody writes the helper) and transfers
  * its part in parallel.  That single collective is all the synchronisation
  * the call needs (it returns after every rank started its access): argument
- * errors are agreed through it before any transfer; a second agreement after
- * the transfer is only made when the view converts data or the helper was
- * read (see ordered()).  Above 64 ranks the agreement is an MPI_Allreduce
+ * errors are agreed through it before any transfer; a second agreement
+ * after the transfer (run.c's lmpio__ordered, on more than one rank) makes
+ * a storage or conversion error of one rank the call's on every rank.
+ * Above 64 ranks the agreement is an MPI_Allreduce
  * and an MPI_Exscan gives the positions (log(ranks) each).
  *
  * The state lives in fh->shared (struct lmpio__shared). */
@@ -292,12 +293,16 @@ static int helper_open(lmpio_file fh, const shstate *st, const char *call) {
 }
 
 /* Reads delta (add == 0 and set == NULL), adds to it (add != 0) or sets it
- * (set != NULL), atomically; *old receives the value before. */
+ * (set != NULL), atomically; *old receives the value before.  The sum wraps
+ * as the mapped helper's atomic add does (lmpio__shared_reserve undoes a
+ * move past 2^63 - 1). */
+static int64_t wrapping_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offset *set,
                       MPI_Offset *old, const char *call) {
   if (st->mode == MODE_LOCAL) {
     *old = st->delta;
-    st->delta = set ? *set : st->delta + add;
+    st->delta = set ? *set : wrapping_add(st->delta, add);
     return MPI_SUCCESS;
   }
   int rc = helper_open(fh, st, call);
@@ -319,7 +324,7 @@ static int helper_rmw(lmpio_file fh, shstate *st, MPI_Offset add, const MPI_Offs
   if (got < 0) rc = lmpio__os_error(errno, call, "cannot read the shared file pointer of", fh->path);
   else if (got < (long long)sizeof cur) cur = 0; /* fresh helper */
   if (rc == MPI_SUCCESS && write) {
-    int64_t v = set ? (int64_t)*set : cur + (int64_t)add;
+    int64_t v = set ? (int64_t)*set : wrapping_add(cur, add);
     if (lmpio__os_pwrite_all(fh->shared->fd, &v, sizeof v, 0) < 0)
       rc = lmpio__os_error(errno, call, "cannot write the shared file pointer of", fh->path);
   }
@@ -416,10 +421,18 @@ int lmpio__shared_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, int
     shstate *st = st_of(fh);
     MPI_Offset d = 0;
     rc = helper_rmw(fh, st, *n, NULL, &d, call);
-    if (rc == MPI_SUCCESS) {
+    MPI_Offset end;
+    if (rc == MPI_SUCCESS && !(lmpio__add_ok(st->base, d, at) && lmpio__add_ok(*at, *n, &end))) {
+      /* Past 2^63 - 1 etypes: moved back (a call that reserved after this
+       * one lies further still, fails too and moves back its own part). */
+      MPI_Offset ignored;
+      helper_rmw(fh, st, -*n, NULL, &ignored, call);
+      rc = lmpio__err(MPI_ERR_ARG, call, "the shared file pointer %lld + %lld etypes overflows a 64-bit offset",
+                      (long long)st->base, (long long)wrapping_add(d, *n));
+      *at = *n = 0;
+    } else if (rc == MPI_SUCCESS) {
       lmpio__shared_note_move(fh);
       st->dirty = st->mode != MODE_LOCAL;
-      *at = st->base + d;
     }
   }
   return rc;

@@ -233,7 +233,9 @@ int lmpio_file_read_records_ordered(lmpio_file fh, int sep, MPI_Count max, char 
         cat += cc;
       }
     }
-    MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+    /* (one by one: GCC 12 takes MPICH's MPI_STATUSES_IGNORE for an array
+     * of size 0 that MPI_Waitall would write to, and warns) */
+    for (int i = 0; i < nreq; i++) MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
     if (fh->rank == 0) st->carry_len = carry_total;
     *records = out;
     *len = outlen;

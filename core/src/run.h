@@ -21,7 +21,7 @@ typedef struct {
   lmpio__job *job;           /* the transfer running in the background, or NULL */
 } lmpio__split;
 
-typedef struct lmpio__shared lmpio__shared; /* shared.c */
+typedef struct lmpio__shared lmpio__shared; /* pointer.c */
 typedef struct lmpio__pipe lmpio__pipe;     /* stream.c */
 typedef struct lmpio__records lmpio__records; /* records.c */
 struct lmpio__records {
@@ -42,7 +42,7 @@ struct lmpio_file_s {
   int fd_in_memory;         /* the file is on tmpfs/ramfs (os.c) */
   int one_node;             /* every rank on one node: one page cache for all */
   int coll_way[2];          /* per direction, 1 when the last multi-node collective call went two-phase
-                             * (the next read's guess, collective.c); the same on every rank */
+                             * (the next read's guess, collrun.c); the same on every rank */
   lmpio__nodes nodes;       /* where the ranks run (found at open) */
   int naggr;                /* two-phase aggregators in effect (hints and nodes) */
   int aggr[LMPIO__MAX_AGGREGATORS]; /* their ranks, ascending (copied into collective plans) */
@@ -52,7 +52,7 @@ struct lmpio_file_s {
   lmpio__view view;
   MPI_Offset fp;            /* individual file pointer, in etypes */
   lmpio__hints hints;       /* in effect */
-  lmpio__shared *shared;    /* the shared file pointer (shared.c) */
+  lmpio__shared *shared;    /* the shared file pointer (pointer.c) */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__workers workers;   /* run the handle's nonblocking operations, one per lane (async.c) */
   const lmpio__driver *drv; /* the file system's operations (driver.h), chosen at open */
@@ -150,7 +150,7 @@ static inline MPI_Offset lmpio__domain_alignment(const struct lmpio_file_s *fh) 
   return fh->hints.striping_unit > 0 ? fh->hints.striping_unit : fh->fs_block;
 }
 
-/* ---- shared: the shared file pointer (shared.c) ------------------------ */
+/* ---- shared: the pointer's store (pointer.c), the shared runs (run.c) -- */
 
 /* Called by open on every rank once the file is open (collective). */
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);
@@ -225,10 +225,10 @@ int lmpio__pipe_ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype 
 #define LMPIO__PIPE_INFLIGHT_MAX ((MPI_Count)4 << 20)
 MPI_Count lmpio__pipe_inflight(lmpio_file fh);
 
-/* Frees read_records_ordered's state (records.c). */
+/* Frees read_records_ordered's state (records.c's; run.c). */
 void lmpio__records_free(lmpio_file fh);
 
-/* ---- collective: the *_all calls (collective.c) ------------------------- */
+/* ---- collective: the run of the *_all calls (collrun.c) ----------------- */
 
 /* The blocking collective calls.  pre_rc: an error this rank already met
  * (agreed with the others like the call's own checks, before any transfer).

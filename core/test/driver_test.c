@@ -20,7 +20,7 @@ static void info_value(lmpio_file fh, const char *key, char *v, size_t n) {
   TL_OK(lmpio_file_get_info(fh, &used));
   char buf[MPI_MAX_INFO_VAL + 1];
   MPI_Info_get(used, key, MPI_MAX_INFO_VAL, buf, &flag);
-  if (flag) snprintf(v, n, "%s", buf);
+  if (flag) snprintf(v, n, "%.*s", (int)n - 1, buf); /* (MPICH's values are up to 1024 bytes) */
   MPI_Info_free(&used);
 }
 

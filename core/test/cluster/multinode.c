@@ -303,7 +303,7 @@ static void refuse(outcome *o, int rc, const char *what) {
     char msg[MPI_MAX_ERROR_STRING];
     int n = 0;
     MPI_Error_string(rc, msg, &n);
-    snprintf(o->why, sizeof o->why, "rank %d: %s: %s", rank, what, msg);
+    snprintf(o->why, sizeof o->why, "rank %d: %s: %.200s", rank, what, msg); /* (MPICH's messages: 512 bytes) */
   }
   o->refused = 1;
 }
