@@ -1,14 +1,13 @@
 /* The core's code stays loaded until the process ends once it has started
- * something that outlives the call starting it: a thread (the hang
- * watchdog, which wakes every quarter of a second; the workers of the
- * pool) or a signal handler (SIGBUS over mappings).  (A stream's server
- * thread is joined when its file closes.)
+ * something that outlives the call starting it: the workers of the pool
+ * (threads) or a signal handler (SIGBUS over mappings).  (A stream's server
+ * thread is joined when its file closes; the hang watchdog is stopped and
+ * joined by watch.c's destructor when the library is unloaded.)
  *
  * A host that loads the core with dlopen may unload it while these still
  * run: lua_close unloads the C modules it loaded (lmpio.so, and with it
- * liblmpio.so), after which the watchdog's next wake-up, or a SIGBUS,
- * jumps into unmapped memory and the process dies of SIGSEGV on its way
- * out.  Marking the object that holds this code RTLD_NODELETE keeps it
+ * liblmpio.so), after which a worker's wake-up, or a SIGBUS, jumps into
+ * unmapped memory and the process dies of SIGSEGV on its way out.  Marking the object that holds this code RTLD_NODELETE keeps it
  * mapped; where the core is linked into the program, or the object cannot
  * be found again, there is nothing to keep and nothing is done. */
 #include "ground.h"

@@ -137,7 +137,6 @@ static void start(void) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  lmpio__stay_loaded(); /* (as the pool's threads: a host's dlclose must not unmap this code) */
   if (pthread_create(&dog, NULL, watchdog, NULL) != 0) every = 0; /* (no reports, nothing else lost) */
   else dog_running = 1, dog_pid = getpid();
 }
