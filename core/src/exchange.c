@@ -60,6 +60,7 @@ typedef struct {
   long long seq;        /* exchanges made */
   int rank, size;
   int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
+  unsigned spin;        /* turns of pausing before yielding (lmpio__os_spin_turns) */
 } shm;
 
 /* The segment is made at the attach_at-th exchange on the communicator
@@ -98,6 +99,7 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   if (!s) return MPI_SUCCESS; /* (a rank without counts nothing: if others have one, their attach hangs) */
   s->rank = rank;
   s->size = size;
+  s->spin = lmpio__os_spin_turns(size); /* (every rank of the segment shares this machine) */
   /* "0": MPI's collectives (tests compare both).  A rank that asks for it
    * still counts its exchanges and joins the attach, which it turns down
    * for every rank: a rank that did not count would hang the others. */
@@ -239,7 +241,7 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       memset(out + got, 0, sizeof(long long) * (size_t)(n - got));
       pending &= ~(1ULL << r);
     }
-    if (pending && lmpio__os_wait_round(&round)) sleep_on(s, __builtin_ctzll(pending), b, seq);
+    if (pending && lmpio__os_wait_round(&round, s->spin)) sleep_on(s, __builtin_ctzll(pending), b, seq);
   }
 }
 

@@ -501,18 +501,28 @@ int lmpio__os_error(int e, const char *call, const char *what, const char *path)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* Turns of pausing, then of yielding, before sleeping: about 10 us of
- * pauses (a rank that is running arrives in that time in most calls:
- * sleeping costs the waker a system call and the sleeper a wake-up of
- * tens of microseconds), then a few yields, each of which lets another
- * runnable process of this processor have it (measured, bench/README:
- * small_calls_bench, 4 ranks on 2 cores). */
-#define PAUSES 256
+/* Turns of pausing, then of yielding, before sleeping.  With more ranks
+ * than processors, about 10 us of pauses (a rank that is running arrives
+ * in that time in most calls), then a few yields, each of which lets
+ * another runnable process of this processor have it (measured,
+ * bench/README: small_calls_bench, 4 ranks on 2 cores).  With a processor
+ * for every rank, a few hundred microseconds of pauses: sleeping costs the
+ * waker a system call and the sleeper a wake-up of tens of microseconds,
+ * and ranks whose calls do unequal work (each writing new pages) drift
+ * further apart than 10 us (latency_bench, IOR's pattern, 2 ranks:
+ * read_at_all 15 us a call with 256 pauses, 1.6 with 16384). */
+#define PAUSES_SHARED 256
+#define PAUSES_OWN 16384
 #define YIELDS 16
 
-int lmpio__os_wait_round(unsigned *round) {
+unsigned lmpio__os_spin_turns(int ranks_here) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && ranks_here <= cpus ? PAUSES_OWN : PAUSES_SHARED;
+}
+
+int lmpio__os_wait_round(unsigned *round, unsigned pauses) {
   unsigned r = (*round)++;
-  if (r < PAUSES) {
+  if (r < pauses) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -520,11 +530,11 @@ int lmpio__os_wait_round(unsigned *round) {
 #endif
     return 0;
   }
-  if (r < PAUSES + YIELDS) {
+  if (r < pauses + YIELDS) {
     sched_yield();
     return 0;
   }
-  *round = PAUSES + YIELDS; /* (no wrap-around) */
+  *round = pauses + YIELDS; /* (no wrap-around) */
   return 1;
 }
 

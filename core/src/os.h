@@ -160,14 +160,16 @@ int lmpio__os_class(int e);
 int lmpio__os_error(int e, const char *call, const char *what, const char *path);
 
 /* Waiting for another process or thread without taking its processor:
- * lmpio__os_wait_round(&round) once per turn of a wait whose condition did
- * not hold pauses briefly for the first turns (the other is running and
- * about to store), then yields the processor for a few, and returns 1 when
- * the caller should sleep in the kernel now (lmpio__os_sleep_on, or a
- * blocking call of its own).  The machine's load decides, not a
- * communicator's size: a rank waiting for one that has no processor gives
- * its own away (DESIGN.md, Scale). */
-int lmpio__os_wait_round(unsigned *round);
+ * lmpio__os_wait_round(&round, pauses) once per turn of a wait whose
+ * condition did not hold pauses for the first turns (the other is running
+ * and about to store), then yields the processor for a few, and returns 1
+ * when the caller should sleep in the kernel now (lmpio__os_sleep_on, or a
+ * blocking call of its own): a rank waiting for one that has no processor
+ * gives its own away (DESIGN.md, Scale).  pauses: lmpio__os_spin_turns of
+ * the ranks that wait for each other on this machine (long when each has a
+ * processor of its own, short when they share them). */
+unsigned lmpio__os_spin_turns(int ranks_here);
+int lmpio__os_wait_round(unsigned *round, unsigned pauses);
 /* Sleeps until the 32-bit word at addr (in memory shared between processes
  * or not) no longer holds seen, a wake on addr, or timeout_us; spurious
  * returns are allowed (the caller checks its condition again). */
