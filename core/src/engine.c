@@ -310,8 +310,11 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
                       const char *call) {
   int wr = p->dir == LMPIO__WRITE;
   if (w->hi > size || (w->n == 1 && w->v[0].count == 1) || (wr && !w->sieve)) return 0;
-  /* (the lock of a direct write: none in atomic mode, which locked the call) */
+  /* (the lock of a direct write: none in atomic mode, which locked the call,
+   * nor when the handle's gate lets it go without) */
   int lk = w->lock == LMPIO__LOCK_NONE || !p->lock_direct ? LMPIO__LOCK_NONE : LMPIO__LOCK_SHARED;
+  int gated = lk != LMPIO__LOCK_NONE && lmpio__gate_direct_begin(p->gate);
+  if (gated) lk = LMPIO__LOCK_NONE;
   if (lk != LMPIO__LOCK_NONE && lock(p, 0, w->lo, w->hi - w->lo) < 0) {
     *rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
     return 1;
@@ -340,6 +343,7 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
                      p->path, (long long)w->lo, (long long)w->hi);
   if (lk != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, 0, w->lo, w->hi - w->lo) < 0 && *rc == MPI_SUCCESS)
     *rc = lmpio__os_error(errno, call, "unlock of", p->path);
+  if (gated) lmpio__gate_direct_end(p->gate);
   if (*rc == MPI_SUCCESS && (!at || (bus && wr))) { /* the usual windows instead */
     lmpio__stream_seek(s, before);
     return 0;
@@ -349,14 +353,45 @@ static int map_window(const lmpio__plan *p, const lmpio__window *w, MPI_Offset s
   return 1;
 }
 
+/* The gate (gate.c) of a write window: a read-modify-write on a local file
+ * system asks other handles' gates first (and its own handle's), and goes
+ * piece by piece when one is open; a direct write of a gated handle goes
+ * without its lock while no sieve of the handle is under way. */
+enum { GATE_NONE, GATE_DIRECT, GATE_SIEVE };
+
+static int gate_enter(const lmpio__plan *p, const lmpio__window *w, int *sieve, int *lk) {
+  *sieve = w->sieve;
+  *lk = w->lock;
+  if (p->dir != LMPIO__WRITE) return GATE_NONE;
+  if (w->sieve && w->fill && p->sieve_check) { /* (atomic mode's too, under the call's lock) */
+    if (lmpio__gate_sieve_begin(p->gate, p->fd)) return GATE_SIEVE;
+    *sieve = 0; /* (under its lock still) */
+    return GATE_NONE;
+  }
+  if (!w->sieve && w->lock != LMPIO__LOCK_NONE && lmpio__gate_direct_begin(p->gate)) {
+    *lk = LMPIO__LOCK_NONE;
+    return GATE_DIRECT;
+  }
+  return GATE_NONE;
+}
+
+static void gate_leave(const lmpio__plan *p, int gate) {
+  if (gate == GATE_DIRECT) lmpio__gate_direct_end(p->gate);
+  else if (gate == GATE_SIEVE) lmpio__gate_sieve_end(p->gate, p->fd);
+}
+
 int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__window *w,
                          lmpio__stream *s, int *eof, const char *call) {
   MPI_Offset span = w->hi - w->lo, got = 0;
   MPI_Count before = s->done;
-  int rc = MPI_SUCCESS;
-  if (w->lock != LMPIO__LOCK_NONE && lock(p, w->lock == LMPIO__LOCK_EXCL, w->lo, span) < 0)
-    return lmpio__os_error(errno, call, "byte-range lock on", p->path);
-  if (!w->sieve) {
+  int rc = MPI_SUCCESS, sieve, lk;
+  int gate = gate_enter(p, w, &sieve, &lk);
+  if (lk != LMPIO__LOCK_NONE && lock(p, lk == LMPIO__LOCK_EXCL, w->lo, span) < 0) {
+    rc = lmpio__os_error(errno, call, "byte-range lock on", p->path);
+    gate_leave(p, gate);
+    return rc;
+  }
+  if (!sieve) {
     for (size_t i = 0; i < w->n && rc == MPI_SUCCESS && !*eof; i++)
       for (MPI_Offset j = 0; j < w->v[i].count && rc == MPI_SUCCESS && !*eof; j++)
         rc = direct_piece(p, e, s, w->v[i].off + j * w->v[i].stride, w->v[i].len, eof, call);
@@ -381,13 +416,14 @@ int lmpio__engine_window(const lmpio__plan *p, lmpio__engine *e, const lmpio__wi
       if (rc == MPI_SUCCESS && !p->aggregator) lmpio__stats_add(p->stats, LMPIO__S_SIEVE_WRITE_SPAN, span);
     }
   }
-  lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : w->sieve ? LMPIO__P_SIEVED : LMPIO__P_DIRECT,
+  lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : sieve ? LMPIO__P_SIEVED : LMPIO__P_DIRECT,
                     p->dir, s->done - before);
   /* A caching client flushes what it wrote before the lock goes: a failure
    * there is the write's. */
-  if (w->lock != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, w->lo, span) < 0 &&
+  if (lk != LMPIO__LOCK_NONE && p->drv->unlock(p->fd, p->dir == LMPIO__WRITE, w->lo, span) < 0 &&
       rc == MPI_SUCCESS)
     rc = lmpio__os_error(errno, call, "flush and unlock of", p->path);
+  gate_leave(p, gate);
   return rc;
 }
 
@@ -416,7 +452,9 @@ static int run_range(const lmpio__plan *p, lmpio__engine *e, lmpio__stream *s, M
 int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, const char *call) {
   MPI_Offset total = s->total - s->done;
   if (total <= 0) return MPI_SUCCESS;
-  if (p->contiguous && s->contig && !p->atomic && (p->dir == LMPIO__READ || !p->lock_direct)) {
+  int fast = p->contiguous && s->contig && !p->atomic;
+  int gated = fast && p->dir == LMPIO__WRITE && p->lock_direct && lmpio__gate_direct_begin(p->gate);
+  if (fast && (p->dir == LMPIO__READ || !p->lock_direct || gated)) {
     /* One run of the file from one run of memory, with no lock to take (the
      * window the plan would make): one system call, no window built. */
     MPI_Count before = s->done;
@@ -431,6 +469,7 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
       rc = direct_piece(p, &none, s, off, total, &eof, call);
       lmpio__engine_free(&none);
     }
+    if (gated) lmpio__gate_direct_end(p->gate);
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
     return rc;
   }

@@ -102,6 +102,24 @@ int lmpio__exchange(MPI_Comm comm, const long long *mine, int n, long long *all)
  * is on one node.  Detach (collective) before freeing comm. */
 int lmpio__exchange_attach(MPI_Comm comm);
 void lmpio__exchange_detach(MPI_Comm comm);
+/* gate.c: direct writes of a handle whose views have holes without their
+ * byte-range lock, while no sieve of the handle is under way (and other
+ * handles' sieves on the file go piece by piece).  open: mem is
+ * lmpio__gate_bytes(size) zeroed bytes every rank of the handle maps, fd
+ * the rank's descriptor of the data file, id the same on every rank and
+ * unique per open; NULL: no gate (take the locks).  direct_begin: 1 when
+ * the write may go without its lock (then direct_end after it), 0 when it
+ * takes its lock.  sieve_begin (g may be NULL: another handle's sieve on a
+ * local file system): 1 when the window may be sieved (then sieve_end
+ * after it), 0 when its pieces go one by one. */
+typedef struct lmpio__gate lmpio__gate;
+size_t lmpio__gate_bytes(int size);
+lmpio__gate *lmpio__gate_open(void *mem, int rank, int size, int fd, unsigned long long id);
+void lmpio__gate_close(lmpio__gate *g);
+int lmpio__gate_direct_begin(lmpio__gate *g);
+void lmpio__gate_direct_end(lmpio__gate *g);
+int lmpio__gate_sieve_begin(lmpio__gate *g, int fd);
+void lmpio__gate_sieve_end(lmpio__gate *g, int fd);
 /* handle_comm.c: the communicator of a file handle, a duplicate of comm.
  * idle: this rank has one kept on comm from a closed handle (not
  * collective: the caller agrees that every rank has before reuse=1).

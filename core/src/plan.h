@@ -34,6 +34,8 @@ typedef struct {
   int contiguous;
   int atomic;
   int lock_direct;      /* direct writes take shared locks (some view has holes) */
+  lmpio__gate *gate;    /* ... unless the handle's gate lets them go without (gate.c), or NULL */
+  int sieve_check;      /* sieved writes ask other handles' gates first (a local file system) */
   lmpio__hints hints;
   const lmpio__datarep *rep;
   MPI_Count esize;

@@ -64,7 +64,9 @@
 
 enum { MODE_LOCAL, MODE_LOCK, MODE_MMAP };
 
-#define HELPER_SIZE 4096
+/* The helper: the pointer's line, then the handle's gate (gate.c), in pages. */
+#define POINTER_LINE 64
+static size_t helper_size(int ranks) { return (POINTER_LINE + lmpio__gate_bytes(ranks) + 4095) / 4096 * 4096; }
 
 typedef struct {
   int mode;
@@ -166,7 +168,7 @@ static int helper_create(lmpio_file fh, shstate *st, unsigned long long id, cons
       sh->fd = lmpio__os_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     }
     if (sh->fd < 0) info[0] = errno;
-    else if (st->mode == MODE_MMAP && lmpio__os_ftruncate(sh->fd, HELPER_SIZE) < 0) info[0] = errno;
+    else if (st->mode == MODE_MMAP && lmpio__os_ftruncate(sh->fd, (MPI_Offset)helper_size(fh->size)) < 0) info[0] = errno;
   }
   if (MPI_Bcast(info, 2, MPI_INT, 0, fh->comm) != MPI_SUCCESS)
     return lmpio__err(MPI_ERR_OTHER, call, "MPI_Bcast failed");
@@ -193,15 +195,22 @@ static int helper_create(lmpio_file fh, shstate *st, unsigned long long id, cons
   /* A file system that cannot map the helper (a FUSE mount with direct
    * I/O: ENODEV) keeps it in LOCK mode instead, on every rank. */
   long long unmapped = 0;
-  if (rc == MPI_SUCCESS && st->mode == MODE_MMAP && !(st->map = lmpio__os_mmap(HELPER_SIZE, sh->fd))) unmapped = 1;
+  if (rc == MPI_SUCCESS && st->mode == MODE_MMAP && !(st->map = lmpio__os_mmap(helper_size(fh->size), sh->fd))) unmapped = 1;
   rc = lmpio__agree_values(fh->comm, rc, NULL, 0, NULL, &unmapped, 1, call); /* every rank holds it (or none goes on) */
   if (rc == MPI_SUCCESS && unmapped) {
-    lmpio__os_munmap(st->map, HELPER_SIZE);
+    lmpio__os_munmap(st->map, helper_size(fh->size));
     st->map = NULL;
     st->mode = MODE_LOCK;
   }
   if (fh->rank == 0) lmpio__os_unlink(name);
   return rc;
+}
+
+/* A writable handle on a local file system with a mapped helper gates its
+ * direct writes (gate.c): the gate's memory follows the pointer's line. */
+static void gate_open(lmpio_file fh, const shstate *st, unsigned long long id) {
+  if (st->mode == MODE_MMAP && st->map && fh->drv->id == LMPIO__FS_LOCAL && !(fh->amode & MPI_MODE_RDONLY))
+    fh->gate = lmpio__gate_open((char *)st->map + POINTER_LINE, fh->rank, fh->size, fh->fd, id);
 }
 
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
@@ -247,19 +256,23 @@ int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call) {
     st->map = page;
     sh->fd = page_fd;
     if (fh->rank == 0) __atomic_store_n(st->map, 0, __ATOMIC_SEQ_CST);
+    gate_open(fh, st, (unsigned long long)in[0]);
     return MPI_SUCCESS;
   }
   if (st->mode != MODE_LOCAL) rc = helper_create(fh, st, (unsigned long long)in[0], call);
+  if (rc == MPI_SUCCESS) gate_open(fh, st, (unsigned long long)in[0]);
   return rc;
 }
 
 void lmpio__shared_free(lmpio_file fh) {
   if (!fh->shared) return;
   shstate *st = st_of(fh);
+  lmpio__gate_close(fh->gate);
+  fh->gate = NULL;
   /* A mapped helper stays with the communicator for its next handle. */
   if (!(st->mode == MODE_MMAP && st->map && fh->shared->fd >= 0 &&
-        lmpio__handle_comm_keep_page(fh->comm_slot, st->map, HELPER_SIZE, fh->shared->fd))) {
-    lmpio__os_munmap(st->map, HELPER_SIZE);
+        lmpio__handle_comm_keep_page(fh->comm_slot, st->map, helper_size(fh->size), fh->shared->fd))) {
+    lmpio__os_munmap(st->map, helper_size(fh->size));
     if (fh->shared->fd >= 0) lmpio__os_close(fh->shared->fd);
   }
   free(st->gather);

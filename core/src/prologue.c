@@ -93,6 +93,8 @@ void lmpio__prologue_plan(lmpio__plan *p, lmpio_file fh, int dir) {
   p->contiguous = fh->view.contiguous;
   p->atomic = fh->atomic;
   p->lock_direct = fh->view.any_holes;
+  p->gate = fh->gate;
+  p->sieve_check = fh->drv->id == LMPIO__FS_LOCAL;
   p->hints = fh->hints;
   p->rep = fh->view.rep;
   p->esize = fh->view.esize;

@@ -53,6 +53,7 @@ struct lmpio_file_s {
   MPI_Offset fp;            /* individual file pointer, in etypes */
   lmpio__hints hints;       /* in effect */
   lmpio__shared *shared;    /* the shared file pointer (pointer.c) */
+  lmpio__gate *gate;        /* lets direct writes go without their lock (gate.c; pointer.c opens it), or NULL */
   lmpio__split split;       /* the split collective in progress (request.c) */
   lmpio__workers workers;   /* run the handle's nonblocking operations, one per lane (async.c) */
   const lmpio__driver *drv; /* the file system's operations (driver.h), chosen at open */
