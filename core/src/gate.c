@@ -29,7 +29,7 @@
  * lock, without waiting, over those bytes (but its own handle's block): a
  * gated handle of someone else is open when it cannot, and the sieve then
  * writes its pieces one by one (only its own bytes; slower, never wrong).
- * A handle opening takes its byte waiting: after the sieves under way.
+ * A handle opening takes its byte once the sieves under way are done.
  * Sieves do not exclude each other there (shared locks).  (Not at one rank:
  * a program whose ranks each open the file on MPI_COMM_SELF would make
  * every sieve of the others piece by piece.)
@@ -67,10 +67,10 @@ struct lmpio__gate {
 
 size_t lmpio__gate_bytes(int size) { return (size_t)LINE * (1 + (size_t)size); }
 
-/* An open-file-description lock, waiting or not; -1 (errno) when the kernel
- * has none (classic fcntl locks belong to the process: they would not keep
- * two handles of one process apart). */
-static int ofd_lock(int fd, short type, int wait, MPI_Offset off, MPI_Offset len) {
+/* An open-file-description lock, not waiting; -1 (errno) when it is held
+ * elsewhere or the kernel has none (classic fcntl locks belong to the
+ * process: they would not keep two handles of one process apart). */
+static int ofd_lock(int fd, short type, MPI_Offset off, MPI_Offset len) {
 #ifdef F_OFD_SETLK
   struct flock fl;
   memset(&fl, 0, sizeof fl);
@@ -79,15 +79,26 @@ static int ofd_lock(int fd, short type, int wait, MPI_Offset off, MPI_Offset len
   fl.l_start = (off_t)off;
   fl.l_len = (off_t)len;
   int r;
-  do r = lmpio__os.fcntl_lock(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
+  do r = lmpio__os.fcntl_lock(fd, F_OFD_SETLK, &fl);
   while (r < 0 && errno == EINTR);
   return r;
 #else
-  (void)fd, (void)type, (void)wait, (void)off, (void)len;
+  (void)fd, (void)type, (void)off, (void)len;
   errno = ENOSYS;
   return -1;
 #endif
 }
+
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Whether a failed lock says the kernel or file system has no OFD locks
+ * there (then no gate can be open either); any other failure (the bytes
+ * are held, or an error) is taken as a gate open. */
+static int no_ofd_locks(void) { return errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP; }
 
 lmpio__gate *lmpio__gate_open(void *mem, int rank, int size, int fd, unsigned long long id) {
   if (!mem || size < 2 || size >= (1 << RANK_BITS) || rank < 0 || rank >= size) return NULL;
@@ -99,16 +110,23 @@ lmpio__gate *lmpio__gate_open(void *mem, int rank, int size, int fd, unsigned lo
   g->size = size;
   g->fd = fd;
   g->block = GATE_BASE + (MPI_Offset)(id & ((1ULL << ID_BITS) - 1)) * ((MPI_Offset)1 << RANK_BITS);
-  if (ofd_lock(fd, F_WRLCK, 1, g->block + rank, 1) < 0) { /* (no OFD locks: no gate, the locks as before) */
-    free(g);
-    return NULL;
+  /* After the other handles' sieves under way; a second at most (a
+   * descriptor that never lets go of its range: no gate, the locks as
+   * before; so too without OFD locks). */
+  for (long long t0 = now_ns(); ofd_lock(fd, F_WRLCK, g->block + rank, 1) < 0;) {
+    if (no_ofd_locks() || now_ns() - t0 > DRAIN_NS) {
+      free(g);
+      return NULL;
+    }
+    struct timespec nap = {0, 20000};
+    nanosleep(&nap, NULL);
   }
   return g;
 }
 
 void lmpio__gate_close(lmpio__gate *g) {
   if (!g) return;
-  ofd_lock(g->fd, F_UNLCK, 0, g->block + g->rank, 1);
+  ofd_lock(g->fd, F_UNLCK, g->block + g->rank, 1);
   free(g);
 }
 
@@ -122,25 +140,15 @@ int lmpio__gate_direct_begin(lmpio__gate *g) {
 
 void lmpio__gate_direct_end(lmpio__gate *g) { atomic_fetch_sub_explicit(&g->direct[g->rank].n, 1, memory_order_release); }
 
-static long long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Whether a lock failed because another holds the bytes (not because the
- * kernel or file system has no OFD locks there: then no gate is open). */
-static int held(void) { return errno == EAGAIN || errno == EACCES; }
-
 /* Shared locks over the gate bytes of every other handle (type F_RDLCK), or
- * their release (F_UNLCK): 0, or -1 when another handle's byte is held. */
+ * their release (F_UNLCK): 0, or -1 when another handle's byte may be held. */
 static int others(int fd, const lmpio__gate *g, short type) {
   MPI_Offset lo = g ? g->block : GATE_BASE, hi = g ? g->block + ((MPI_Offset)1 << RANK_BITS) : GATE_BASE;
-  if (lo > GATE_BASE && ofd_lock(fd, type, 0, GATE_BASE, lo - GATE_BASE) < 0 && type != F_UNLCK && held())
+  if (lo > GATE_BASE && ofd_lock(fd, type, GATE_BASE, lo - GATE_BASE) < 0 && type != F_UNLCK && !no_ofd_locks())
     return -1;
-  if (hi < GATE_BASE + GATE_SPAN && ofd_lock(fd, type, 0, hi, GATE_BASE + GATE_SPAN - hi) < 0 && type != F_UNLCK &&
-      held()) {
-    if (lo > GATE_BASE) ofd_lock(fd, F_UNLCK, 0, GATE_BASE, lo - GATE_BASE);
+  if (hi < GATE_BASE + GATE_SPAN && ofd_lock(fd, type, hi, GATE_BASE + GATE_SPAN - hi) < 0 && type != F_UNLCK &&
+      !no_ofd_locks()) {
+    if (lo > GATE_BASE) ofd_lock(fd, F_UNLCK, GATE_BASE, lo - GATE_BASE);
     return -1;
   }
   return 0;
