@@ -515,8 +515,95 @@ int lmpio__os_error(int e, const char *call, const char *what, const char *path)
 #define PAUSES_OWN 16384
 #define YIELDS 16
 
+long lmpio__os_quota_cpus(const char *cpu_max) {
+  long long quota = 0, period = 0;
+  if (!cpu_max || sscanf(cpu_max, "%lld %lld", &quota, &period) != 2 || quota <= 0 || period <= 0) return 0;
+  return (long)((quota + period - 1) / period);
+}
+
+/* The first line of a file (empty when it cannot be read). */
+static void first_line(const char *path, char *buf, size_t n) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(buf, (int)n, f)) buf[0] = '\0';
+  fclose(f);
+}
+
+/* The processors the cgroup at dir (under root) allows: cgroup v2's
+ * cpu.max, or v1's cfs quota and period; 0 for no limit. */
+static long quota_at(const char *root, const char *dir, int v1) {
+  char path[4400], q[64], per[64], both[160];
+  if (!v1) {
+    snprintf(path, sizeof path, "%s%s/cpu.max", root, dir);
+    first_line(path, both, sizeof both);
+    return lmpio__os_quota_cpus(both);
+  }
+  snprintf(path, sizeof path, "%s%s/cpu.cfs_quota_us", root, dir);
+  first_line(path, q, sizeof q);
+  snprintf(path, sizeof path, "%s%s/cpu.cfs_period_us", root, dir);
+  first_line(path, per, sizeof per);
+  q[strcspn(q, "\n")] = '\0';
+  snprintf(both, sizeof both, "%s %s", q, per);
+  return lmpio__os_quota_cpus(both);
+}
+
+/* The smallest quota of this process's cgroup and its parents, or 0. */
+static long cgroup_cpus(void) {
+  char line[4096], dir[4096];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f) return 0;
+  long least = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    /* "0::/path" (v2), "N:cpu,cpuacct:/path" (v1's cpu controller) */
+    char *ctl = strchr(line, ':'), *at = ctl ? strchr(ctl + 1, ':') : NULL;
+    if (!at || at[1] != '/') continue;
+    int v1 = at != ctl + 1;
+    if (v1) {
+      *at = '\0';
+      char *c = ctl + 1, *tok;
+      int cpu = 0;
+      while ((tok = strsep(&c, ",")) != NULL) cpu |= strcmp(tok, "cpu") == 0;
+      if (!cpu) continue;
+    }
+    snprintf(dir, sizeof dir, "%s", at + 1);
+    for (;;) { /* (up to the root: the smallest limit binds) */
+      long n = quota_at(v1 ? "/sys/fs/cgroup/cpu" : "/sys/fs/cgroup", strcmp(dir, "/") == 0 ? "" : dir, v1);
+      if (n > 0 && (least == 0 || n < least)) least = n;
+      char *slash = strrchr(dir, '/');
+      if (!slash || strcmp(dir, "/") == 0) break;
+      if (slash == dir) dir[1] = '\0';
+      else *slash = '\0';
+    }
+  }
+  fclose(f);
+  return least;
+}
+
+/* Processors this process may use: online ones, of those its affinity
+ * allows, within its container's quota (a 2-processor quota on a 64-processor
+ * host is 2: there a long spin burns the quota and is throttled). */
+static long processors;
+static pthread_once_t processors_once = PTHREAD_ONCE_INIT;
+
+static void count_processors(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && (n <= 0 || CPU_COUNT(&set) < n))
+    n = CPU_COUNT(&set);
+  long q = cgroup_cpus();
+  if (q > 0 && (n <= 0 || q < n)) n = q;
+  processors = n;
+}
+
+long lmpio__os_processors(void) {
+  pthread_once(&processors_once, count_processors);
+  return processors;
+}
+
 unsigned lmpio__os_spin_turns(int ranks_here) {
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = lmpio__os_processors();
   return cpus > 0 && ranks_here <= cpus ? PAUSES_OWN : PAUSES_SHARED;
 }
 

@@ -169,6 +169,11 @@ int lmpio__os_error(int e, const char *call, const char *what, const char *path)
  * the ranks that wait for each other on this machine (long when each has a
  * processor of its own, short when they share them). */
 unsigned lmpio__os_spin_turns(int ranks_here);
+/* Processors this process may run on (online, its affinity, its cgroup's
+ * cpu.max quota), and the processors a cpu.max line ("quota period" or
+ * "max period") allows: quota / period rounded up, 0 for no limit. */
+long lmpio__os_processors(void);
+long lmpio__os_quota_cpus(const char *cpu_max);
 int lmpio__os_wait_round(unsigned *round, unsigned pauses);
 /* Sleeps until the 32-bit word at addr (in memory shared between processes
  * or not) no longer holds seen, a wake on addr, or timeout_us; spurious

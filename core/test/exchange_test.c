@@ -473,6 +473,23 @@ static void test_many_small_calls(void) {
   sched_setaffinity(0, sizeof old, &old);
 }
 
+/* How long a wait spins depends on the processors the ranks have: those
+ * online, the affinity's, a container's quota (cgroup cpu.max). */
+static void test_processors(void) {
+  TL_EQ(lmpio__os_quota_cpus("max 100000\n"), 0);
+  TL_EQ(lmpio__os_quota_cpus("200000 100000\n"), 2);
+  TL_EQ(lmpio__os_quota_cpus("150000 100000"), 2);
+  TL_EQ(lmpio__os_quota_cpus("50000 100000"), 1);
+  TL_EQ(lmpio__os_quota_cpus("-1 100000"), 0); /* (cgroup v1: no quota) */
+  TL_EQ(lmpio__os_quota_cpus(""), 0);
+  TL_EQ(lmpio__os_quota_cpus("12 0"), 0);
+  long n = lmpio__os_processors();
+  cpu_set_t set;
+  TL_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+  TL_CHECK(n >= 1 && n <= sysconf(_SC_NPROCESSORS_ONLN) && n <= CPU_COUNT(&set));
+  TL_EQ(lmpio__os_spin_turns((int)n + 1) < lmpio__os_spin_turns((int)n), 1);
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_SHM_AGREEMENT_AT", "16", 1); /* the attach inside this test's sequences */
   tl_init(&argc, &argv);
@@ -480,6 +497,7 @@ int main(int argc, char **argv) {
   int off = env && strcmp(env, "0") == 0;
   MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   probe_windows();
+  tl_run("exchange: a wait's spin follows the processors the ranks may use (affinity, cgroup quota)", test_processors);
   tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
   tl_run("exchange: records ending in zeros, a different number on every rank, read back as zeros",
          test_exchange_trailing_zeros);
