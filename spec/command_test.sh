@@ -3,18 +3,9 @@
 # its errors.  Run from the top of the tree with the module built:
 #   BUILD=build sh spec/command_test.sh
 # Prints one "ok NAME" / "not ok NAME" per check (spec/run.sh runs it).
-BUILD=${BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
-MPIRUN=${MPIRUN:-mpirun}
-LUA=${LUA:-lua5.4}
-T=${LMPIO_SPEC_TIMEOUT:-120}
-if [ "$(id -u)" = 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
+NAME='command'
+. spec/check_env.sh
 CMD=$PWD/lua/lmpio-command.lua
-dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-command.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
 # Open MPI's launcher on more ranks than cores, when it is Open MPI.
 if "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; then over=--oversubscribe; else over=; fi
 
