@@ -112,6 +112,8 @@ $(BUILD)/bench/%: bench/%.c $(LIBA)
 	$(MPICC) $(ALLCFLAGS) $< -o $@ $(LIBA) -lm
 # (its counting layer of MPI calls)
 $(BUILD)/bench/scale_bench: bench/scale_count.h
+# (the hints of their opens from the environment)
+$(patsubst %,$(BUILD)/bench/%,scale_bench small_calls_bench io_bench latency_bench): bench/bench_hints.h
 
 examples: $(CEXAMPLES)
 $(BUILD)/examples/%: examples/%.c $(LIBA)
