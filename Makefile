@@ -34,7 +34,8 @@ CEXAMPLES:= $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c)
 LUA_SRC  := $(wildcard lua/*.c)
 LUA_MOD  := $(if $(LUA_SRC),$(BUILD)/lua/lmpio.so)
 # The module's Lua files: every lua/*.lua but the command, and everything
-# under lua/lmpio/ (lmpio.npy is lua/lmpio/npy.lua), copied to the same
+# under lua/lmpio/ (lmpio.command.dump, a part of the command, is
+# lua/lmpio/command/dump.lua; the rock installs them all), copied to the same
 # place under $(BUILD)/lua: then LUA_CPATH_5_4 and LUA_PATH_5_4 pointing
 # at $(BUILD)/lua find the whole module.
 LUA_FILES := $(patsubst lua/%,$(BUILD)/lua/%,$(filter-out lua/lmpio-command.lua,\
@@ -111,6 +112,8 @@ $(BUILD)/bench/%: bench/%.c $(LIBA)
 	$(MPICC) $(ALLCFLAGS) $< -o $@ $(LIBA) -lm
 # (its counting layer of MPI calls)
 $(BUILD)/bench/scale_bench: bench/scale_count.h
+# (the hints of their opens from the environment)
+$(patsubst %,$(BUILD)/bench/%,scale_bench small_calls_bench io_bench latency_bench): bench/bench_hints.h
 
 examples: $(CEXAMPLES)
 $(BUILD)/examples/%: examples/%.c $(LIBA)
@@ -261,6 +264,8 @@ bench-ior: lib
 	@test -n "$(IOR)" || { echo "make bench-ior IOR=/path/to/ior (see bench/README.md)" >&2; exit 2; }
 	sh bench/ior.sh "$(IOR)"
 
+# The command goes in PREFIX/bin and its parts (lua/lmpio/command) in
+# PREFIX/share/lua/5.4, where it looks for them (beside its own directory).
 install: lib $(BUILD)/lmpio.pc
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
@@ -268,8 +273,9 @@ install: lib $(BUILD)/lmpio.pc
 	install -m 755 $(DROPIN_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/include/lmpio.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lmpio.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lua/5.4/lmpio/command
 	install -m 755 lua/lmpio-command.lua $(DESTDIR)$(PREFIX)/bin/lmpio
+	install -m 644 lua/lmpio/command/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/lmpio/command/
 
 clean:
 	rm -rf $(BUILD)

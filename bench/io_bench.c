@@ -62,6 +62,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bench_hints.h"
 #include "lmpio.h"
 
 enum { B_LMPIO, B_MPIIO, B_POSIX, B_MAPPED, NBACKENDS };
@@ -235,17 +236,9 @@ static int posix_all(int wr, int fd, void *buf, size_t len, off_t off) {
 static MPI_Info bench_info = MPI_INFO_NULL;
 
 static void parse_info(void) {
-  const char *s = getenv("LMPIO_BENCH_INFO");
-  if (!s || !*s) return;
-  MPI_Info_create(&bench_info);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (!eq) die("LMPIO_BENCH_INFO: key=value expected");
-    *eq = '\0';
-    MPI_Info_set(bench_info, kv, eq + 1);
-  }
+  int bad;
+  bench_info = bench_hints("LMPIO_BENCH_INFO", &bad);
+  if (bad) die("LMPIO_BENCH_INFO: key=value expected");
 }
 
 static int b_open(int b, const workload *w, bfile *f) {

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_hints.h"
 #include "lmpio.h"
 
 enum { API_LMPIO, API_MPI, API_POSIX, NAPI };
@@ -98,16 +99,7 @@ int main(int argc, char **argv) {
   MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   char *buf = malloc(4096);
   memset(buf, 'x', 4096);
-  const char *hints = getenv("LMPIO_BENCH_INFO");
-  if (hints && *hints) {
-    char kv[1024];
-    snprintf(kv, sizeof kv, "%s", hints);
-    MPI_Info_create(&info);
-    for (char *save = NULL, *t = strtok_r(kv, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      char *eq = strchr(t, '=');
-      if (eq) *eq = '\0', MPI_Info_set(info, t, eq + 1);
-    }
-  }
+  info = bench_hints("LMPIO_BENCH_INFO", NULL);
   const char *pattern = getenv("LMPIO_BENCH_PATTERN");
   append = pattern && strcmp(pattern, "append") == 0;
   stream = append || (pattern && strcmp(pattern, "stream") == 0);

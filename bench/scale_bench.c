@@ -47,6 +47,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench_hints.h"
+
 static int rank, size;
 static const char *dir, *label;
 static double budget;
@@ -62,22 +64,6 @@ static int tap; /* LMPIO_SCALE_TAP=1: also "ok"/"not ok" lines */
       bad++;                                                                        \
     }                                                                               \
   } while (0)
-
-static MPI_Info hints(void) {
-  const char *env = getenv("LMPIO_BENCH_HINTS");
-  if (!env || !*env) return MPI_INFO_NULL;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", env);
-  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    MPI_Info_set(info, kv, eq + 1);
-  }
-  return info;
-}
 
 /* ---- counters: bench/scale_count.h ---- */
 
@@ -118,7 +104,7 @@ static void file_make(const char *p) {
 }
 
 static MPI_File file_open(const char *p) {
-  MPI_Info info = hints();
+  MPI_Info info = bench_hints("LMPIO_BENCH_HINTS", NULL);
   MPI_File f = MPI_FILE_NULL;
   CHECK(MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &f));
   if (info != MPI_INFO_NULL) MPI_Info_free(&info);

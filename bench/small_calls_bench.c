@@ -17,21 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static MPI_Info hints(void) {
-  const char *env = getenv("LMPIO_BENCH_HINTS");
-  if (!env || !*env) return MPI_INFO_NULL;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", env);
-  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    MPI_Info_set(info, kv, eq + 1);
-  }
-  return info;
-}
+#include "bench_hints.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -54,7 +40,7 @@ int main(int argc, char **argv) {
   MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
   char path[512];
   snprintf(path, sizeof path, "%s/small-calls-%d-%d.dat", dir, pid, rank / group);
-  MPI_Info info = hints();
+  MPI_Info info = bench_hints("LMPIO_BENCH_HINTS", NULL);
   MPI_File fh;
   if (MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, info, &fh) !=
       MPI_SUCCESS)

@@ -16,6 +16,12 @@
 --   @field class.name         fields of a class's objects, likewise
 --   @type class               the class's description (one generated if none)
 --   anything else (@table, ...) at the end, in source order
+--
+-- A block that documents one method in several forms is written once:
+--   @each FORM = ordered, at_all, all
+-- stands for one block per value, in that order, with {FORM} replaced by
+-- the value; a line "@only FORM = at_all: TEXT" is TEXT in the block of
+-- that value alone.  Two @each lines: a block per pair of values.
 
 local out_name = assert(arg[1], "usage: gather.lua OUT.c SOURCE.c ...")
 
@@ -45,6 +51,65 @@ local function warn(where, msg)
   problems = problems + 1
 end
 
+-- The blocks that block text stands for (itself without @each), appended
+-- to blocks.
+local function expand(text, blocks)
+  blocks = blocks or {}
+  local var, values = text:match("\n%s*@each%s+([%w_]+)%s*=%s*([^\n]+)")
+  if not var then
+    blocks[#blocks + 1] = text
+    return blocks
+  end
+  for value in values:gmatch("[^,%s]+") do
+    local lines, each = {}, false
+    for line in (text .. "\n"):gmatch("(.-)\n") do
+      local only, rest = line:match("^%s*@only%s+" .. var .. "%s*=%s*([%w_]+):%s?(.*)$")
+      if only then
+        if only == value then lines[#lines + 1] = rest end
+      elseif not each and line:match("^%s*@each%s+" .. var .. "[%s=]") then
+        each = true -- (this variable's line: the next @each is the next one's)
+      else
+        lines[#lines + 1] = line
+      end
+    end
+    expand((table.concat(lines, "\n"):gsub("{" .. var .. "}", value)), blocks)
+  end
+  return blocks
+end
+
+-- Files block b (its text, where it is, its source file's name) under
+-- what it documents.
+local function take(b)
+  local text = b.text
+  local fname = text:match("@function%s+([%w_.:]+)")
+  local tname = text:match("@type%s+([%w_]+)")
+  if text:match("@module%s") then
+    if module_block then warn(b.where, "a second @module block (the first is at " .. module_block.where .. ")") end
+    module_block = b
+  elseif tname then
+    if class_blocks[tname] then warn(b.where, "a second @type " .. tname .. " block") end
+    class_blocks[tname] = b
+  elseif fname and fname:match("^lmpio%.type%.[%w_]+$") then
+    constructors[#constructors + 1] = b
+  elseif fname and fname:match("^[%w_]+$") then
+    callbacks[#callbacks + 1] = b
+  elseif fname and fname:match("^lmpio%.[%w_]+$") then
+    by_file[b.file] = by_file[b.file] or {}
+    table.insert(by_file[b.file], b)
+    if not files_seen[b.file] then files_seen[b.file] = true end
+  elseif fname and fname:match("^[%w_]+:[%w_]+$") then
+    local class = fname:match("^([%w_]+):")
+    classes[class] = classes[class] or {}
+    table.insert(classes[class], b)
+  elseif not fname and (text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")) then
+    local class = text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")
+    classes[class] = classes[class] or {}
+    table.insert(classes[class], b)
+  else
+    others[#others + 1] = b
+  end
+end
+
 for i = 2, #arg do
   local path = arg[i]
   local base = path:match("[^/]+$")
@@ -55,34 +120,8 @@ for i = 2, #arg do
     if block then
       block[#block + 1] = line
       if line:find("*/", 1, true) then
-        local text = table.concat(block, "\n")
-        local b = { text = text, where = path .. ":" .. start, file = base }
-        local fname = text:match("@function%s+([%w_.:]+)")
-        local tname = text:match("@type%s+([%w_]+)")
-        if text:match("@module%s") then
-          if module_block then warn(b.where, "a second @module block (the first is at " .. module_block.where .. ")") end
-          module_block = b
-        elseif tname then
-          if class_blocks[tname] then warn(b.where, "a second @type " .. tname .. " block") end
-          class_blocks[tname] = b
-        elseif fname and fname:match("^lmpio%.type%.[%w_]+$") then
-          constructors[#constructors + 1] = b
-        elseif fname and fname:match("^[%w_]+$") then
-          callbacks[#callbacks + 1] = b
-        elseif fname and fname:match("^lmpio%.[%w_]+$") then
-          by_file[base] = by_file[base] or {}
-          table.insert(by_file[base], b)
-          if not files_seen[base] then files_seen[base] = true end
-        elseif fname and fname:match("^[%w_]+:[%w_]+$") then
-          local class = fname:match("^([%w_]+):")
-          classes[class] = classes[class] or {}
-          table.insert(classes[class], b)
-        elseif not fname and (text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")) then
-          local class = text:match("@field%s+([%w_]+)%.[%w_]+") or text:match("@tfield%s+%S+%s+([%w_]+)%.[%w_]+")
-          classes[class] = classes[class] or {}
-          table.insert(classes[class], b)
-        else
-          others[#others + 1] = b
+        for _, text in ipairs(expand(table.concat(block, "\n"))) do
+          take({ text = text, where = path .. ":" .. start, file = base })
         end
         block = nil
       end

@@ -8,8 +8,10 @@
 --   u = u + 0.2 (north + south + west + east - 4 u)
 -- on the interior.  At the end the interior is in OUT: NY x NX native
 -- doubles in C order.  With OUT alone the result is also checked against a
--- serial computation (plain Lua loops on rank 0) and "ok heat.lua" printed.
+-- serial computation (plain Lua loops on rank 0: heat_serial.lua, beside
+-- this file) and "ok heat.lua" printed.
 local lmpio = require "lmpio"
+local serial = dofile((arg[0]:match("^(.*)/") or ".") .. "/heat_serial.lua")
 
 local world = lmpio.world
 local rank = world:rank()
@@ -22,10 +24,7 @@ else
   NY, NX, STEPS, OUT = 48, 36, 20, arg[1] or "/tmp/lmpio-heat.dat"
 end
 
-local function initial(i, j) -- 0-based global indices
-  if (i - NY / 3) ^ 2 + (j - NX / 2) ^ 2 < (NX / 5) ^ 2 then return 100.0 end
-  return ((7 * i + 13 * j) % 17) / 17
-end
+local function initial(i, j) return serial.initial(NY, NX, i, j) end -- 0-based global indices
 
 -- This rank's block of a balanced grid of ranks, and its neighbours (nil at
 -- the boundary; a neighbour whose block is empty is none either).
@@ -79,43 +78,10 @@ fh:write_all(c)
 fh:close()
 
 if #arg < 4 then -- check against the serial computation
-  local ok = true
-  if rank == 0 then
-    local v = {}
-    for i = 0, NY + 1 do
-      v[i] = {}
-      for j = 0, NX + 1 do
-        v[i][j] = (i >= 1 and i <= NY and j >= 1 and j <= NX) and initial(i - 1, j - 1) or 0.0
-      end
-    end
-    for _ = 1, STEPS do
-      local w = {}
-      for i = 0, NY + 1 do
-        w[i] = {}
-        for j = 0, NX + 1 do
-          if i >= 1 and i <= NY and j >= 1 and j <= NX then
-            local x = v[i][j]
-            w[i][j] = x + 0.2 * ((((v[i - 1][j] + v[i + 1][j]) + v[i][j - 1]) + v[i][j + 1]) + (-4) * x)
-          else
-            w[i][j] = 0.0
-          end
-        end
-      end
-      v = w
-    end
-    local f = assert(io.open(OUT, "rb"))
-    local bytes = f:read("a")
-    f:close()
-    ok = #bytes == NY * NX * 8
-    for i = 1, NY do
-      for j = 1, NX do
-        local got = ok and string.unpack("d", bytes, ((i - 1) * NX + (j - 1)) * 8 + 1)
-        if not got or math.abs(got - v[i][j]) > 1e-12 * math.max(1, math.abs(v[i][j])) then ok = false end
-      end
-    end
-  end
-  if not world:bcast(ok) then
-    if rank == 0 then io.stderr:write("heat.lua: FAILED: the file differs from the serial computation\n") end
+  local ok, why = true, nil
+  if rank == 0 then ok, why = serial.check(OUT, NY, NX, STEPS) end
+  if not world:bcast(ok or false) then
+    if rank == 0 then io.stderr:write("heat.lua: FAILED: the file differs from the serial computation: ", why, "\n") end
     os.exit(1)
   end
   if rank == 0 then print("ok heat.lua") end

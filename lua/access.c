@@ -668,134 +668,29 @@ static int split_end(lua_State *L, const lfile_access *a) {
 }
 
 /***
-Begins the split collective form of @{file:read_ordered}
-(`MPI_File_read_ordered_begin`); collective.
-One split collective at a time per file; finish it with
-@{file:read_ordered_end}.
+Begins the split collective form of @{file:{RW}_{FORM}}
+(`MPI_File_{RW}_{FORM}_begin`); collective.
+One split collective at a time per file; finish it with @{file:{RW}_{FORM}_end}.
 The data is kept alive until then.
-@function file:read_ordered_begin
-@param buf an array or buffer to read into, or a number of items for a new
-  array; then optional count and datatype (see @{file})
+@each RW = read, write
+@each FORM = ordered, at_all, all
+@function file:{RW}_{FORM}_begin
+@only FORM = at_all: @tparam integer offset where to start, in etypes of the view from its displacement
+@only RW = read: @param buf an array or buffer to read into, or a number of items for a new array; then optional count and datatype (see @{file})
+@only RW = write: @param data what to write, then optional count and datatype (see @{file})
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when a split collective is already active
 */
 /***
-Begins the split collective form of @{file:write_ordered}
-(`MPI_File_write_ordered_begin`); collective.
-One split collective at a time per file; finish it with
-@{file:write_ordered_end}.
-The data is kept alive until then.
-@function file:write_ordered_begin
-@param data what to write, then optional count and datatype (see @{file})
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when a split collective is already active
-*/
-/***
-Ends the split collective begun by @{file:read_ordered_begin}
-(`MPI_File_read_ordered_end`); collective.
-@function file:read_ordered_end
+Ends the split collective begun by @{file:{RW}_{FORM}_begin}
+(`MPI_File_{RW}_{FORM}_end`); collective.
+@each RW = read, write
+@each FORM = ordered, at_all, all
+@function file:{RW}_{FORM}_end
 @param[opt] data what the `_begin` call received (checked when given)
-@return the array or buffer read into (the one `_begin` received or made)
-@treturn integer the number of items read
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when no matching split collective is active;
-  a Lua error when data is not what `_begin` received
-*/
-/***
-Ends the split collective begun by @{file:write_ordered_begin}
-(`MPI_File_write_ordered_end`); collective.
-@function file:write_ordered_end
-@param[opt] data what the `_begin` call received (checked when given)
-@treturn integer the number of items written
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when no matching split collective is active;
-  a Lua error when data is not what `_begin` received
-*/
-/***
-Begins the split collective form of @{file:read_at_all}
-(`MPI_File_read_at_all_begin`); collective.
-One split collective at a time per file; finish it with @{file:read_at_all_end}.
-The data is kept alive until then.
-@function file:read_at_all_begin
-@tparam integer offset where to start, in etypes of the view from its
-  displacement
-@param buf an array or buffer to read into, or a number of items for a new
-  array; then optional count and datatype (see @{file})
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when a split collective is already active
-*/
-/***
-Begins the split collective form of @{file:write_at_all}
-(`MPI_File_write_at_all_begin`); collective.
-One split collective at a time per file; finish it with
-@{file:write_at_all_end}.
-The data is kept alive until then.
-@function file:write_at_all_begin
-@tparam integer offset where to start, in etypes of the view from its
-  displacement
-@param data what to write, then optional count and datatype (see @{file})
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when a split collective is already active
-*/
-/***
-Ends the split collective begun by @{file:read_at_all_begin}
-(`MPI_File_read_at_all_end`); collective.
-@function file:read_at_all_end
-@param[opt] data what the `_begin` call received (checked when given)
-@return the array or buffer read into (the one `_begin` received or made)
-@treturn integer the number of items read
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when no matching split collective is active;
-  a Lua error when data is not what `_begin` received
-*/
-/***
-Ends the split collective begun by @{file:write_at_all_begin}
-(`MPI_File_write_at_all_end`); collective.
-@function file:write_at_all_end
-@param[opt] data what the `_begin` call received (checked when given)
-@treturn integer the number of items written
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when no matching split collective is active;
-  a Lua error when data is not what `_begin` received
-*/
-/***
-Begins the split collective form of @{file:read_all}
-(`MPI_File_read_all_begin`); collective.
-One split collective at a time per file; finish it with @{file:read_all_end}.
-The data is kept alive until then.
-@function file:read_all_begin
-@param buf an array or buffer to read into, or a number of items for a new
-  array; then optional count and datatype (see @{file})
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when a split collective is already active
-*/
-/***
-Begins the split collective form of @{file:write_all}
-(`MPI_File_write_all_begin`); collective.
-One split collective at a time per file; finish it with @{file:write_all_end}.
-The data is kept alive until then.
-@function file:write_all_begin
-@param data what to write, then optional count and datatype (see @{file})
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when a split collective is already active
-*/
-/***
-Ends the split collective begun by @{file:read_all_begin}
-(`MPI_File_read_all_end`); collective.
-@function file:read_all_end
-@param[opt] data what the `_begin` call received (checked when given)
-@return the array or buffer read into (the one `_begin` received or made)
-@treturn integer the number of items read
-@raise an @{error} object, the same on every rank, when the call fails on any
-  rank: `MPI_ERR_OTHER` when no matching split collective is active;
-  a Lua error when data is not what `_begin` received
-*/
-/***
-Ends the split collective begun by @{file:write_all_begin}
-(`MPI_File_write_all_end`); collective.
-@function file:write_all_end
-@param[opt] data what the `_begin` call received (checked when given)
-@treturn integer the number of items written
+@only RW = read: @return the array or buffer read into (the one `_begin` received or made)
+@only RW = read: @treturn integer the number of items read
+@only RW = write: @treturn integer the number of items written
 @raise an @{error} object, the same on every rank, when the call fails on any
   rank: `MPI_ERR_OTHER` when no matching split collective is active;
   a Lua error when data is not what `_begin` received

@@ -32,7 +32,8 @@ build = {
    -- time).  Warnings are not errors here (the Makefile adds -Werror only
    -- for `make check`), so a newer compiler does not break the install.
    -- `make rock-install` puts lmpio.so, lmpio/liblmpio-mpi.so (the drop-in,
-   -- `lmpio dropin-path`) and the module's Lua files in LuaRocks' lib and
+   -- `lmpio dropin-path`) and the module's Lua files (every .lua under
+   -- lua/lmpio: the command's parts, lmpio.command.X, too) in LuaRocks' lib and
    -- lua directories, and the reference in the rock's doc directory
    -- (`lmpio doc-path`).
    type = "command",

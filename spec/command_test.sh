@@ -3,18 +3,9 @@
 # its errors.  Run from the top of the tree with the module built:
 #   BUILD=build sh spec/command_test.sh
 # Prints one "ok NAME" / "not ok NAME" per check (spec/run.sh runs it).
-BUILD=${BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
-MPIRUN=${MPIRUN:-mpirun}
-LUA=${LUA:-lua5.4}
-T=${LMPIO_SPEC_TIMEOUT:-120}
-if [ "$(id -u)" = 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
+NAME='command'
+. spec/check_env.sh
 CMD=$PWD/lua/lmpio-command.lua
-dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-command.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
 # Open MPI's launcher on more ranks than cores, when it is Open MPI.
 if "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; then over=--oversubscribe; else over=; fi
 
@@ -186,9 +177,17 @@ check "doc-path: beside the module found" same "$out" "$dir/inst/doc/index.html"
 : > "$dir/rock/lua/lmpio.so"; : > "$dir/rock/lua/lmpio/liblmpio-mpi.so"
 out=$(LUA_CPATH_5_4="$dir/rock/lua/?.so;$dir/inst/lua/?.so" "$LUA" "$CMD" dropin-path)
 check "dropin-path: lmpio/liblmpio-mpi.so on the module's path first (the rock)" same "$out" "$dir/rock/lua/lmpio/liblmpio-mpi.so"
+# (make install: the command in PREFIX/bin, its parts in PREFIX/share/lua/5.4)
+mkdir -p "$dir/inst/share/lua/5.4/lmpio/command"
 cp "$CMD" "$dir/inst/bin/lmpio"
+cp lua/lmpio/command/*.lua "$dir/inst/share/lua/5.4/lmpio/command/"
 out=$(LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$dir/inst/bin/lmpio" dropin-path)
 check "dropin-path: beside the command (make install: PREFIX/bin, PREFIX/lib)" same "$out" "$dir/inst/lib/liblmpio-mpi.so"
+mkdir "$dir/alone" && cp "$CMD" "$dir/alone/lmpio"
+(LUA_PATH_5_4="$dir/nothing/?.lua" "$LUA" "$dir/alone/lmpio" --help) >"$dir/out" 2>"$dir/err"
+check "the command without its parts (lua/lmpio/command): one line saying where it looked, a failure" \
+  sh -c '[ "$0" -ne 0 ] && [ ! -s "$1" ] && [ "$(wc -l < "$2")" -eq 1 ] &&
+    grep -q "^lmpio: cannot load its commands: .*lmpio.command.common.* (looked in $3/?.lua;" "$2"' $? "$dir/out" "$dir/err" "$dir/alone"
 fails_path() { (cd "$dir" && LUA_CPATH_5_4="$dir/nothing/?.so" "$LUA" "$CMD" "$@"); }
 
 # ---- errors: one line on stderr, a failure status, no traceback ---------------

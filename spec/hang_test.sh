@@ -7,17 +7,8 @@
 # nothing.  Run from the top of the tree with the module built:
 #   BUILD=build sh spec/hang_test.sh
 # Prints one "ok NAME" / "not ok NAME" per check (spec/run.sh runs it).
-BUILD=${BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
-MPIRUN=${MPIRUN:-mpirun}
-LUA=${LUA:-lua5.4}
-T=${LMPIO_SPEC_TIMEOUT:-120}
-if [ "$(id -u)" = 0 ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-export LUA_CPATH_5_4="$BUILD/lua/?.so;;"
-dir=$(mktemp -d "${TMPDIR:-/tmp}/lmpio-hang.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
+NAME=hang
+. spec/check_env.sh
 # Open MPI passes the variable on with -x; other launchers pass the environment.
 if "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; then
   launch="-n 2 --mca io romio321 -x LMPIO_HANG_REPORT"
