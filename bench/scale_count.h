@@ -25,6 +25,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static struct {
   unsigned long long msgs, msg_bytes, colls, coll_bytes;
@@ -79,11 +80,23 @@ static void sc_coll(long long b) {
   scale_count.coll_bytes += (unsigned long long)b;
 }
 
+/* LMPIO_SCALE_TRACE=1: every counted call's name on stderr, with the
+ * process id (which calls a pattern makes; not for timing). */
+static void scale_trace(const char *name) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("LMPIO_SCALE_TRACE");
+    on = e && *e && e[0] != '0';
+  }
+  if (on) fprintf(stderr, "scale_trace %d MPI_%s\n", (int)getpid(), name);
+}
+
 /* X counted by STMT, then passed to the real PMPI_X. */
 #define SCALE_WRAP(X, PARAMS, ARGS, STMT)                             \
   static int (*scale_real_##X) PARAMS;                                \
   static int scale_##X PARAMS {                                       \
     STMT;                                                             \
+    scale_trace(#X);                                                  \
     if (!scale_real_##X) scale_real_##X = (int(*) PARAMS)scale_real("PMPI_" #X); \
     return scale_real_##X ARGS;                                       \
   }                                                                   \
