@@ -12,7 +12,12 @@
  * reads alone: in lockstep each step costs the slower of two reads, so the
  * tail of one process's reads (page-cache work, interrupts) is paid by both.
  *
- * Usage: lockstep_bench [directory (/dev/shm)] [steps (8192)] [repetitions (5)] */
+ * Usage: lockstep_bench [directory (/dev/shm)] [steps (8192)] [repetitions (5)]
+ *
+ * LMPIO_LOCKSTEP_BLOCK=bytes (4096) sets the block; LMPIO_LOCKSTEP_REWRITE=1
+ * makes each step a write of the process's block and a read of it back,
+ * meeting after each (scale_bench's twophase pattern at 2 ranks, where each
+ * rank's block of the subarray is one run of the file: 131072). */
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,7 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { BLOCK = 4096, LINE = 64 };
+enum { LINE = 64 };
+static long BLOCK = 4096;
 
 typedef struct {
   _Alignas(LINE) _Atomic long step;
@@ -57,6 +63,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: lockstep_bench [directory] [steps >= 100] [repetitions]\n");
     return 2;
   }
+  const char *b = getenv("LMPIO_LOCKSTEP_BLOCK"), *rw = getenv("LMPIO_LOCKSTEP_REWRITE");
+  if (b && atol(b) > 0) BLOCK = atol(b);
+  int rewrite = rw && atoi(rw) != 0;
   char path[4096];
   snprintf(path, sizeof path, "%s/lmpio_lockstep_bench.%d", dir, (int)getpid());
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -68,14 +77,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   memset(chunk, 7, 1 << 20);
-  for (long off = 0; off < steps * 2 * BLOCK; off += 1 << 20)
+  for (long off = 0; off < (rewrite ? 2 : steps * 2) * BLOCK; off += 1 << 20)
     if (pwrite(fd, chunk, 1 << 20, off) != 1 << 20) {
       perror("pwrite");
       return 1;
     }
   pid_t child = fork();
   me = child == 0;
-  char buf[BLOCK];
+  char *buf = malloc((size_t)BLOCK);
+  if (!buf) return 1;
+  memset(buf, 1 + me, (size_t)BLOCK);
   long step = 0;
   for (int lockstep = 0; lockstep < 2; lockstep++) {
     double best = 1e30, mean = 0, med = 0, p99 = 0;
@@ -84,7 +95,14 @@ int main(int argc, char **argv) {
       double t0 = now();
       for (long i = 0; i < steps; i++) {
         double a = now();
-        if (pread(fd, buf, BLOCK, (off_t)(2 * i + me) * BLOCK) != BLOCK) {
+        if (rewrite) {
+          if (pwrite(fd, buf, (size_t)BLOCK, (off_t)me * BLOCK) != BLOCK) {
+            perror("pwrite");
+            return 1;
+          }
+          if (lockstep) meet(++step);
+        }
+        if (pread(fd, buf, (size_t)BLOCK, (off_t)((rewrite ? 0 : 2 * i) + me) * BLOCK) != BLOCK) {
           perror("pread");
           return 1;
         }
@@ -105,8 +123,8 @@ int main(int argc, char **argv) {
     }
     for (int p = 0; p < 2; p++) {
       if (p == me)
-        printf("%-8s process %d: %.3f us/step; its reads: mean %.3f, median %.3f, 99th percentile %.3f us\n",
-               lockstep ? "lockstep" : "free", me, best * 1e6 / (double)steps, mean * 1e6, med * 1e6, p99 * 1e6);
+        printf("%-8s process %d: %.3f us/step; its %s: mean %.3f, median %.3f, 99th percentile %.3f us\n",
+               lockstep ? "lockstep" : "free", me, best * 1e6 / (double)steps, rewrite ? "writes and reads" : "reads", mean * 1e6, med * 1e6, p99 * 1e6);
       fflush(stdout);
       meet(++step);
     }
