@@ -17,7 +17,10 @@
  * LMPIO_LOCKSTEP_BLOCK=bytes (4096) sets the block; LMPIO_LOCKSTEP_REWRITE=1
  * makes each step a write of the process's block and a read of it back,
  * meeting after each (scale_bench's twophase pattern at 2 ranks, where each
- * rank's block of the subarray is one run of the file: 131072). */
+ * rank's block of the subarray is one run of the file: 131072);
+ * LMPIO_LOCKSTEP_APPEND=1 with it writes step i's blocks after step i-1's,
+ * extending a file that starts empty each repetition (its small pattern:
+ * one int a rank a step, LMPIO_LOCKSTEP_BLOCK=4). */
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,6 +69,8 @@ int main(int argc, char **argv) {
   const char *b = getenv("LMPIO_LOCKSTEP_BLOCK"), *rw = getenv("LMPIO_LOCKSTEP_REWRITE");
   if (b && atol(b) > 0) BLOCK = atol(b);
   int rewrite = rw && atoi(rw) != 0;
+  const char *ap = getenv("LMPIO_LOCKSTEP_APPEND");
+  int append = rewrite && ap && atoi(ap) != 0;
   char path[4096];
   snprintf(path, sizeof path, "%s/lmpio_lockstep_bench.%d", dir, (int)getpid());
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -91,18 +96,22 @@ int main(int argc, char **argv) {
   for (int lockstep = 0; lockstep < 2; lockstep++) {
     double best = 1e30, mean = 0, med = 0, p99 = 0;
     for (int r = 0; r < reps; r++) {
+      if (append && me == 0 && ftruncate(fd, 0) != 0) {
+        perror("ftruncate");
+        return 1;
+      }
       meet(++step);
       double t0 = now();
       for (long i = 0; i < steps; i++) {
         double a = now();
         if (rewrite) {
-          if (pwrite(fd, buf, (size_t)BLOCK, (off_t)me * BLOCK) != BLOCK) {
+          if (pwrite(fd, buf, (size_t)BLOCK, (off_t)((append ? 2 * i : 0) + me) * BLOCK) != BLOCK) {
             perror("pwrite");
             return 1;
           }
           if (lockstep) meet(++step);
         }
-        if (pread(fd, buf, (size_t)BLOCK, (off_t)((rewrite ? 0 : 2 * i) + me) * BLOCK) != BLOCK) {
+        if (pread(fd, buf, (size_t)BLOCK, (off_t)((rewrite && !append ? 0 : 2 * i) + me) * BLOCK) != BLOCK) {
           perror("pread");
           return 1;
         }
