@@ -67,28 +67,6 @@ struct lmpio__gate {
 
 size_t lmpio__gate_bytes(int size) { return (size_t)LINE * (1 + (size_t)size); }
 
-/* An open-file-description lock, not waiting; -1 (errno) when it is held
- * elsewhere or the kernel has none (classic fcntl locks belong to the
- * process: they would not keep two handles of one process apart). */
-static int ofd_lock(int fd, short type, MPI_Offset off, MPI_Offset len) {
-#ifdef F_OFD_SETLK
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = (off_t)off;
-  fl.l_len = (off_t)len;
-  int r;
-  do r = lmpio__os.fcntl_lock(fd, F_OFD_SETLK, &fl);
-  while (r < 0 && errno == EINTR);
-  return r;
-#else
-  (void)fd, (void)type, (void)off, (void)len;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
 static long long now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -113,7 +91,7 @@ lmpio__gate *lmpio__gate_open(void *mem, int rank, int size, int fd, unsigned lo
   /* After the other handles' sieves under way; a second at most (a
    * descriptor that never lets go of its range: no gate, the locks as
    * before; so too without OFD locks). */
-  for (long long t0 = now_ns(); ofd_lock(fd, F_WRLCK, g->block + rank, 1) < 0;) {
+  for (long long t0 = now_ns(); lmpio__os_try_lock(fd, F_WRLCK, g->block + rank, 1) < 0;) {
     if (no_ofd_locks() || now_ns() - t0 > DRAIN_NS) {
       free(g);
       return NULL;
@@ -126,7 +104,7 @@ lmpio__gate *lmpio__gate_open(void *mem, int rank, int size, int fd, unsigned lo
 
 void lmpio__gate_close(lmpio__gate *g) {
   if (!g) return;
-  ofd_lock(g->fd, F_UNLCK, g->block + g->rank, 1);
+  lmpio__os_try_lock(g->fd, F_UNLCK, g->block + g->rank, 1);
   free(g);
 }
 
@@ -144,11 +122,11 @@ void lmpio__gate_direct_end(lmpio__gate *g) { atomic_fetch_sub_explicit(&g->dire
  * their release (F_UNLCK): 0, or -1 when another handle's byte may be held. */
 static int others(int fd, const lmpio__gate *g, short type) {
   MPI_Offset lo = g ? g->block : GATE_BASE, hi = g ? g->block + ((MPI_Offset)1 << RANK_BITS) : GATE_BASE;
-  if (lo > GATE_BASE && ofd_lock(fd, type, GATE_BASE, lo - GATE_BASE) < 0 && type != F_UNLCK && !no_ofd_locks())
+  if (lo > GATE_BASE && lmpio__os_try_lock(fd, type, GATE_BASE, lo - GATE_BASE) < 0 && type != F_UNLCK && !no_ofd_locks())
     return -1;
-  if (hi < GATE_BASE + GATE_SPAN && ofd_lock(fd, type, hi, GATE_BASE + GATE_SPAN - hi) < 0 && type != F_UNLCK &&
+  if (hi < GATE_BASE + GATE_SPAN && lmpio__os_try_lock(fd, type, hi, GATE_BASE + GATE_SPAN - hi) < 0 && type != F_UNLCK &&
       !no_ofd_locks()) {
-    if (lo > GATE_BASE) ofd_lock(fd, F_UNLCK, GATE_BASE, lo - GATE_BASE);
+    if (lo > GATE_BASE) lmpio__os_try_lock(fd, F_UNLCK, GATE_BASE, lo - GATE_BASE);
     return -1;
   }
   return 0;

@@ -277,13 +277,32 @@ long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offs
   return (long long)done;
 }
 
-static int setlk(int fd, short type, MPI_Offset off, MPI_Offset len) {
+static struct flock range_of(short type, MPI_Offset off, MPI_Offset len) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
   fl.l_type = type;
   fl.l_whence = SEEK_SET;
   fl.l_start = (off_t)off;
   fl.l_len = (off_t)len;
+  return fl;
+}
+
+int lmpio__os_try_lock(int fd, short type, MPI_Offset off, MPI_Offset len) {
+#ifdef F_OFD_SETLK
+  struct flock fl = range_of(type, off, len);
+  int r;
+  do r = lmpio__os.fcntl_lock(fd, F_OFD_SETLK, &fl);
+  while (r < 0 && errno == EINTR);
+  return r;
+#else
+  (void)fd, (void)type, (void)off, (void)len;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+static int setlk(int fd, short type, MPI_Offset off, MPI_Offset len) {
+  struct flock fl = range_of(type, off, len);
 #ifdef F_OFD_SETLKW
   /* Open-file-description locks belong to this descriptor, not to the whole
    * process: closing another descriptor of the same file keeps them, and

@@ -113,6 +113,10 @@ long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offs
 /* Byte-range locks (open-file-description locks where the kernel has them). */
 int lmpio__os_lock(int fd, int write, MPI_Offset off, MPI_Offset len);
 int lmpio__os_unlock(int fd, MPI_Offset off, MPI_Offset len);
+/* An open-file-description lock of type (F_RDLCK, F_WRLCK, F_UNLCK),
+ * without waiting: -1 with errno when another holds the bytes (EAGAIN,
+ * EACCES) or the kernel has no OFD locks (EINVAL, ENOSYS). */
+int lmpio__os_try_lock(int fd, short type, MPI_Offset off, MPI_Offset len);
 /* Streams.  stat of a path; a close-on-exec duplicate of a descriptor (the
  * process's standard output or input). */
 int lmpio__os_stat(const char *path, struct stat *st);
