@@ -94,6 +94,40 @@ static void t_hint(void) {
   tl_unlink(path);
 }
 
+/* A file system whose statfs fails, on every rank, then on one rank only:
+ * nothing is known of it, so every rank takes the caching driver, right on
+ * any file system.  (The local driver it got before is right only under one
+ * kernel: on 4 simulated nodes a rank that wrote nothing kept a stale size,
+ * and its read after sync-barrier-sync came back short, taken as end of
+ * file.) */
+static int statfs_fails_on = -1; /* a rank, or -2: every rank */
+static int failing_fstatfs(int fd, struct statfs *st) {
+  if (statfs_fails_on == -2 || statfs_fails_on == tl_rank) {
+    errno = EIO;
+    return -1;
+  }
+  return lmpio__os_real.fstatfs(fd, st);
+}
+
+static void t_statfs_fails(void) {
+  char *path = tl_path("nostatfs");
+  char driver[64], why[512], plain[64], plain_why[512];
+  open_with(path, MPI_INFO_NULL, plain, plain_why); /* (what this file system gets) */
+  lmpio__os.fstatfs = failing_fstatfs;
+  statfs_fails_on = -2;
+  open_with(path, MPI_INFO_NULL, driver, why);
+  TL_CHECK(strcmp(driver, "caching") == 0);
+  TL_CHECK(strstr(why, "statfs failed") != NULL);
+  statfs_fails_on = tl_size - 1;
+  open_with(path, MPI_INFO_NULL, driver, why);
+  lmpio__os.fstatfs = lmpio__os_real.fstatfs;
+  statfs_fails_on = -1;
+  TL_CHECK(strcmp(driver, "caching") == 0);
+  if (tl_rank == tl_size - 1) TL_CHECK(strstr(why, "statfs failed") != NULL);
+  else if (strcmp(plain, "caching") != 0) TL_CHECK(strstr(why, "another rank's file system") != NULL);
+  tl_unlink(path);
+}
+
 /* ---- a simulated caching client ------------------------------------------
  * Each rank's "cache" is a copy of the file taken at its first read; reads
  * are served from it until fadvise(DONTNEED) drops it (for the pages it
@@ -412,6 +446,7 @@ static void t_removed_before_reopen(void) {
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("driver chosen by the file system's statfs type", t_statfs);
+  tl_run("driver when statfs fails: caching, on every rank if one rank's fails", t_statfs_fails);
   tl_run("driver chosen by a ROMIO prefix (nfs:, ufs:, lustre:, gpfs:, any case), before the hint", t_prefix);
   tl_run("driver forced by the hint lmpio_fs_driver; a bad value refused", t_hint);
   tl_run("caching: interleaved writes with holes go piece by piece under a lock that drops the cache, flushed before unlocking", t_caching_sieve);
