@@ -150,6 +150,40 @@ static void test_returns_before_transfer(void) {
   tl_unlink(path);
 }
 
+/* MPI_Waitall over a request still running and MPI_REQUEST_NULL (the
+ * standard lets a list of requests hold null handles): it waits, then
+ * gives the count, and the null's status is empty.  Not with MPICH: its
+ * MPI_Waitall aborts there on any generalized request without MPICH's own
+ * wait function ("generalized requests should already be finished", an
+ * assertion MPICH removed in 2025, after its releases); the README says
+ * so. */
+#ifndef MPICH_NUMVERSION
+static void test_waitall_with_null(void) {
+  char *path = tl_path("async-null");
+  lmpio_file fh = open_new(path);
+  enum { N = 256 };
+  int a[N], b[N];
+  fill(a, N, tl_rank + 5);
+  MPI_Request r[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  gate_close(fh->fd);
+  TL_OK(lmpio_file_iwrite_at(fh, (MPI_Offset)tl_rank * sizeof a, a, N, MPI_INT, &r[1]));
+  gate_await_writer(); /* pending when MPI_Waitall starts */
+  pthread_t opener;
+  TL_CHECK(pthread_create(&opener, NULL, open_later, NULL) == 0);
+  MPI_Status sts[3];
+  TL_OK(MPI_Waitall(3, r, sts));
+  pthread_join(opener, NULL);
+  TL_EQ(count_of(&sts[1], MPI_INT), N);
+  TL_EQ(sts[0].MPI_SOURCE, MPI_ANY_SOURCE); /* empty */
+  TL_CHECK(r[1] == MPI_REQUEST_NULL);
+  memset(b, 0, sizeof b);
+  TL_OK(lmpio_file_read_at(fh, (MPI_Offset)tl_rank * sizeof a, b, N, MPI_INT, MPI_STATUS_IGNORE));
+  TL_CHECK(same(a, b, N));
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+#endif
+
 /* Pointers move at initiation, by the whole request (reads past end of file
  * too); the next call may be issued at once. */
 static void test_pointers_at_initiation(void) {
@@ -456,7 +490,17 @@ static void test_background_errors(void) {
   MPI_Status sts[2];
   TL_EQ(MPI_Waitall(2, rs, sts), MPI_ERR_IN_STATUS);
   TL_EQ(sts[0].MPI_ERROR, MPI_SUCCESS);
-  TL_EQ(sts[1].MPI_ERROR, MPI_ERR_IO);
+  /* A status holds an error code, whose class MPI_Error_class gives; what
+   * code stands for a generalized request's failure is the library's: the
+   * standard passes the callbacks' codes back but leaves error codes to the
+   * implementation (MPI-4.0 9.4: only classes are fixed).  Open MPI gives
+   * the query function's MPI_ERR_IO; MPICH 4.0 its own code of class
+   * MPI_ERR_OTHER ("user request query function returned error code").
+   * The message is lmpio's on either. */
+  int cls = -1;
+  MPI_Error_class(sts[1].MPI_ERROR, &cls);
+  TL_CHECK(cls == MPI_ERR_IO || cls == MPI_ERR_OTHER);
+  TL_CHECK(strstr(lmpio_last_error_message(), "pwrite") != NULL);
   pthread_mutex_lock(&gate_mu);
   fail_ino = 0;
   pthread_mutex_unlock(&gate_mu);
@@ -820,10 +864,11 @@ static void test_lanes_exclude_each_other(void) {
     TL_OK(lmpio_file_set_view(fh, (MPI_Offset)(tl_rank * sizeof(int)), MPI_INT, interleaved, "native", info));
     for (int i = 0; i < 2 * N; i++) a[i] = round * 10000000 + i * tl_size + tl_rank;
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    TL_OK(lmpio_file_iwrite_at_all(fh, 0, a, tl_rank == 0 && tl_size > 1 ? N : 2 * N, MPI_INT, &r[0]));
-    if (tl_rank == 0 && tl_size > 1) TL_OK(lmpio_file_iwrite_at(fh, N, a + N, N, MPI_INT, &r[1]));
+    int split = tl_rank == 0 && tl_size > 1;
+    TL_OK(lmpio_file_iwrite_at_all(fh, 0, a, split ? N : 2 * N, MPI_INT, &r[0]));
+    if (split) TL_OK(lmpio_file_iwrite_at(fh, N, a + N, N, MPI_INT, &r[1]));
     MPI_Status sts[2];
-    TL_OK(MPI_Waitall(2, r, sts));
+    TL_OK(MPI_Waitall(split ? 2 : 1, r, sts)); /* no null handle: MPICH aborts (test_waitall_with_null) */
     TL_OK(lmpio_file_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
     TL_OK(lmpio_file_read_at(fh, 0, b, 2 * N * tl_size, MPI_INT, MPI_STATUS_IGNORE));
     TL_OK(lmpio_file_close(&fh));
@@ -1258,6 +1303,9 @@ int main(int argc, char **argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   lmpio__os.pwrite = x_pwrite;
   tl_run("the call returns before its transfer; MPI_Test, then MPI_Wait", test_returns_before_transfer);
+#ifndef MPICH_NUMVERSION
+  tl_run("MPI_Waitall over a running request and MPI_REQUEST_NULL", test_waitall_with_null);
+#endif
   tl_run("pointers move at initiation (independent and collective)", test_pointers_at_initiation);
   tl_run("iwrite_shared / iread_shared move the shared pointer at initiation", test_shared);
   tl_run("many outstanding requests on three handles: any order, Waitall, Testany", test_many_outstanding);

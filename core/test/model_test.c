@@ -233,12 +233,19 @@ static void test_overlap_read_only(void) {
 }
 
 /* Item 15, continued: a filetype whose data lies partly below its lower
- * bound (an explicit lower bound is sticky in a struct) does not overlap
- * itself, though its data spans more than its extent.  PnetCDF makes such
- * filetypes (its header bytes, then a resized record variable) for files
- * open for writing; ROMIO and OMPIO accept them.  Here: bytes 0-7 and a
- * resized pair of ints at 16 whose bounds, 16 and 24, are the filetype's,
- * so tile 1 starts at byte 8 (data 8-15 and 24-31). */
+ * bound does not overlap itself, though its data spans more than its
+ * extent.  PnetCDF makes such filetypes (its header bytes, then a resized
+ * record variable) for files open for writing; ROMIO and OMPIO accept them.
+ * Here: bytes 0-7 and a resized pair of ints at 16 whose bounds, 16 and 24,
+ * are the filetype's, so tile 1 starts at byte 8 (data 8-15 and 24-31).
+ * Whether a struct keeps its member's resized bounds is where the libraries
+ * part: the standard (MPI-4.0 5.1.6, 5.1.7) puts lb and ub markers in a resized
+ * type that "affect ... the construction of new derived datatypes", and a
+ * type map with markers has its bounds from them alone (Open MPI: lb 16,
+ * extent 8); MPICH holds resized bounds not sticky (lb 0, extent 24, its
+ * issues 2218 and 2220).  A view tiles by the library's extent, so where the
+ * struct does not keep them it is resized to them explicitly (the same
+ * type map, markers and all, under either reading). */
 static void test_data_below_lower_bound(void) {
   char *path = fresh("belowlb");
   lmpio_file fh;
@@ -250,8 +257,15 @@ static void test_data_below_lower_bound(void) {
   MPI_Aint dp[2] = {0, 16};
   MPI_Datatype ty[2] = {MPI_BYTE, rec};
   MPI_Type_create_struct(2, bl, dp, ty, &ft);
-  MPI_Type_commit(&ft);
   MPI_Aint lb = 0, ext = 0;
+  MPI_Type_get_extent(ft, &lb, &ext);
+  TL_CHECK((lb == 16 && ext == 8) || (lb == 0 && ext == 24)); /* the standard's, or MPICH's */
+  if (lb != 16) {
+    MPI_Datatype loose = ft;
+    MPI_Type_create_resized(loose, 16, 8, &ft);
+    MPI_Type_free(&loose);
+  }
+  MPI_Type_commit(&ft);
   MPI_Type_get_extent(ft, &lb, &ext);
   TL_EQ(lb, 16);
   TL_EQ(ext, 8);
