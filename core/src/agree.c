@@ -14,6 +14,7 @@
  * of a collective access, the sizes of an ordered one); above, an
  * MPI_Allreduce of a fixed vector (MAX, and SUM for its last values). */
 #include "ground.h"
+#include "calls.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -91,31 +92,36 @@ int lmpio__agree(MPI_Comm comm, int rc, long long same, const char *call) {
 
 /* ---- the first agreement: which call each rank is in ---------------------- */
 
-/* The collective calls on a file, by the names messages give them.  A
- * call's identity is its index + 1 (0: a rank standing in for a call that
- * failed in its binding before it began, lmpio_fail_next_collective, which
- * matches any).  Calls that differ only in how each rank finds its position
- * (an explicit offset or its own pointer) are one call for the matching:
- * a rank with nothing to do that joins with write_all(NULL, 0) while the
- * others call write_at_all, as PnetCDF does, is in the same call (OMPIO and
- * ROMIO complete both).  kin: the index of the call it matches as. */
+/* The collective calls on a file, by the names messages give them: made
+ * from the lists of calls (lmpio.h's LMPIO_CALLS, calls.h's
+ * LMPIO__CALLS_FILE), with close and read_records_ordered, which the lists
+ * do not hold.  A call's identity is its index + 1 (0: a rank standing in
+ * for a call that failed in its binding before it began,
+ * lmpio_fail_next_collective, which matches any).  Calls that differ only
+ * in how each rank finds its position (an explicit offset or its own
+ * pointer) are one call for the matching: a rank with nothing to do that
+ * joins with write_all(NULL, 0) while the others call write_at_all, as
+ * PnetCDF does, is in the same call (OMPIO and ROMIO complete both).  kin:
+ * for a data access call, its kind (collective or ordered, form,
+ * direction), which such calls share; -1 for the others (each its own). */
+enum { KIN_COLL = 0, KIN_ORDERED = 1, KIN_BLOCKING = 0, KIN_NONBLOCKING = 2, KIN_BEGIN = 4, KIN_READ = 0,
+       KIN_WRITE = 8, KINDS = 16 };
+#define ROW_INDEP(name, kin)
+#define ROW_COLL(name, kin) {#name, kin},
+#define ROW_ORDERED(name, kin) {#name, kin},
+#define DATA_ROW(name, pointer, coll, form, dir) ROW_##coll(name, KIN_##coll + KIN_##form + KIN_##dir)
+#define FILE_ROW(name, coll, ...) ROW_##coll(name, -1)
 static const struct {
   const char *name;
   int kin;
 } calls[] = {
-  {"close", 0}, {"set_view", 1}, {"set_size", 2}, {"preallocate", 3}, {"set_info", 4},
-  {"set_atomicity", 5}, {"sync", 6}, {"seek_shared", 7},
-  {"read_at_all", 8}, {"write_at_all", 9}, {"read_all", 8}, {"write_all", 9},
-  {"read_ordered", 12}, {"write_ordered", 13},
-  {"read_at_all_begin", 14}, {"write_at_all_begin", 15}, {"read_all_begin", 14}, {"write_all_begin", 15},
-  {"read_ordered_begin", 18}, {"write_ordered_begin", 19},
-  {"iread_at_all", 20}, {"iwrite_at_all", 21}, {"iread_all", 20}, {"iwrite_all", 21},
-  {"read_records_ordered", 24},
+  LMPIO_CALLS(DATA_ROW) LMPIO__CALLS_FILE(FILE_ROW, FILE_ROW) {"close", -1}, {"read_records_ordered", -1},
 };
 #define NCALLS ((long long)(sizeof calls / sizeof calls[0]))
-/* A word of the first agreement: (kin's identity * ID_SPAN + identity) << 1
- * | exiting.  Ranks match when their words agree above ID_SPAN; the call's
- * own identity is kept for the messages. */
+/* A word of the first agreement: (kin's class * ID_SPAN + identity) << 1
+ * | exiting, where the class is the identity of a call without kin and
+ * NCALLS + 1 + kin for one with.  Ranks match when their words agree above
+ * ID_SPAN; the call's own identity is kept for the messages. */
 #define ID_SPAN (1LL << 18)
 
 static long long identity_of(const char *call) {
@@ -123,8 +129,10 @@ static long long identity_of(const char *call) {
   size_t n = strlen(p);
   if (n > 2 && strcmp(p + n - 2, "_c") == 0) n -= 2; /* the large-count form is the same call */
   for (long long i = 0; i < NCALLS; i++)
-    if (strlen(calls[i].name) == n && strncmp(calls[i].name, p, n) == 0) return (calls[i].kin + 1) * ID_SPAN + i + 1;
-  long long other = NCALLS + 1 + lmpio__hash(p) % 100000; /* not in the table (a new entry): still told apart */
+    if (strlen(calls[i].name) == n && strncmp(calls[i].name, p, n) == 0)
+      return (calls[i].kin < 0 ? i + 1 : NCALLS + 1 + calls[i].kin) * ID_SPAN + i + 1;
+  /* not in the table (a new entry): still told apart */
+  long long other = NCALLS + 1 + KINDS + lmpio__hash(p) % 100000;
   return other * ID_SPAN + other;
 }
 

@@ -2,12 +2,12 @@
  * lmpio.h's lists (LMPIO_CALLS, LMPIO_CALLS_END: public, for bindings such
  * as the Lua module's descriptor table); the other calls on an open handle
  * are listed below.  The entries define the data access calls from these
- * lists (access.c, collective.c, shared.c, request.c), the drop-in wraps
+ * lists (access.c, collective.c, shared.c, request.c), the agreement makes
+ * its table of the collective ones from them (agree.c), the drop-in wraps
  * both lists (core/dropin/wrappers.c), and calls_test.c checks that each
  * call is lmpio.h's with the parameters the list gives it, that the
- * agreement knows exactly the collective ones (agree.c's table of
- * identities, the one other place that names them), and that each data
- * access call counts under its kind of the statistics.
+ * agreement knows exactly the collective ones, and that each data access
+ * call counts under its kind of the statistics.
  *
  * This header includes only lmpio.h (the drop-in includes it as well). */
 #ifndef LMPIO_CALLS_H

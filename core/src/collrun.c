@@ -747,7 +747,9 @@ int lmpio__coll_position(lmpio_file fh, MPI_Offset etpos, MPI_Offset *pos, const
 int lmpio__collective(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
                       MPI_Datatype type, int dir, MPI_Status *status, int pre_rc, const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
-  lmpio__pipe_enter(fh, call); /* a stream: the requests made before are served */
+  /* A stream: the requests made before are served (a regular file does
+   * not enter the stream's code at all). */
+  if (fh->drv->id == LMPIO__FS_STREAM) lmpio__pipe_enter(fh, call);
   int rc = lmpio__pending(pre_rc, call);
   /* The standard: no other collective access while a split collective is active. */
   if (rc == MPI_SUCCESS && fh->split.kind != LMPIO__SPLIT_NONE)

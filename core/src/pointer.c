@@ -1,5 +1,6 @@
-/* The shared file pointer's store (entries: shared.c; runs: run.c), and
- * the ordered collectives' positions.
+/* The shared file pointer's store (entries: shared.c), and the runs of
+ * the calls that move it: write_shared / read_shared and the ordered
+ * collectives (their positions, the pointer moved once, the transfer).
  *
  * The pointer, in etypes of the current view, is split in two:
  *
@@ -41,7 +42,7 @@
  * its part in parallel.  That single collective is all the synchronisation
  * the call needs (it returns after every rank started its access): argument
  * errors are agreed through it before any transfer; a second agreement
- * after the transfer (run.c's lmpio__ordered, on more than one rank) makes
+ * after the transfer (lmpio__ordered, on more than one rank) makes
  * a storage or conversion error of one rank the call's on every rank.
  * Above 64 ranks the agreement is an MPI_Allreduce
  * and an MPI_Exscan gives the positions (log(ranks) each).
@@ -519,6 +520,68 @@ int lmpio__ordered_reserve(lmpio_file fh, MPI_Count count, MPI_Datatype type, in
   st->base += total; /* the pointer moves once, by everything requested */
   return MPI_SUCCESS;
 }
+
+/* ---- the shared and ordered runs ------------------------------------------ */
+
+/* The transfer of the n > 0 etypes reserved at etype `at`: count items of
+ * type whose layout in the file is m (looked up once, by the reserve). */
+static int transfer_at(lmpio_file fh, MPI_Offset at, MPI_Offset n, void *buf, MPI_Count count, MPI_Datatype type,
+                       int dir, const lmpio__tm_node *m, MPI_Count *bytes, const char *call) {
+  lmpio__held h;
+  int rc = lmpio__transfer_hold(fh, at, n, dir, &h, call);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Offset fbytes = 0;
+  rc = lmpio__transfer_node(h.plan, h.pos, buf, count, type, fh->view.rep ? NULL : m, bytes, &fbytes, call);
+  lmpio__transfer_release(fh, &h, fbytes);
+  return rc;
+}
+
+/* write_shared / read_shared: the pointer reserved, then the transfer (a
+ * stream's through rank 0, stream.c). */
+int lmpio__shared_access(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                         MPI_Status *status, const char *call) {
+  MPI_Offset at, n;
+  MPI_Count bytes = 0;
+  if (fh != LMPIO_FILE_NULL && fh->drv->id == LMPIO__FS_STREAM) {
+    lmpio__shared_note_move(fh);
+    int rc = lmpio__pipe_shared(fh, buf, count, type, dir, &bytes, call);
+    lmpio__set_status(status, bytes);
+    return rc;
+  }
+  const lmpio__tm_node *m;
+  int rc = lmpio__shared_reserve(fh, count, type, dir, &at, &n, &m, call);
+  if (rc == MPI_SUCCESS && n > 0) {
+    rc = transfer_at(fh, at, n, buf, count, type, dir, m, &bytes, call);
+  }
+  if (m) lmpio__typemap_release(m);
+  lmpio__set_status(status, bytes);
+  return rc;
+}
+
+/* The ordered collectives: one prefix sum, the pointer moved once, then
+ * the transfers in parallel. */
+int lmpio__ordered(lmpio_file fh, void *buf, MPI_Count count, MPI_Datatype type, int dir,
+                   MPI_Count *bytes, int pre_rc, const char *call) {
+  *bytes = 0;
+  if (fh->drv->id == LMPIO__FS_STREAM) {
+    lmpio__shared_note_move(fh);
+    return lmpio__pipe_ordered(fh, buf, count, type, dir, bytes, pre_rc, call);
+  }
+  MPI_Offset at, n;
+  int agreed;
+  const lmpio__tm_node *m;
+  int rc = lmpio__ordered_reserve(fh, count, type, dir, pre_rc, &at, &n, &agreed, &m, call);
+  if (rc == MPI_SUCCESS && n > 0) rc = transfer_at(fh, at, n, buf, count, type, dir, m, bytes, call);
+  if (m) lmpio__typemap_release(m);
+  if (rc != MPI_SUCCESS && agreed) return rc;
+  if (fh->size == 1) return rc;
+  /* A collective call succeeds or fails on every rank alike (DESIGN.md), so
+   * the outcome of the transfers is agreed even though it costs a second
+   * collective: a storage or conversion error met by one rank fails the call
+   * everywhere. */
+  return lmpio__agree(fh->comm, rc, 0, call);
+}
+
 
 /* ---- seek_shared ---------------------------------------------------------- */
 

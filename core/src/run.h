@@ -1,6 +1,7 @@
 /* The run layer: the file handle, the argument prologue (prologue.c), the
  * runs shared by the entries and the background jobs (run.c, collrun.c),
- * the shared pointer's store (pointer.c) and the stream server (stream.c).
+ * the shared pointer's store with the shared and ordered runs (pointer.c)
+ * and the stream server (stream.c).
  * The entries (access, collective, shared, request, records, file)
  * include this header and define public functions only.  Below: path.h. */
 #ifndef LMPIO_RUN_H
@@ -120,6 +121,19 @@ int lmpio__count_etypes(lmpio_file fh, MPI_Count count, MPI_Datatype type, MPI_O
 /* Checks that n etypes from etype `offset` of view v have file offsets that
  * fit an MPI_Offset (MPI_ERR_COUNT, MPI_ERR_ARG); *pos: the data byte of offset. */
 int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MPI_Offset *pos, const char *call);
+/* The frame of one transfer of n > 0 etypes from etype `offset` of fh's
+ * view (the runs': run.c's, pointer.c's): _hold checks the range, holds fh
+ * and takes the plan to run (lmpio__plan_of); nothing is held when it
+ * fails.  _release lets both go and gives the whole etypes that fbytes
+ * (the file data bytes moved) filled. */
+typedef struct {
+  const lmpio__plan *plan; /* the handle's, or &own */
+  lmpio__plan own;
+  MPI_Offset pos;          /* the data byte where the transfer starts */
+} lmpio__held;
+int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
+                         const char *call);
+MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes);
 /* Moves count items of type between buf and the view at `offset` etypes
  * (plan, then the engine or the conversion driver).  *bytes: native data
  * bytes moved (short at end of file); *etypes: whole etypes they filled. */
@@ -151,7 +165,7 @@ static inline MPI_Offset lmpio__domain_alignment(const struct lmpio_file_s *fh) 
   return fh->hints.striping_unit > 0 ? fh->hints.striping_unit : fh->fs_block;
 }
 
-/* ---- shared: the pointer's store (pointer.c), the shared runs (run.c) -- */
+/* ---- shared: the pointer's store and the shared runs (pointer.c) ------ */
 
 /* Called by open on every rank once the file is open (collective). */
 int lmpio__shared_init(lmpio_file fh, MPI_Offset initial, const char *call);

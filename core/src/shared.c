@@ -1,6 +1,6 @@
 /* The shared file pointer's calls: write_shared / read_shared, the ordered
  * collectives, seek_shared and get_position_shared.  The pointer's store
- * is pointer.c's, the transfers run.c's. */
+ * and the runs of these calls are pointer.c's. */
 #include "run.h"
 #include "calls.h"
 
