@@ -552,7 +552,7 @@ static void first_line(const char *path, char *buf, size_t n) {
 /* The processors the cgroup at dir (under root) allows: cgroup v2's
  * cpu.max, or v1's cfs quota and period; 0 for no limit. */
 static long quota_at(const char *root, const char *dir, int v1) {
-  char path[4400], q[64], per[64], both[160];
+  char path[8400], q[64], per[64], both[160];
   if (!v1) {
     snprintf(path, sizeof path, "%s%s/cpu.max", root, dir);
     first_line(path, both, sizeof both);
@@ -567,11 +567,11 @@ static long quota_at(const char *root, const char *dir, int v1) {
   return lmpio__os_quota_cpus(both);
 }
 
-/* The smallest quota of this process's cgroup and its parents, or 0. */
-static long cgroup_cpus(void) {
-  char line[4096], dir[4096];
-  FILE *f = fopen("/proc/self/cgroup", "r");
+long lmpio__os_cgroup_cpus(const char *proc_cgroup, const char *root) {
+  char line[4096], dir[4096], v1root[4200];
+  FILE *f = fopen(proc_cgroup, "r");
   if (!f) return 0;
+  snprintf(v1root, sizeof v1root, "%s/cpu", root);
   long least = 0;
   while (fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = '\0';
@@ -588,7 +588,7 @@ static long cgroup_cpus(void) {
     }
     snprintf(dir, sizeof dir, "%s", at + 1);
     for (;;) { /* (up to the root: the smallest limit binds) */
-      long n = quota_at(v1 ? "/sys/fs/cgroup/cpu" : "/sys/fs/cgroup", strcmp(dir, "/") == 0 ? "" : dir, v1);
+      long n = quota_at(v1 ? v1root : root, strcmp(dir, "/") == 0 ? "" : dir, v1);
       if (n > 0 && (least == 0 || n < least)) least = n;
       char *slash = strrchr(dir, '/');
       if (!slash || strcmp(dir, "/") == 0) break;
@@ -600,18 +600,17 @@ static long cgroup_cpus(void) {
   return least;
 }
 
-/* Processors this process may use: online ones, of those its affinity
- * allows, within its container's quota (a 2-processor quota on a 64-processor
- * host is 2: there a long spin burns the quota and is throttled). */
+/* Processors the ranks of this machine may use: the online ones, within
+ * the container's quota (a 2-processor quota on a 64-processor host is 2:
+ * there a long spin burns the quota and is throttled).  Not this process's
+ * affinity: mpirun binds each rank to a core of its own, and the ranks
+ * together still have one each. */
 static long processors;
 static pthread_once_t processors_once = PTHREAD_ONCE_INIT;
 
 static void count_processors(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && (n <= 0 || CPU_COUNT(&set) < n))
-    n = CPU_COUNT(&set);
-  long q = cgroup_cpus();
+  long q = lmpio__os_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
   if (q > 0 && (n <= 0 || q < n)) n = q;
   processors = n;
 }

@@ -173,11 +173,15 @@ int lmpio__os_error(int e, const char *call, const char *what, const char *path)
  * the ranks that wait for each other on this machine (long when each has a
  * processor of its own, short when they share them). */
 unsigned lmpio__os_spin_turns(int ranks_here);
-/* Processors this process may run on (online, its affinity, its cgroup's
- * cpu.max quota), and the processors a cpu.max line ("quota period" or
- * "max period") allows: quota / period rounded up, 0 for no limit. */
+/* Processors the ranks of this machine may run on (online, within the
+ * cgroup's quota); the processors a cpu.max line ("quota period" or "max
+ * period") allows: quota / period rounded up, 0 for no limit; and the
+ * smallest quota of the cgroups that proc_cgroup (/proc/self/cgroup) names
+ * and their parents, under root (/sys/fs/cgroup: v2's cpu.max, v1's
+ * cpu/.../cpu.cfs_quota_us and cpu.cfs_period_us), 0 for none. */
 long lmpio__os_processors(void);
 long lmpio__os_quota_cpus(const char *cpu_max);
+long lmpio__os_cgroup_cpus(const char *proc_cgroup, const char *root);
 int lmpio__os_wait_round(unsigned *round, unsigned pauses);
 /* Sleeps until the 32-bit word at addr (in memory shared between processes
  * or not) no longer holds seen, a wake on addr, or timeout_us; spurious

@@ -10,6 +10,7 @@
 #include "internals.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <stdint.h>
 
@@ -474,7 +475,17 @@ static void test_many_small_calls(void) {
 }
 
 /* How long a wait spins depends on the processors the ranks have: those
- * online, the affinity's, a container's quota (cgroup cpu.max). */
+ * online, within a container's quota (cgroup cpu.max, or v1's cfs quota),
+ * read from a made-up cgroup tree here. */
+static void put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  TL_CHECK(f != NULL);
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
 static void test_processors(void) {
   TL_EQ(lmpio__os_quota_cpus("max 100000\n"), 0);
   TL_EQ(lmpio__os_quota_cpus("200000 100000\n"), 2);
@@ -483,11 +494,43 @@ static void test_processors(void) {
   TL_EQ(lmpio__os_quota_cpus("-1 100000"), 0); /* (cgroup v1: no quota) */
   TL_EQ(lmpio__os_quota_cpus(""), 0);
   TL_EQ(lmpio__os_quota_cpus("12 0"), 0);
+  char top[256], p[512];
+  snprintf(top, sizeof top, "/tmp/lmpio-cgroup-%d-%d", (int)getpid(), tl_rank);
+  const char *dirs[] = {"", "/a", "/a/b", "/cpu", "/cpu/job", "/cpu/job/step"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    snprintf(p, sizeof p, "%s%s", top, dirs[i]);
+    mkdir(p, 0700);
+  }
+  /* v2: the parent's 2 processors bind the child without a limit */
+  snprintf(p, sizeof p, "%s/a/cpu.max", top);
+  put(p, "200000 100000\n");
+  snprintf(p, sizeof p, "%s/a/b/cpu.max", top);
+  put(p, "max 100000\n");
+  snprintf(p, sizeof p, "%s/self", top);
+  put(p, "0::/a/b\n");
+  TL_EQ(lmpio__os_cgroup_cpus(p, top), 2);
+  put(p, "0::/\n");
+  TL_EQ(lmpio__os_cgroup_cpus(p, top), 0);
+  /* v1: the cpu controller's quota (3.5 processors: 4), other lines skipped */
+  snprintf(p, sizeof p, "%s/cpu/job/step/cpu.cfs_quota_us", top);
+  put(p, "350000\n");
+  snprintf(p, sizeof p, "%s/cpu/job/step/cpu.cfs_period_us", top);
+  put(p, "100000\n");
+  snprintf(p, sizeof p, "%s/self", top);
+  put(p, "4:memory:/job\n3:cpu,cpuacct:/job/step\n0::/\n");
+  TL_EQ(lmpio__os_cgroup_cpus(p, top), 4);
+  TL_EQ(lmpio__os_cgroup_cpus("/nonexistent/cgroup", top), 0);
   long n = lmpio__os_processors();
-  cpu_set_t set;
-  TL_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
-  TL_CHECK(n >= 1 && n <= sysconf(_SC_NPROCESSORS_ONLN) && n <= CPU_COUNT(&set));
+  TL_CHECK(n >= 1 && n <= sysconf(_SC_NPROCESSORS_ONLN));
   TL_EQ(lmpio__os_spin_turns((int)n + 1) < lmpio__os_spin_turns((int)n), 1);
+  /* ranks that mpirun bound to a core each (an affinity of one) still have
+   * a processor each: the long spin */
+  long q = lmpio__os_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
+  int own = tl_size <= sysconf(_SC_NPROCESSORS_ONLN) && (q == 0 || tl_size <= q);
+  TL_EQ(lmpio__os_spin_turns(tl_size) == lmpio__os_spin_turns(1), own);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+  TL_EQ(system(cmd), 0);
 }
 
 int main(int argc, char **argv) {
@@ -497,7 +540,7 @@ int main(int argc, char **argv) {
   int off = env && strcmp(env, "0") == 0;
   MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   probe_windows();
-  tl_run("exchange: a wait's spin follows the processors the ranks may use (affinity, cgroup quota)", test_processors);
+  tl_run("exchange: a wait's spin follows the processors the ranks may use (online, cgroup quota)", test_processors);
   tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
   tl_run("exchange: records ending in zeros, a different number on every rank, read back as zeros",
          test_exchange_trailing_zeros);
