@@ -144,10 +144,21 @@ void lmpio__engine_free(lmpio__engine *e) {
 /* ---- windows --------------------------------------------------------------- */
 
 /* One piece of len bytes at off, directly (staged in chunks when memory is
- * not contiguous). */
+ * not contiguous).  From contiguous memory, data accessed again goes
+ * through the handle's mapping of the file (filemap.c) when it can: two
+ * ranks each writing and reading back their own 128 KiB of a tmpfs file,
+ * meeting after each, took 16.9 us a step by pwrite and pread (the writes
+ * take turns on the inode's lock) and 6.3 through a mapping; on ext4 14.4
+ * and 6.3.  Not in atomic mode, whose locks pair with system calls. */
 static int direct_piece(const lmpio__plan *p, lmpio__engine *e, lmpio__stream *s, MPI_Offset off,
                         MPI_Offset len, int *eof, const char *call) {
   MPI_Offset got = 0;
+  if (s->contig && !p->atomic &&
+      lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,
+                          s->buf + s->done, len, off)) {
+    s->done += len;
+    return MPI_SUCCESS;
+  }
   if (s->contig) {
     int rc = io(p, p->dir, s->buf + s->done, len, off, &got, call);
     if (rc == MPI_SUCCESS) {
@@ -458,17 +469,10 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     /* One run of the file from one run of memory, with no lock to take (the
      * window the plan would make): one system call, no window built. */
     MPI_Count before = s->done;
-    MPI_Offset off = p->disp + p->ft->data_lb + pos;
-    int rc = MPI_SUCCESS;
-    if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,
-                            s->buf + s->done, total, off)) {
-      s->done += total;
-    } else {
-      int eof = 0;
-      lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
-      rc = direct_piece(p, &none, s, off, total, &eof, call);
-      lmpio__engine_free(&none);
-    }
+    int eof = 0;
+    lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
+    int rc = direct_piece(p, &none, s, p->disp + p->ft->data_lb + pos, total, &eof, call);
+    lmpio__engine_free(&none);
     if (gated) lmpio__gate_direct_end(p->gate);
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
     return rc;

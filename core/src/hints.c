@@ -41,11 +41,12 @@ static const hint_def table[] = {
     {"lmpio_conversion_buffer_size", F(conv_buffer_size), SIZE, 4194304, 0,
      "staging buffer of data conversions"},
     {"lmpio_map_reads", F(map_reads), MODE, LMPIO__HINT_AUTOMATIC, 0,
-     "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more, and contiguous ones of 256 KiB and less of data accessed twice before)"},
+     "reads copy their pieces out of a mapping of the file (local file systems; automatic: strided reads of 1 MiB and more, and contiguous ones, or a rank's whole runs of a view with holes, of data accessed twice before, in a file of up to 4 GiB)"},
     {"lmpio_map_writes", F(map_writes), MODE, LMPIO__HINT_AUTOMATIC, 0,
      "writes store their pieces into a mapping of the file (local file systems; automatic: strided writes of 1 MiB and more "
      "through the mapping the handle keeps of a file of up to 4 GiB open for reading too, or on tmpfs a mapping of each window, "
-     "and contiguous ones of 256 KiB and less inside the file of data accessed twice before; on a disk file system, even when "
+     "and contiguous ones, or a rank's whole runs of a view with holes, inside the file of data accessed twice before: on tmpfs "
+     "of any size in a file of up to 4 GiB, else of 256 KiB and less; on a disk file system, even when "
      "enabled, only below the size seen before a pwrite of the handle that has returned)"},
     {"lmpio_fs_driver", F(fs_driver), DRIVER, LMPIO__HINT_FS_AUTOMATIC, 0,
      "file-system driver (read at open; get_info gives the one in effect, lmpio_fs_driver_reason why)"},
