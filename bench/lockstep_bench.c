@@ -20,7 +20,10 @@
  * rank's block of the subarray is one run of the file: 131072);
  * LMPIO_LOCKSTEP_APPEND=1 with it writes step i's blocks after step i-1's,
  * extending a file that starts empty each repetition (its small pattern:
- * one int a rank a step, LMPIO_LOCKSTEP_BLOCK=4). */
+ * one int a rank a step, LMPIO_LOCKSTEP_BLOCK=4).  LMPIO_LOCKSTEP_MAP=1
+ * copies to and from a shared mapping of the file instead of pwrite and
+ * pread (not with APPEND: a store cannot extend the file); the mapping is
+ * made once, so its pages stay in place from repetition to repetition. */
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -71,6 +74,8 @@ int main(int argc, char **argv) {
   int rewrite = rw && atoi(rw) != 0;
   const char *ap = getenv("LMPIO_LOCKSTEP_APPEND");
   int append = rewrite && ap && atoi(ap) != 0;
+  const char *mp = getenv("LMPIO_LOCKSTEP_MAP");
+  int mapped = mp && atoi(mp) != 0 && !append;
   char path[4096];
   snprintf(path, sizeof path, "%s/lmpio_lockstep_bench.%d", dir, (int)getpid());
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -87,6 +92,12 @@ int main(int argc, char **argv) {
       perror("pwrite");
       return 1;
     }
+  size_t span = (size_t)((rewrite ? 2 : steps * 2) * BLOCK);
+  char *map = mapped ? mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+  if (map == MAP_FAILED) {
+    perror("mmap");
+    return 1;
+  }
   pid_t child = fork();
   me = child == 0;
   char *buf = malloc((size_t)BLOCK);
@@ -105,13 +116,17 @@ int main(int argc, char **argv) {
       for (long i = 0; i < steps; i++) {
         double a = now();
         if (rewrite) {
-          if (pwrite(fd, buf, (size_t)BLOCK, (off_t)((append ? 2 * i : 0) + me) * BLOCK) != BLOCK) {
+          off_t at = (off_t)((append ? 2 * i : 0) + me) * BLOCK;
+          if (map) memcpy(map + at, buf, (size_t)BLOCK);
+          else if (pwrite(fd, buf, (size_t)BLOCK, at) != BLOCK) {
             perror("pwrite");
             return 1;
           }
           if (lockstep) meet(++step);
         }
-        if (pread(fd, buf, (size_t)BLOCK, (off_t)((rewrite && !append ? 0 : 2 * i) + me) * BLOCK) != BLOCK) {
+        off_t at = (off_t)((rewrite && !append ? 0 : 2 * i) + me) * BLOCK;
+        if (map) memcpy(buf, map + at, (size_t)BLOCK);
+        else if (pread(fd, buf, (size_t)BLOCK, at) != BLOCK) {
           perror("pread");
           return 1;
         }
@@ -138,6 +153,7 @@ int main(int argc, char **argv) {
       meet(++step);
     }
   }
+  if (map) munmap(map, span);
   if (child) {
     waitpid(child, NULL, 0);
     unlink(path);
