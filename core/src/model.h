@@ -36,6 +36,7 @@ struct lmpio__tm_node {
   MPI_Count nitems;           /* predefined items (typemap entries) */
   int full_depth;             /* frames a leaf cursor needs */
   MPI_Aint lb, extent;        /* as MPI defines them (markers, resized) */
+  int marked;                 /* bounds set by a resized type inside: they hold in types made from this one */
   MPI_Aint data_lb, data_ub;  /* bounds of the data bytes (0, 0 if none) */
   int monotone;               /* data in nondecreasing, non-overlapping order */
   int nondecreasing;          /* displacements never decrease (data may overlap) */

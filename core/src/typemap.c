@@ -318,15 +318,30 @@ int lmpio__type_is_named(MPI_Datatype t) {
   return comb == MPI_COMBINER_NAMED;
 }
 
-/* Widens [*lo, *hi) by blen elements of a child (lb, extent) from disp. */
-static void block_bounds(MPI_Aint *lo, MPI_Aint *hi, int *any, MPI_Aint disp, MPI_Count blen,
-                         MPI_Aint lb, MPI_Aint ext) {
-  if (blen <= 0) return;
-  MPI_Aint a = sat((__int128)disp + lb), b = sat((__int128)disp + lb + (__int128)(blen - 1) * ext);
-  MPI_Aint l = a < b ? a : b, h = sat((__int128)(a < b ? b : a) + ext);
+/* The bounds of a type being built: those of its data, and those its
+ * children's resized bounds set.  MPI's markers are sticky: when a child
+ * has them, the type's bounds are theirs alone (a struct of a resized int,
+ * lb 0 and extent 16, at 0 and a double at 100 has extent 16, not 108). */
+typedef struct {
+  MPI_Aint lo, hi;   /* of the unmarked children */
+  MPI_Aint mlo, mhi; /* of the marked ones */
+  int any, marked;
+} bounds;
+
+static void widen(MPI_Aint *lo, MPI_Aint *hi, int *any, MPI_Aint l, MPI_Aint h) {
   if (!*any || l < *lo) *lo = l;
   if (!*any || h > *hi) *hi = h;
   *any = 1;
+}
+
+/* Widens b by blen elements of child kid (its extent ext in this
+ * representation) from disp. */
+static void block_bounds(bounds *b, MPI_Aint disp, MPI_Count blen, const lmpio__tm_node *kid, MPI_Aint ext) {
+  if (blen <= 0) return;
+  MPI_Aint x = sat((__int128)disp + kid->lb), y = sat((__int128)disp + kid->lb + (__int128)(blen - 1) * ext);
+  MPI_Aint l = x < y ? x : y, h = sat((__int128)(x < y ? y : x) + ext);
+  if (kid->marked) widen(&b->mlo, &b->mhi, &b->marked, l, h);
+  else widen(&b->lo, &b->hi, &b->any, l, h);
 }
 
 /* Decodes a derived type.  With a file representation (rep), the extents of
@@ -360,22 +375,19 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
 
   const lmpio__tm_node *old = kids[0];
   MPI_Aint ext = exts[0];
-  MPI_Aint lo = 0, hi = 0;
-  int any = 0;
+  bounds b = {0, 0, 0, 0, 0, 0};
   switch (comb) {
   case MPI_COMBINER_DUP:
     rc = add_run(n, 0, 1, ext, old, MPI_DATATYPE_NULL, 0);
-    block_bounds(&lo, &hi, &any, 0, 1, old->lb, ext);
+    block_bounds(&b, 0, 1, old, ext);
     break;
   case MPI_COMBINER_RESIZED: /* explicit bounds, in bytes, in every representation */
     rc = add_run(n, 0, 1, ext, old, MPI_DATATYPE_NULL, 0);
-    lo = addrs[0];
-    hi = addrs[0] + addrs[1];
-    any = 1;
+    widen(&b.mlo, &b.mhi, &b.marked, addrs[0], sat((__int128)addrs[0] + addrs[1]));
     break;
   case MPI_COMBINER_CONTIGUOUS:
     rc = add_run(n, 0, ints[0], ext, old, MPI_DATATYPE_NULL, 0);
-    block_bounds(&lo, &hi, &any, 0, ints[0], old->lb, ext);
+    block_bounds(&b, 0, ints[0], old, ext);
     break;
   case MPI_COMBINER_VECTOR:
   case MPI_COMBINER_HVECTOR: {
@@ -387,8 +399,8 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
       lmpio__typemap_release(block);
     }
     if (ints[0] > 0) {
-      block_bounds(&lo, &hi, &any, 0, ints[1], old->lb, ext);
-      block_bounds(&lo, &hi, &any, sat((__int128)(ints[0] - 1) * stride), ints[1], old->lb, ext);
+      block_bounds(&b, 0, ints[1], old, ext);
+      block_bounds(&b, sat((__int128)(ints[0] - 1) * stride), ints[1], old, ext);
     }
     break;
   }
@@ -397,7 +409,7 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       MPI_Aint d = comb == MPI_COMBINER_INDEXED ? sat((__int128)ints[1 + ints[0] + i] * ext) : addrs[i];
       rc = add_run(n, d, ints[1 + i], ext, old, MPI_DATATYPE_NULL, 0);
-      block_bounds(&lo, &hi, &any, d, ints[1 + i], old->lb, ext);
+      block_bounds(&b, d, ints[1 + i], old, ext);
     }
     break;
   case MPI_COMBINER_INDEXED_BLOCK:
@@ -405,32 +417,31 @@ static int decode_derived(MPI_Datatype t, const lmpio__datarep *rep, int comb, i
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       MPI_Aint d = comb == MPI_COMBINER_INDEXED_BLOCK ? sat((__int128)ints[2 + i] * ext) : addrs[i];
       rc = add_run(n, d, ints[1], ext, old, MPI_DATATYPE_NULL, 0);
-      block_bounds(&lo, &hi, &any, d, ints[1], old->lb, ext);
+      block_bounds(&b, d, ints[1], old, ext);
     }
     break;
   case MPI_COMBINER_STRUCT:
     for (int i = 0; i < ints[0] && rc == MPI_SUCCESS; i++) {
       rc = add_run(n, addrs[i], ints[1 + i], exts[i], kids[i], MPI_DATATYPE_NULL, 0);
-      block_bounds(&lo, &hi, &any, addrs[i], ints[1 + i], kids[i]->lb, exts[i]);
+      block_bounds(&b, addrs[i], ints[1 + i], kids[i], exts[i]);
     }
     break;
   case MPI_COMBINER_SUBARRAY:
-  case MPI_COMBINER_DARRAY: { /* lb 0, extent: the whole array */
+  case MPI_COMBINER_DARRAY: { /* lb 0, extent: the whole array (the standard makes it with a resize) */
     int nd_ = comb == MPI_COMBINER_SUBARRAY ? ints[0] : ints[2];
     const int *g = comb == MPI_COMBINER_SUBARRAY ? ints + 1 : ints + 3;
     rc = comb == MPI_COMBINER_SUBARRAY ? decode_subarray(ints, old, ext, n) : decode_darray(ints, old, ext, n);
     MPI_Aint all = ext;
     for (int d = 0; d < nd_; d++) all *= g[d];
-    lo = 0;
-    hi = all;
-    any = 1;
+    widen(&b.mlo, &b.mhi, &b.marked, 0, all);
     break;
   }
   default:
     rc = MPI_ERR_TYPE;
   }
-  *lbp = lo;
-  *ubp = hi;
+  n->marked = b.marked;
+  *lbp = b.marked ? b.mlo : b.lo;
+  *ubp = b.marked ? b.mhi : b.hi;
 out:
   if (kids)
     for (int i = 0; i < nd; i++) lmpio__typemap_release(kids[i]);
