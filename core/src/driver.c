@@ -271,6 +271,11 @@ static const struct {
     {0x9123683E, "btrfs", LMPIO__FS_LOCAL},      {0x01021994, "tmpfs", LMPIO__FS_LOCAL},
     {(long)0x858458f6, "ramfs", LMPIO__FS_LOCAL}, {0x2fc12fc1, "zfs", LMPIO__FS_LOCAL},
     {(long)0xF2F52010, "f2fs", LMPIO__FS_LOCAL},  {0x794c7630, "overlayfs", LMPIO__FS_LOCAL},
+    {(long)0xCA451A4E, "bcachefs", LMPIO__FS_LOCAL}, {0x3153464a, "jfs", LMPIO__FS_LOCAL},
+    {0x52654973, "reiserfs", LMPIO__FS_LOCAL},    {0x3434, "nilfs2", LMPIO__FS_LOCAL},
+    {0x2011BAB0, "exfat", LMPIO__FS_LOCAL},       {0x4d44, "vfat/msdos", LMPIO__FS_LOCAL},
+    {0x7366746e, "ntfs3", LMPIO__FS_LOCAL},       {(long)0xE0F5E1E2, "erofs", LMPIO__FS_LOCAL},
+    {0x73717368, "squashfs", LMPIO__FS_LOCAL},    {0x9660, "iso9660", LMPIO__FS_LOCAL},
     {0x0BD00BD0, "Lustre", LMPIO__FS_COHERENT},  {0x47504653, "GPFS", LMPIO__FS_COHERENT},
     {0x19830326, "BeeGFS", LMPIO__FS_COHERENT},  {0x00c36400, "CephFS", LMPIO__FS_COHERENT},
     {0x20030528, "PVFS2/OrangeFS", LMPIO__FS_COHERENT}, {(long)0xAAD7AAEA, "PanFS", LMPIO__FS_COHERENT},
@@ -281,8 +286,9 @@ static const struct {
     {0x73757245, "Coda", LMPIO__FS_CACHING},     {0x65735546, "FUSE", LMPIO__FS_CACHING},
 };
 
-int lmpio__driver_of_fd(int fd, char *why, size_t n) {
+int lmpio__driver_of_fd(int fd, char *why, size_t n, int *known) {
   long magic = 0;
+  *known = 1;
   char type[256];
   if (lmpio__os_fs_type(fd, &magic, type, sizeof type) < 0) {
     /* Nothing is known of the file system: take the driver that is right
@@ -304,7 +310,7 @@ int lmpio__driver_of_fd(int fd, char *why, size_t n) {
                type[0] ? ", mounted as " : "", type);
     return types[i].id;
   }
-  snprintf(why, n, "statfs type 0x%lx (%s) is not known: taken as local (hint lmpio_fs_driver=caching if its clients cache)",
-           (unsigned long)magic, type[0] ? type : "unnamed");
+  *known = 0;
+  snprintf(why, n, "statfs type 0x%lx (%s) is not known", (unsigned long)magic, type[0] ? type : "unnamed");
   return LMPIO__FS_LOCAL;
 }

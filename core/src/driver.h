@@ -88,7 +88,10 @@ const lmpio__driver *lmpio__driver_by_id(int id);
  * *id: the driver the prefix names, or -1 when there is none. */
 const char *lmpio__driver_prefix(const char *name, int *id, char *why, size_t n);
 /* The driver of an open descriptor by its file system (statfs type, and the
- * FUSE subtype from /proc/self/mountinfo); why: the reason, for get_info. */
-int lmpio__driver_of_fd(int fd, char *why, size_t n);
+ * FUSE subtype from /proc/self/mountinfo); why: the reason, for get_info.
+ * *known: 0 when the type is not in lmpio's table (then LMPIO__FS_LOCAL,
+ * which open keeps only when every rank runs under one kernel, and says so
+ * after why). */
+int lmpio__driver_of_fd(int fd, char *why, size_t n, int *known);
 
 #endif

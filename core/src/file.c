@@ -126,7 +126,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
    * (below, once the file is open).  A prefix comes first: an info from
    * get_info, passed on, names the driver of another file. */
   char why[256] = "";
-  int drv_id = -1;
+  int drv_id = -1, fs_known = 1;
   const char *path = rc == MPI_SUCCESS ? lmpio__driver_prefix(filename, &drv_id, why, sizeof why) : "";
   if (drv_id < 0 && hints.fs_driver != LMPIO__HINT_FS_AUTOMATIC) {
     drv_id = hints.fs_driver - 1;
@@ -216,7 +216,7 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
       drv_id = LMPIO__FS_STREAM;
       snprintf(why, sizeof why, "a pipe, FIFO, socket, terminal or standard stream");
     } else if (drv_id < 0) {
-      drv_id = lmpio__driver_of_fd(fd, why, sizeof why);
+      drv_id = lmpio__driver_of_fd(fd, why, sizeof why, &fs_known);
     }
     fh->drv = lmpio__driver_by_id(drv_id);
     snprintf(fh->drv_why, sizeof fh->drv_why, "%s", why);
@@ -246,6 +246,16 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     rc = lmpio__nodes_find(fh->comm, &fh->nodes, call);
     if (rc == MPI_SUCCESS) lmpio__nodes_keep(comm, &fh->nodes);
   }
+  if (rc == MPI_SUCCESS && !fs_known) {
+    /* A file system lmpio does not know: local under one kernel; on several
+     * nodes its clients may cache, and the local driver would be wrong. */
+    size_t len = strlen(why);
+    if (fh->nodes.nnodes > 1) fh->drv = lmpio__driver_by_id(LMPIO__FS_CACHING);
+    snprintf(why + len, sizeof why - len, fh->nodes.nnodes > 1 ? ": the ranks run on several nodes, so caching "
+             "(right on every file system; hint lmpio_fs_driver=coherent if its clients keep no stale pages)"
+             : ": every rank runs under one kernel, so local (hint lmpio_fs_driver=caching if its clients cache)");
+    snprintf(fh->drv_why, sizeof fh->drv_why, "%s", why);
+  }
   if (rc == MPI_SUCCESS) {
     int agg[LMPIO__MAX_AGGREGATORS], n = 0;
     long long max[2] = {fh->drv->id, fh->drv->block && fd >= 0 ? fh->drv->block(fd) : 0};
@@ -256,6 +266,10 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (max[0] != fh->drv->id) {
       fh->drv = lmpio__driver_by_id((int)max[0]);
       snprintf(fh->drv_why, sizeof fh->drv_why, "another rank's file system (this rank's: %.200s)", why);
+    }
+    if (!fh->drv->map_reads) { /* (made for the driver this rank chose alone) */
+      lmpio__filemap_free(fh->map);
+      fh->map = NULL;
     }
     fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }

@@ -128,6 +128,59 @@ static void t_statfs_fails(void) {
   tl_unlink(path);
 }
 
+/* A file system whose statfs type lmpio does not know: local when every
+ * rank runs under one kernel (its page cache is then the file), caching
+ * when the ranks run on several nodes (its clients may cache, and the
+ * local driver would be wrong: nothing known is assumed).  On pretended
+ * nodes the handle has no mapping of the file either; data written by
+ * one rank is read by the other.  (Seen failing: local on two nodes.) */
+static int unknown_fstatfs(int fd, struct statfs *st) {
+  int rc = lmpio__os_real.fstatfs(fd, st);
+  if (rc == 0) st->f_type = 0x4c4d5046; /* no file system's */
+  return rc;
+}
+
+static void unknown_case(int two_nodes) {
+  char spec[4096] = "";
+  for (int r = 0; r < tl_size; r++) strcat(spec, r == 0 ? "a" : r < (tl_size + 1) / 2 ? ",a" : ",b");
+  if (two_nodes) setenv("LMPIO_TEST_NODES", spec, 1);
+  MPI_Comm comm; /* (a communicator of its own: nodes are kept per communicator) */
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  lmpio__os.fstatfs = unknown_fstatfs;
+  char *path = tl_path("unknownfs");
+  lmpio_file fh;
+  TL_OK(lmpio_file_open(comm, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh));
+  lmpio__os.fstatfs = lmpio__os_real.fstatfs;
+  unsetenv("LMPIO_TEST_NODES");
+  if (fh != LMPIO_FILE_NULL) {
+    char driver[64], why[512];
+    info_value(fh, "lmpio_fs_driver", driver, sizeof driver);
+    info_value(fh, "lmpio_fs_driver_reason", why, sizeof why);
+    int several = two_nodes && tl_size > 1;
+    TL_CHECK(strcmp(driver, several ? "caching" : "local") == 0);
+    TL_CHECK(strstr(why, "0x4c4d5046") != NULL && strstr(why, "is not known") != NULL);
+    TL_CHECK(strstr(why, several ? "several nodes" : "one kernel") != NULL);
+    if (several) TL_CHECK(fh->map == NULL);
+    int mine[64], theirs[64], peer = (tl_rank + 1) % tl_size;
+    for (int i = 0; i < 64; i++) mine[i] = tl_rank * 1000 + i;
+    MPI_Status st;
+    TL_OK(lmpio_file_write_at_all(fh, (MPI_Offset)tl_rank * sizeof mine, mine, 64, MPI_INT, &st));
+    TL_OK(lmpio_file_sync(fh));
+    MPI_Barrier(comm);
+    TL_OK(lmpio_file_sync(fh));
+    TL_OK(lmpio_file_read_at_all(fh, (MPI_Offset)peer * sizeof theirs, theirs, 64, MPI_INT, &st));
+    for (int i = 0; i < 64; i++) TL_EQ(theirs[i], peer * 1000 + i);
+    TL_OK(lmpio_file_close(&fh));
+  }
+  MPI_Comm_free(&comm);
+  tl_unlink(path);
+}
+
+static void t_unknown(void) {
+  unknown_case(0);
+  unknown_case(1);
+}
+
 /* ---- a simulated caching client ------------------------------------------
  * Each rank's "cache" is a copy of the file taken at its first read; reads
  * are served from it until fadvise(DONTNEED) drops it (for the pages it
@@ -447,6 +500,7 @@ int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("driver chosen by the file system's statfs type", t_statfs);
   tl_run("driver when statfs fails: caching, on every rank if one rank's fails", t_statfs_fails);
+  tl_run("a file system of a type not known: local under one kernel, caching on several nodes", t_unknown);
   tl_run("driver chosen by a ROMIO prefix (nfs:, ufs:, lustre:, gpfs:, any case), before the hint", t_prefix);
   tl_run("driver forced by the hint lmpio_fs_driver; a bad value refused", t_hint);
   tl_run("caching: interleaved writes with holes go piece by piece under a lock that drops the cache, flushed before unlocking", t_caching_sieve);
