@@ -276,6 +276,13 @@ static const struct {
     {0x2011BAB0, "exfat", LMPIO__FS_LOCAL},       {0x4d44, "vfat/msdos", LMPIO__FS_LOCAL},
     {0x7366746e, "ntfs3", LMPIO__FS_LOCAL},       {(long)0xE0F5E1E2, "erofs", LMPIO__FS_LOCAL},
     {0x73717368, "squashfs", LMPIO__FS_LOCAL},    {0x9660, "iso9660", LMPIO__FS_LOCAL},
+    /* the kernel's own files: each rank sees its own kernel's */
+    {0x9fa0, "proc", LMPIO__FS_LOCAL},            {0x62656572, "sysfs", LMPIO__FS_LOCAL},
+    {0x64626720, "debugfs", LMPIO__FS_LOCAL},     {0x74726163, "tracefs", LMPIO__FS_LOCAL},
+    {0x1cd1, "devpts", LMPIO__FS_LOCAL},          {0x27e0eb, "cgroup", LMPIO__FS_LOCAL},
+    {0x63677270, "cgroup2", LMPIO__FS_LOCAL},     {(long)0x958458f6, "hugetlbfs", LMPIO__FS_LOCAL},
+    {0x62656570, "configfs", LMPIO__FS_LOCAL},    {0x73636673, "securityfs", LMPIO__FS_LOCAL},
+    {(long)0xCAFE4A11, "bpf", LMPIO__FS_LOCAL},   {(long)0xde5e81e4, "efivarfs", LMPIO__FS_LOCAL},
     {0x0BD00BD0, "Lustre", LMPIO__FS_COHERENT},  {0x47504653, "GPFS", LMPIO__FS_COHERENT},
     {0x19830326, "BeeGFS", LMPIO__FS_COHERENT},  {0x00c36400, "CephFS", LMPIO__FS_COHERENT},
     {0x20030528, "PVFS2/OrangeFS", LMPIO__FS_COHERENT}, {(long)0xAAD7AAEA, "PanFS", LMPIO__FS_COHERENT},
