@@ -35,8 +35,10 @@ typedef struct dropin_eh {
   void (*fn)(void); /* DROPIN_EH_C / DROPIN_EH_FORTRAN */
 } dropin_eh;
 
+/* (a cache line each: handles.c keeps them in arrays, and threads using
+ * different files do not share lines) */
 typedef struct dropin_file {
-  unsigned magic;
+  _Alignas(64) int state; /* handles.c: free, taken (being opened or closed), open */
   lmpio_file fh;
   MPI_Fint fint; /* its Fortran integer (MPI_File_c2f) */
   dropin_eh eh;  /* holds a reference to eh.handle */
@@ -48,9 +50,11 @@ typedef struct dropin_file {
 dropin_file *dropin__file_get(MPI_File file);
 /* The drop-in file of an open lmpio handle, or NULL. */
 dropin_file *dropin__file_of(const struct lmpio_file_s *fh);
-/* A new handle for an open lmpio file (errhandler copied from
- * MPI_FILE_NULL's); NULL when out of memory. */
-dropin_file *dropin__file_new(lmpio_file fh);
+/* A new handle, for a file being opened into its fh (errhandler copied
+ * from MPI_FILE_NULL's); NULL when out of memory.  It is no open file's
+ * (dropin__file_get does not find it) until dropin__file_publish. */
+dropin_file *dropin__file_new(void);
+void dropin__file_publish(dropin_file *f);
 void dropin__file_free(dropin_file *f);
 /* The MPI_File of f (NULL: MPI_FILE_NULL): its address. */
 static inline MPI_File dropin__file_handle(dropin_file *f) { return f ? (MPI_File)f : MPI_FILE_NULL; }
