@@ -70,7 +70,10 @@ int dropin__eh_assign(dropin_eh *dst, MPI_Errhandler eh);
 void dropin__eh_release(dropin_eh *eh);
 /* The end of every call: rc as it came from lmpio; when it is an error,
  * the error handler of f (NULL: MPI_FILE_NULL) acts on it first. */
-int dropin__return(dropin_file *f, int rc, const char *call);
+int dropin__fail(dropin_file *f, int rc, const char *call);
+static inline int dropin__return(dropin_file *f, int rc, const char *call) {
+  return rc == MPI_SUCCESS ? rc : dropin__fail(f, rc, call); /* (inline: no call on success) */
+}
 /* An error the drop-in found itself (a bad handle, an argument): recorded
  * as the detailed message of the call, then as dropin__return. */
 int dropin__error(dropin_file *f, int cls, const char *call, const char *message);
