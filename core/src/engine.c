@@ -105,14 +105,17 @@ static int io(const lmpio__plan *p, int dir, void *mem, MPI_Offset len, MPI_Offs
               const char *call) {
   unsigned gen = 0;
   MPI_Offset seen = dir == LMPIO__WRITE ? lmpio__filemap_seen(p->map, &gen) : 0;
-  long long t0 = lmpio__stats_io_now();
+  /* (timed on a handle whose calls are: two clock reads, about 30 ns of a
+   * 0.4 us 4 KiB pread) */
+  long long t0 = lmpio__stats_start(p->stats);
   long long n = dir == LMPIO__READ ? p->drv->pread(p->fd, mem, len, off) : p->drv->pwrite(p->fd, mem, len, off);
+  long long *v = lmpio__stats_counters(p->stats);
   if (t0)
-    lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
-                   lmpio__stats_now() - t0);
-  lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_READS : LMPIO__S_POSIX_WRITES, 1);
+    lmpio__stats_bump(v, dir == LMPIO__READ ? LMPIO__S_POSIX_READ_TIME : LMPIO__S_POSIX_WRITE_TIME,
+                      lmpio__stats_now() - t0);
+  lmpio__stats_bump(v, dir == LMPIO__READ ? LMPIO__S_POSIX_READS : LMPIO__S_POSIX_WRITES, 1);
   if (n > 0)
-    lmpio__stats_add(p->stats, dir == LMPIO__READ ? LMPIO__S_POSIX_BYTES_READ : LMPIO__S_POSIX_BYTES_WRITTEN, n);
+    lmpio__stats_bump(v, dir == LMPIO__READ ? LMPIO__S_POSIX_BYTES_READ : LMPIO__S_POSIX_BYTES_WRITTEN, n);
   if (n < 0 && errno == ESTALE)
     return lmpio__err(MPI_ERR_IO, call,
                       "pread of \"%s\" at offset %lld came back short of the size the file server gives, twice: "
