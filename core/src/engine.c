@@ -466,11 +466,10 @@ int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, co
     if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,
                             s->buf + s->done, total, off)) {
       s->done += total;
-    } else {
-      int eof = 0;
-      lmpio__engine none = {NULL, 0}; /* (a contiguous stream needs no stage) */
-      rc = direct_piece(p, &none, s, off, total, &eof, call);
-      lmpio__engine_free(&none);
+    } else { /* (direct_piece's contiguous case: no stage, end of file is the count) */
+      MPI_Offset got = 0;
+      rc = io(p, p->dir, s->buf + s->done, total, off, &got, call);
+      if (rc == MPI_SUCCESS) s->done += got;
     }
     if (gated) lmpio__gate_direct_end(p->gate);
     lmpio__stats_path(p->stats, p->aggregator ? LMPIO__P_AGGREGATOR : LMPIO__P_DIRECT, p->dir, s->done - before);
