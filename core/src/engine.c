@@ -11,20 +11,10 @@
 
 /* ---- the memory stream -------------------------------------------------- */
 
-int lmpio__stream_init(lmpio__stream *s, void *buf, const lmpio__tm_node *m, MPI_Count count) {
-  /* Field by field: the cursor (half a KiB) is only used, and set, when
-   * memory is not contiguous. */
-  s->buf = buf;
-  s->m = m;
-  s->done = 0;
-  s->total = count * m->size;
-  s->contig = s->total == 0 || (m->contiguous && (count == 1 || m->size == m->extent));
-  if (!s->contig && lmpio__cursor_init(&s->mc, m, m->extent) != MPI_SUCCESS) {
-    s->contig = 1;
-    return MPI_ERR_NO_MEM;
-  }
-  if (s->contig) s->buf = (char *)buf + (s->total ? m->data_lb : 0);
-  return MPI_SUCCESS;
+int lmpio__stream_cursor(lmpio__stream *s) {
+  if (lmpio__cursor_init(&s->mc, s->m, s->m->extent) == MPI_SUCCESS) return MPI_SUCCESS;
+  s->contig = 1;
+  return MPI_ERR_NO_MEM;
 }
 
 void lmpio__stream_bytes(lmpio__stream *s, void *buf, MPI_Count n) {
@@ -34,8 +24,8 @@ void lmpio__stream_bytes(lmpio__stream *s, void *buf, MPI_Count n) {
   s->total = n;
 }
 
-void lmpio__stream_free(lmpio__stream *s) {
-  if (!s->contig) lmpio__cursor_free(&s->mc);
+void lmpio__stream_uncursor(lmpio__stream *s) {
+  lmpio__cursor_free(&s->mc);
   s->contig = 1;
 }
 

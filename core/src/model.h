@@ -58,7 +58,12 @@ int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
 /* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
  * extent function fails, MPI_ERR_TYPE when rep has no such type). */
 int lmpio__typemap_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
-void lmpio__typemap_release(const lmpio__tm_node *node);
+/* (inline: most calls name a predefined type, whose node is permanent,
+ * refs < 0, and releasing it does nothing) */
+void lmpio__typemap_drop(const lmpio__tm_node *node);
+static inline void lmpio__typemap_release(const lmpio__tm_node *node) {
+  if (node && node->refs >= 0) lmpio__typemap_drop(node);
+}
 void lmpio__typemap_retain(const lmpio__tm_node *node);
 /* Data bytes of one instance of a monotone node at offsets below x. */
 MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x);
