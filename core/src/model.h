@@ -161,8 +161,18 @@ void lmpio__view_free(lmpio__view *v);
 int lmpio__view_get(const lmpio__view *v, MPI_Offset *disp, MPI_Datatype *etype,
                     MPI_Datatype *filetype, char *datarep, const char *call);
 /* Absolute byte offset of data byte pos of the view, or MPI_ERR_ARG when it
- * does not fit in an MPI_Offset. */
-int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call);
+ * does not fit in an MPI_Offset.  (Every data access call checks its range
+ * with it: a contiguous view's, which is pos moved by the displacements,
+ * is inline; view.c does the rest.) */
+int lmpio__view_byte_tiled(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call);
+static inline int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call) {
+  MPI_Offset at;
+  if (v->contiguous && lmpio__add_ok(pos, v->ft->data_lb, &at) && lmpio__add_ok(at, v->disp, &at)) {
+    *byte = at;
+    return MPI_SUCCESS;
+  }
+  return lmpio__view_byte_tiled(v, pos, byte, call);
+}
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 

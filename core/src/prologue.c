@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
-                        const char *call) {
+int lmpio__check_access_refused(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (count < 0) return lmpio__err(MPI_ERR_COUNT, call, "negative count %lld", (long long)count);
   if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");

@@ -106,9 +106,18 @@ static inline const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir
 /* Which file pointer a data access call uses. */
 enum { LMPIO__EXPLICIT, LMPIO__INDIVIDUAL, LMPIO__SHARED };
 
-/* Checks the arguments common to every data access call. */
-int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
-                        const char *call);
+/* Checks the arguments common to every data access call: inline, one test
+ * each; the error, when there is one, is _refused's (prologue.c). */
+int lmpio__check_access_refused(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                const char *call);
+static inline int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                      const char *call) {
+  int forbids = (dir == LMPIO__WRITE ? MPI_MODE_RDONLY : MPI_MODE_WRONLY) |
+                (pointer != LMPIO__SHARED ? MPI_MODE_SEQUENTIAL : 0);
+  if (fh != LMPIO_FILE_NULL && count >= 0 && type != MPI_DATATYPE_NULL && !(fh->amode & forbids))
+    return MPI_SUCCESS;
+  return lmpio__check_access_refused(fh, count, type, dir, pointer, call);
+}
 /* The same for items whose layout in the file is m (looked up once). */
 int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
 /* Number of etypes that count items of type make in the view, or an error;
