@@ -79,8 +79,11 @@ static inline void lmpio__stats_add(lmpio__stats *st, int i, long long n) {
   lmpio__stats_bump(lmpio__stats_counters(st), i, n);
 }
 /* Data bytes of direction dir (LMPIO__READ/WRITE) that took path. */
+static inline void lmpio__stats_bump_path(long long *v, int path, int dir, long long n) {
+  lmpio__stats_bump(v, LMPIO__S_PATH + path * 2 + dir, n);
+}
 static inline void lmpio__stats_path(lmpio__stats *st, int path, int dir, long long n) {
-  lmpio__stats_add(st, LMPIO__S_PATH + path * 2 + dir, n);
+  lmpio__stats_bump_path(lmpio__stats_counters(st), path, dir, n);
 }
 /* One call of kind and dir that started at t0 (lmpio__stats_now, when st
  * is timed). */
