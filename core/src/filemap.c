@@ -188,14 +188,15 @@ static int again(lmpio__filemap *m, MPI_Offset off) {
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off) {
   if (!m || len <= 0 || len > SMALL_MAX || off < 0 || off > INT64_MAX - len) return 0;
   int write = dir == LMPIO__WRITE;
+  /* (an access that makes its system call still counts: a block written by
+   * pwrite and read twice is read through the mapping the second time) */
+  int hot = again(m, off);
+  if (!hot && mode != LMPIO__HINT_ENABLE) return 0;
   /* A program that replaced the system call (a test failing it on purpose)
    * wants every access to make it. */
   int use = mode != LMPIO__HINT_DISABLE && (!write || m->writable) &&
             (write ? lmpio__os.pwrite == lmpio__os_real.pwrite : lmpio__os.pread == lmpio__os_real.pread);
-  /* (an access that makes its system call still counts: a block written by
-   * pwrite and read twice is read through the mapping the second time) */
-  int hot = again(m, off);
-  if (!use || !(hot || mode == LMPIO__HINT_ENABLE)) return 0; /* (the lock only for the mapping) */
+  if (!use) return 0; /* (the lock only for the mapping) */
   int done = 0;
   take(m);
   if ((m->base || (!m->failed && map(m))) && off + len <= bound(m, dir)) {
