@@ -24,7 +24,8 @@ int lmpio__check_access_refused(lmpio_file fh, MPI_Count count, MPI_Datatype typ
   return MPI_SUCCESS;
 }
 
-int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call) {
+int lmpio__etypes_counted(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n,
+                          const char *call) {
   MPI_Count total;
   if (__builtin_mul_overflow(count, m->size, &total))
     return lmpio__err(MPI_ERR_COUNT, call, "count %lld of a %lld-byte datatype overflows a 64-bit size",
@@ -90,11 +91,6 @@ int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir
   return MPI_SUCCESS;
 }
 
-MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes) {
-  if (h->plan == &h->own) lmpio__plan_free(&h->own);
-  lmpio__release(fh);
-  return fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
-}
 
 /* ---- plans of the handle --------------------------------------------------- */
 

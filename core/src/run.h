@@ -118,8 +118,19 @@ static inline int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Dataty
     return MPI_SUCCESS;
   return lmpio__check_access_refused(fh, count, type, dir, pointer, call);
 }
-/* The same for items whose layout in the file is m (looked up once). */
-int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
+/* The etypes that count items whose layout in the file is m (looked up
+ * once) make in the view, or an error: inline for the default etype
+ * (MPI_BYTE, no division), _counted (prologue.c) for the rest and the
+ * errors. */
+int lmpio__etypes_counted(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
+static inline int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n,
+                                   const char *call) {
+  MPI_Count total;
+  if (fh->view.esize != 1 || __builtin_mul_overflow(count, m->size, &total) || (total > 0 && fh->view.empty))
+    return lmpio__etypes_counted(fh, count, m, n, call);
+  *n = total;
+  return MPI_SUCCESS;
+}
 /* Number of etypes that count items of type make in the view, or an error;
  * _held also gives the type's layout in the file (held: NULL, or where it
  * goes, which the caller releases; NULL on failure). */
@@ -142,7 +153,6 @@ typedef struct {
 } lmpio__held;
 int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
                          const char *call);
-MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes);
 /* Moves count items of type between buf and the view at `offset` etypes
  * (plan, then the engine or the conversion driver).  *bytes: native data
  * bytes moved (short at end of file); *etypes: whole etypes they filled. */
@@ -168,6 +178,12 @@ static inline void lmpio__hold_all(lmpio_file fh) {
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
+/* (lmpio__transfer_release, above: inline, as it follows every transfer) */
+static inline MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes) {
+  if (h->plan == &h->own) lmpio__plan_free(&h->own);
+  lmpio__release(fh);
+  return fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
+}
 /* The alignment of two-phase file domains: the hint striping_unit, else
  * the file system's block size. */
 static inline MPI_Offset lmpio__domain_alignment(const struct lmpio_file_s *fh) {
