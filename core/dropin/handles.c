@@ -96,7 +96,7 @@ dropin_file *dropin__file_of(const struct lmpio_file_s *fh) {
   pthread_mutex_lock(&lock);
   for (int k = 0; k < arenas && !f; k++)
     for (size_t j = 0; j < ((size_t)FIRST << k) && !f; j++)
-      if (__atomic_load_n(&arena[k][j].state, __ATOMIC_RELAXED) == SLOT_OPEN && arena[k][j].fh == fh) f = &arena[k][j];
+      if (__atomic_load_n(&arena[k][j].state, __ATOMIC_ACQUIRE) == SLOT_OPEN && arena[k][j].fh == fh) f = &arena[k][j];
   pthread_mutex_unlock(&lock);
   return f;
 }
@@ -123,8 +123,8 @@ void dropin__file_free(dropin_file *f) {
   /* (not ours from here on: a call that finds the slot free fails) */
   __atomic_store_n(&f->state, SLOT_TAKEN, __ATOMIC_RELEASE);
   dropin__eh_release(&f->eh);
-  f->fh = LMPIO_FILE_NULL;
   pthread_mutex_lock(&lock);
+  f->fh = LMPIO_FILE_NULL; /* (under the lock: dropin__file_of reads it there) */
   __atomic_store_n(&f->state, SLOT_FREE, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&lock);
 }
