@@ -153,11 +153,6 @@ typedef struct {
 } lmpio__held;
 int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
                          const char *call);
-/* Moves count items of type between buf and the view at `offset` etypes
- * (plan, then the engine or the conversion driver).  *bytes: native data
- * bytes moved (short at end of file); *etypes: whole etypes they filled. */
-int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
-                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
 /* The blocking independent calls (explicit offset, or the individual pointer
  * when use_fp, which advances it). */
 int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
