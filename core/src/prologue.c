@@ -1,9 +1,9 @@
 /* The argument prologue of the data access calls: the checks every entry
  * makes (handle, access mode, pointer), the etypes a count makes in the
- * view, the range it covers, and the status; the handle held around one
- * transfer (the runs' frame: run.c's independent one, pointer.c's shared and
- * ordered ones); and the plans made of a handle (a snapshot: the plan never
- * sees the handle).  Nothing here moves data. */
+ * view, the range it covers, and the status (their common cases inline in
+ * run.h, as is the handle held around one transfer, the runs' frame); and
+ * the plans made of a handle (a snapshot: the plan never sees the handle).
+ * Nothing here moves data. */
 #include "run.h"
 
 #include <string.h>
@@ -79,18 +79,6 @@ int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MP
   if (n > 0) return lmpio__view_byte(v, end - 1, &last, call);
   return MPI_SUCCESS;
 }
-
-/* ---- one transfer on the handle ------------------------------------------ */
-
-int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
-                         const char *call) {
-  int rc = lmpio__check_range(&fh->view, offset, n, &h->pos, call);
-  if (rc != MPI_SUCCESS) return rc;
-  lmpio__hold(fh);
-  h->plan = lmpio__plan_of(fh, dir, &h->own);
-  return MPI_SUCCESS;
-}
-
 
 /* ---- plans of the handle --------------------------------------------------- */
 

@@ -151,8 +151,6 @@ typedef struct {
   lmpio__plan own;
   MPI_Offset pos;          /* the data byte where the transfer starts */
 } lmpio__held;
-int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
-                         const char *call);
 /* The blocking independent calls (explicit offset, or the individual pointer
  * when use_fp, which advances it). */
 int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
@@ -173,7 +171,15 @@ static inline void lmpio__hold_all(lmpio_file fh) {
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
-/* (lmpio__transfer_release, above: inline, as it follows every transfer) */
+/* (lmpio__transfer_hold and _release, above: inline, as they frame every transfer) */
+static inline int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
+                                       const char *call) {
+  int rc = lmpio__check_range(&fh->view, offset, n, &h->pos, call);
+  if (rc != MPI_SUCCESS) return rc;
+  lmpio__hold(fh);
+  h->plan = lmpio__plan_of(fh, dir, &h->own);
+  return MPI_SUCCESS;
+}
 static inline MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes) {
   if (h->plan == &h->own) lmpio__plan_free(&h->own);
   lmpio__release(fh);
