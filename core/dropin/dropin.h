@@ -18,6 +18,7 @@
 #define LMPIO_DROPIN_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include "lmpio.h"
 
 /* What a file's error handler is: the MPI handle the program sees, and how
@@ -45,9 +46,35 @@ typedef struct dropin_file {
 } dropin_file;
 
 /* handles.c */
+/* Its arenas of handles, read by dropin__file_get: arena[k] holds
+ * DROPIN_FIRST << k slots, made when the ones before are full and never
+ * freed; made counts them (an atomic load and store: read without
+ * handles.c's lock, after the arena it counts is set). */
+#define DROPIN_FIRST 16
+#define DROPIN_ARENAS 24 /* at most DROPIN_FIRST * (2^24 - 1) files open at once */
+enum { DROPIN_SLOT_FREE, DROPIN_SLOT_TAKEN, DROPIN_SLOT_OPEN };
+typedef struct {
+  dropin_file *arena[DROPIN_ARENAS];
+  int made;
+} dropin_arenas;
+extern dropin_arenas dropin__handles;
 /* The drop-in file behind an MPI_File, or NULL for MPI_FILE_NULL and for
- * anything that is not a handle the drop-in handed out. */
-dropin_file *dropin__file_get(MPI_File file);
+ * anything that is not a handle the drop-in handed out: ours when it
+ * points at the start of a slot of an arena (nothing outside the arenas
+ * is read) and the slot is open.  Inline: every call checks its handle. */
+static inline dropin_file *dropin__file_get(MPI_File file) {
+  uintptr_t a = (uintptr_t)(void *)file;
+  int n = __atomic_load_n(&dropin__handles.made, __ATOMIC_ACQUIRE);
+  for (int k = 0; k < n; k++) {
+    uintptr_t at = a - (uintptr_t)dropin__handles.arena[k];
+    if (at < (sizeof(dropin_file) * DROPIN_FIRST << k)) {
+      if (at % sizeof(dropin_file)) return NULL;
+      dropin_file *f = &dropin__handles.arena[k][at / sizeof(dropin_file)];
+      return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE) == DROPIN_SLOT_OPEN ? f : NULL;
+    }
+  }
+  return NULL; /* (MPI_FILE_NULL too) */
+}
 /* The drop-in file of an open lmpio handle, or NULL. */
 dropin_file *dropin__file_of(const struct lmpio_file_s *fh);
 /* A new handle, for a file being opened into its fh (errhandler copied
