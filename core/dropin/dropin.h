@@ -18,6 +18,7 @@
 #define LMPIO_DROPIN_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include "lmpio.h"
 
 /* What a file's error handler is: the MPI handle the program sees, and how
@@ -35,22 +36,52 @@ typedef struct dropin_eh {
   void (*fn)(void); /* DROPIN_EH_C / DROPIN_EH_FORTRAN */
 } dropin_eh;
 
+/* (a cache line each: handles.c keeps them in arrays, and threads using
+ * different files do not share lines) */
 typedef struct dropin_file {
-  unsigned magic;
+  _Alignas(64) int state; /* handles.c: free, taken (being opened or closed), open */
   lmpio_file fh;
   MPI_Fint fint; /* its Fortran integer (MPI_File_c2f) */
   dropin_eh eh;  /* holds a reference to eh.handle */
 } dropin_file;
 
 /* handles.c */
+/* Its arenas of handles, read by dropin__file_get: arena[k] holds
+ * DROPIN_FIRST << k slots, made when the ones before are full and never
+ * freed; made counts them (an atomic load and store: read without
+ * handles.c's lock, after the arena it counts is set). */
+#define DROPIN_FIRST 16
+#define DROPIN_ARENAS 24 /* at most DROPIN_FIRST * (2^24 - 1) files open at once */
+enum { DROPIN_SLOT_FREE, DROPIN_SLOT_TAKEN, DROPIN_SLOT_OPEN };
+typedef struct {
+  dropin_file *arena[DROPIN_ARENAS];
+  int made;
+} dropin_arenas;
+extern dropin_arenas dropin__handles;
 /* The drop-in file behind an MPI_File, or NULL for MPI_FILE_NULL and for
- * anything that is not a handle the drop-in handed out. */
-dropin_file *dropin__file_get(MPI_File file);
+ * anything that is not a handle the drop-in handed out: ours when it
+ * points at the start of a slot of an arena (nothing outside the arenas
+ * is read) and the slot is open.  Inline: every call checks its handle. */
+static inline dropin_file *dropin__file_get(MPI_File file) {
+  uintptr_t a = (uintptr_t)(void *)file;
+  int n = __atomic_load_n(&dropin__handles.made, __ATOMIC_ACQUIRE);
+  for (int k = 0; k < n; k++) {
+    uintptr_t at = a - (uintptr_t)dropin__handles.arena[k];
+    if (at < (sizeof(dropin_file) * DROPIN_FIRST << k)) {
+      if (at % sizeof(dropin_file)) return NULL;
+      dropin_file *f = &dropin__handles.arena[k][at / sizeof(dropin_file)];
+      return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE) == DROPIN_SLOT_OPEN ? f : NULL;
+    }
+  }
+  return NULL; /* (MPI_FILE_NULL too) */
+}
 /* The drop-in file of an open lmpio handle, or NULL. */
 dropin_file *dropin__file_of(const struct lmpio_file_s *fh);
-/* A new handle for an open lmpio file (errhandler copied from
- * MPI_FILE_NULL's); NULL when out of memory. */
-dropin_file *dropin__file_new(lmpio_file fh);
+/* A new handle, for a file being opened into its fh (errhandler copied
+ * from MPI_FILE_NULL's); NULL when out of memory.  It is no open file's
+ * (dropin__file_get does not find it) until dropin__file_publish. */
+dropin_file *dropin__file_new(void);
+void dropin__file_publish(dropin_file *f);
 void dropin__file_free(dropin_file *f);
 /* The MPI_File of f (NULL: MPI_FILE_NULL): its address. */
 static inline MPI_File dropin__file_handle(dropin_file *f) { return f ? (MPI_File)f : MPI_FILE_NULL; }
@@ -66,7 +97,10 @@ int dropin__eh_assign(dropin_eh *dst, MPI_Errhandler eh);
 void dropin__eh_release(dropin_eh *eh);
 /* The end of every call: rc as it came from lmpio; when it is an error,
  * the error handler of f (NULL: MPI_FILE_NULL) acts on it first. */
-int dropin__return(dropin_file *f, int rc, const char *call);
+int dropin__fail(dropin_file *f, int rc, const char *call);
+static inline int dropin__return(dropin_file *f, int rc, const char *call) {
+  return rc == MPI_SUCCESS ? rc : dropin__fail(f, rc, call); /* (inline: no call on success) */
+}
 /* An error the drop-in found itself (a bad handle, an argument): recorded
  * as the detailed message of the call, then as dropin__return. */
 int dropin__error(dropin_file *f, int cls, const char *call, const char *message);

@@ -197,8 +197,8 @@ static void invoke(dropin_eh eh, dropin_file *f, int rc, const char *call, const
   }
 }
 
-int dropin__return(dropin_file *f, int rc, const char *call) {
-  if (rc != MPI_SUCCESS) invoke(*dropin__eh_of(f), f, rc, call, lmpio_last_error_message());
+int dropin__fail(dropin_file *f, int rc, const char *call) {
+  invoke(*dropin__eh_of(f), f, rc, call, lmpio_last_error_message());
   return rc;
 }
 

@@ -40,13 +40,14 @@ EXPORT int PMPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_In
   lmpio_set_hint_warnings(0);
   /* The handle first: its allocation failing on one rank fails the open
    * on every rank (lmpio agrees on it) instead of leaving the others open. */
-  dropin_file *f = dropin__file_new(LMPIO_FILE_NULL);
+  dropin_file *f = dropin__file_new();
   if (!f) lmpio_fail_next_collective(MPI_ERR_NO_MEM, "out of memory for the file handle");
   int rc = lmpio_file_open(comm, filename, amode, info, f ? &f->fh : &(lmpio_file){LMPIO_FILE_NULL});
   if (rc != MPI_SUCCESS) {
     dropin__file_free(f);
     return dropin__return(NULL, rc, call);
   }
+  dropin__file_publish(f);
   *fh = (MPI_File)f;
   return MPI_SUCCESS;
 }

@@ -246,7 +246,7 @@ static void wait_lane(lmpio__worker *w) {
   pthread_mutex_unlock(&w->mu);
 }
 
-void lmpio__async_wait_independent(lmpio__workers *ws) { wait_lane(ws->lane[LMPIO__LANE_INDEPENDENT]); }
+void lmpio__async_wait_lane(lmpio__workers *ws, int lane) { wait_lane(ws->lane[lane]); }
 
 void lmpio__async_wait(lmpio__workers *ws) {
   wait_lane(ws->lane[LMPIO__LANE_INDEPENDENT]);

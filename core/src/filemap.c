@@ -79,8 +79,21 @@ struct lmpio__filemap {
   int in_memory;      /* tmpfs or ramfs: no settling needed */
   int failed;         /* the file cannot be mapped: never again */
   int wrote;          /* written through since the last modification-time stamp */
-  struct { MPI_Offset page; unsigned count; } seen[SEEN]; /* pages accesses began on, lately */
+  /* A size a system call saw up to this changes nothing (base ? known :
+   * the largest offset), for lmpio__filemap_saw to look at without the
+   * lock: it moves with base and known (note), and a saw it skips on a
+   * stale value only leaves known lower, which is always safe. */
+  MPI_Offset quiet;
+  /* Pages accesses began on, lately: counted without the lock (relaxed
+   * atomics), as threads racing on an entry only miscount, which moves an
+   * access between the mapping and the system call, both right. */
+  struct { MPI_Offset page; unsigned count; } seen[SEEN];
 };
+
+/* base or known changed (with the lock held). */
+static void note(lmpio__filemap *m) {
+  __atomic_store_n(&m->quiet, m->base ? m->known : INT64_MAX, __ATOMIC_RELAXED);
+}
 
 lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
   lmpio__filemap *m = calloc(1, sizeof *m);
@@ -99,6 +112,7 @@ lmpio__filemap *lmpio__filemap_new(int fd, int writable, int in_memory) {
   m->fd = fd;
   m->writable = writable;
   m->in_memory = in_memory;
+  m->quiet = INT64_MAX;
   for (int i = 0; i < SEEN; i++) m->seen[i].page = -1;
   return m;
 }
@@ -112,6 +126,7 @@ static void unmap(lmpio__filemap *m) {
   m->base = NULL;
   m->len = 0;
   m->known = 0;
+  note(m);
 }
 
 void lmpio__filemap_forget(lmpio__filemap *m) {
@@ -150,6 +165,7 @@ static int map(lmpio__filemap *m) {
   }
   m->len = (size_t)want;
   m->known = size;
+  note(m);
   return 1;
 }
 
@@ -170,29 +186,31 @@ static void copy_run(void *arg) {
 static int again(lmpio__filemap *m, MPI_Offset off) {
   MPI_Offset page = off >> 12;
   unsigned i = (unsigned)(((unsigned long long)page * 0x9E3779B97F4A7C15ULL) >> 55) & (SEEN - 1);
-  if (m->seen[i].page != page) {
-    m->seen[i].page = page;
-    m->seen[i].count = 0;
-  }
-  if (m->seen[i].count < SEEN_MAPPED) m->seen[i].count++;
-  return m->seen[i].count >= SEEN_MAPPED;
+  unsigned count = 0;
+  if (__atomic_load_n(&m->seen[i].page, __ATOMIC_RELAXED) != page)
+    __atomic_store_n(&m->seen[i].page, page, __ATOMIC_RELAXED);
+  else
+    count = __atomic_load_n(&m->seen[i].count, __ATOMIC_RELAXED);
+  if (count < SEEN_MAPPED) __atomic_store_n(&m->seen[i].count, ++count, __ATOMIC_RELAXED);
+  return count >= SEEN_MAPPED;
 }
 
 int lmpio__filemap_copy(lmpio__filemap *m, int dir, int mode, void *mem, MPI_Offset len, MPI_Offset off) {
   if (!m || len <= 0 || off < 0 || off > INT64_MAX - len) return 0;
   int write = dir == LMPIO__WRITE;
+  /* (an access that makes its system call still counts: a block written by
+   * pwrite and read twice is read through the mapping the second time) */
+  int hot = again(m, off);
+  if (!hot && mode != LMPIO__HINT_ENABLE) return 0;
   /* A program that replaced the system call (a test failing it on purpose)
    * wants every access to make it. */
   int use = mode != LMPIO__HINT_DISABLE && (!write || m->writable) &&
             (write ? lmpio__os.pwrite == lmpio__os_real.pwrite : lmpio__os.pread == lmpio__os_real.pread) &&
             (len <= SMALL_MAX || ((!write || m->in_memory) && off + len <= HOLD_MAX));
-  take(m);
-  /* (an access that makes its system call still counts: a block written by
-   * pwrite and read twice is read through the mapping the second time) */
-  int hot = again(m, off);
+  if (!use) return 0; /* (the lock only for the mapping) */
   int done = 0;
-  if (use && (hot || mode == LMPIO__HINT_ENABLE) && (m->base || (!m->failed && map(m))) &&
-      off + len <= bound(m, dir)) {
+  take(m);
+  if ((m->base || (!m->failed && map(m))) && off + len <= bound(m, dir)) {
     copy_args c = {mem, m->base + off, (size_t)len, dir};
     done = lmpio__os_guarded(copy_run, &c) == 0;
     if (!done) { /* cut short under the mapping, or an I/O error: the system calls tell which, from now on */
@@ -222,6 +240,7 @@ char *lmpio__filemap_hold(lmpio__filemap *m, int dir, MPI_Offset lo, MPI_Offset 
   take(m);
   if (m->base && size > m->known) {
     m->known = size;
+    note(m);
     if ((size_t)size > m->len) unmap(m); /* made again, larger, below */
   }
   if ((m->base || (!m->failed && map(m))) && hi <= bound(m, dir)) return m->base + lo;
@@ -276,19 +295,21 @@ int lmpio__filemap_may_store(lmpio__filemap *m, MPI_Offset end) {
 static void saw(lmpio__filemap *m, MPI_Offset end) {
   if (m->base && end > m->known) {
     m->known = end;
+    note(m);
     if ((size_t)end > m->len) unmap(m); /* made again, larger, at the next access */
   }
 }
 
 void lmpio__filemap_saw(lmpio__filemap *m, MPI_Offset end) {
-  if (!m) return;
+  if (!m || end <= __atomic_load_n(&m->quiet, __ATOMIC_RELAXED)) return;
   take(m);
   saw(m, end);
   give(m);
 }
 
 void lmpio__filemap_wrote(lmpio__filemap *m, unsigned gen, MPI_Offset seen, MPI_Offset end) {
-  if (!m) return;
+  /* (in memory nothing is settled: only what saw does, skipped as there) */
+  if (!m || (m->in_memory && end <= __atomic_load_n(&m->quiet, __ATOMIC_RELAXED))) return;
   take(m);
   saw(m, end);
   MPI_Offset now = seen > end ? seen : end;

@@ -251,7 +251,11 @@ void lmpio__async_release(lmpio__job *job);
 /* Until every job of the handle has run; _independent: every job of that lane
  * (which never waits for other ranks). */
 void lmpio__async_wait(lmpio__workers *ws);
-void lmpio__async_wait_independent(lmpio__workers *ws);
+void lmpio__async_wait_lane(lmpio__workers *ws, int lane);
+static inline void lmpio__async_wait_independent(lmpio__workers *ws) {
+  /* (inline: every blocking call waits, and most handles have no worker) */
+  if (ws->lane[LMPIO__LANE_INDEPENDENT]) lmpio__async_wait_lane(ws, LMPIO__LANE_INDEPENDENT);
+}
 /* Waits, then gives the workers back (close; collective when some
  * collective job ran). */
 void lmpio__async_close(lmpio__workers *ws);

@@ -59,7 +59,12 @@ int lmpio__typemap_get_rep(MPI_Datatype type, const lmpio__datarep *rep,
 /* File extent of a predefined type in rep (MPI_ERR_CONVERSION when the
  * extent function fails, MPI_ERR_TYPE when rep has no such type). */
 int lmpio__typemap_extent(const lmpio__datarep *rep, MPI_Datatype basic, MPI_Aint *ext);
-void lmpio__typemap_release(const lmpio__tm_node *node);
+/* (inline: most calls name a predefined type, whose node is permanent,
+ * refs < 0, and releasing it does nothing) */
+void lmpio__typemap_drop(const lmpio__tm_node *node);
+static inline void lmpio__typemap_release(const lmpio__tm_node *node) {
+  if (node && node->refs >= 0) lmpio__typemap_drop(node);
+}
 void lmpio__typemap_retain(const lmpio__tm_node *node);
 /* Data bytes of one instance of a monotone node at offsets below x. */
 MPI_Count lmpio__typemap_bytes_before(const lmpio__tm_node *n, MPI_Aint x);
@@ -157,8 +162,18 @@ void lmpio__view_free(lmpio__view *v);
 int lmpio__view_get(const lmpio__view *v, MPI_Offset *disp, MPI_Datatype *etype,
                     MPI_Datatype *filetype, char *datarep, const char *call);
 /* Absolute byte offset of data byte pos of the view, or MPI_ERR_ARG when it
- * does not fit in an MPI_Offset. */
-int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call);
+ * does not fit in an MPI_Offset.  (Every data access call checks its range
+ * with it: a contiguous view's, which is pos moved by the displacements,
+ * is inline; view.c does the rest.) */
+int lmpio__view_byte_tiled(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call);
+static inline int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call) {
+  MPI_Offset at;
+  if (v->contiguous && lmpio__add_ok(pos, v->ft->data_lb, &at) && lmpio__add_ok(at, v->disp, &at)) {
+    *byte = at;
+    return MPI_SUCCESS;
+  }
+  return lmpio__view_byte_tiled(v, pos, byte, call);
+}
 /* Data bytes of the view that lie before absolute byte offset x. */
 MPI_Offset lmpio__view_data_before(const lmpio__view *v, MPI_Offset x);
 

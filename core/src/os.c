@@ -240,9 +240,8 @@ static int range_ok(MPI_Offset len, MPI_Offset off) {
   return 1;
 }
 
-long long lmpio__os_pread_all(int fd, void *buf, MPI_Offset len, MPI_Offset off) {
-  if (!range_ok(len, off)) return -1;
-  MPI_Offset done = 0;
+/* The loop of lmpio__os_pread_all, from byte done on. */
+static long long pread_from(int fd, void *buf, MPI_Offset len, MPI_Offset off, MPI_Offset done) {
   while (done < len) {
     size_t want = (size_t)(len - done);
     if (want > ((size_t)1 << 30)) want = (size_t)1 << 30; /* Linux moves at most ~2 GiB per call */
@@ -257,9 +256,20 @@ long long lmpio__os_pread_all(int fd, void *buf, MPI_Offset len, MPI_Offset off)
   return (long long)done;
 }
 
-long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offset off) {
+long long lmpio__os_pread_all(int fd, void *buf, MPI_Offset len, MPI_Offset off) {
   if (!range_ok(len, off)) return -1;
-  MPI_Offset done = 0;
+  /* The usual case first, one call that reads it all (or finds the end of
+   * the file, or fails), without the loop's frame. */
+  if (len > 0 && len <= ((MPI_Offset)1 << 30)) {
+    ssize_t n = lmpio__os.pread(fd, buf, (size_t)len, (off_t)off);
+    if (n == len || n == 0 || (n < 0 && errno != EINTR)) return n;
+    return pread_from(fd, buf, len, off, n > 0 ? n : 0);
+  }
+  return pread_from(fd, buf, len, off, 0);
+}
+
+/* The loop of lmpio__os_pwrite_all, from byte done on. */
+static long long pwrite_from(int fd, const void *buf, MPI_Offset len, MPI_Offset off, MPI_Offset done) {
   while (done < len) {
     size_t want = (size_t)(len - done);
     if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
@@ -275,6 +285,21 @@ long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offs
     done += n;
   }
   return (long long)done;
+}
+
+long long lmpio__os_pwrite_all(int fd, const void *buf, MPI_Offset len, MPI_Offset off) {
+  if (!range_ok(len, off)) return -1;
+  /* (as lmpio__os_pread_all) */
+  if (len > 0 && len <= ((MPI_Offset)1 << 30)) {
+    ssize_t n = lmpio__os.pwrite(fd, buf, (size_t)len, (off_t)off);
+    if (n == len || (n < 0 && errno != EINTR)) return n;
+    if (n == 0) {
+      errno = EIO;
+      return -1;
+    }
+    return pwrite_from(fd, buf, len, off, n > 0 ? n : 0);
+  }
+  return pwrite_from(fd, buf, len, off, 0);
 }
 
 static struct flock range_of(short type, MPI_Offset off, MPI_Offset len) {

@@ -33,8 +33,25 @@ void lmpio__transfer_trim(void);
  * *fbytes: the file data bytes they fill. */
 int lmpio__transfer(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,
                     MPI_Count *bytes, MPI_Offset *fbytes, const char *call);
-/* The same with type's native typemap m, which the caller holds (NULL: looked up). */
-int lmpio__transfer_node(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count, MPI_Datatype type,
-                         const lmpio__tm_node *m, MPI_Count *bytes, MPI_Offset *fbytes, const char *call);
+/* The same with type's native typemap held, which the caller holds (NULL:
+ * looked up).  (Inline: a call less in every small access.) */
+static inline int lmpio__transfer_node(const lmpio__plan *p, MPI_Offset pos, void *buf, MPI_Count count,
+                                       MPI_Datatype type, const lmpio__tm_node *held, MPI_Count *bytes,
+                                       MPI_Offset *fbytes, const char *call) {
+  *bytes = 0;
+  *fbytes = 0;
+  if (p->rep) return lmpio__convert(p, pos, buf, count, type, bytes, fbytes, call);
+  const lmpio__tm_node *m = held;
+  int rc = MPI_SUCCESS;
+  if (!held && (rc = lmpio__typemap_get(type, &m, call)) != MPI_SUCCESS) return rc;
+  lmpio__stream s;
+  rc = lmpio__stream_init(&s, buf, m, count);
+  if (rc == MPI_SUCCESS) rc = lmpio__engine_run(p, pos, &s, call);
+  else rc = lmpio__err(rc, call, "out of memory");
+  *bytes = *fbytes = s.done;
+  lmpio__stream_free(&s);
+  if (!held) lmpio__typemap_release(m);
+  return rc;
+}
 
 #endif

@@ -109,10 +109,27 @@ typedef struct {
   MPI_Count total;
 } lmpio__stream;
 
-int lmpio__stream_init(lmpio__stream *s, void *buf, const lmpio__tm_node *m, MPI_Count count);
+/* The cursor of a stream whose memory is not contiguous (engine.c): the
+ * two below are inline for the common contiguous case. */
+int lmpio__stream_cursor(lmpio__stream *s);
+void lmpio__stream_uncursor(lmpio__stream *s);
+static inline int lmpio__stream_init(lmpio__stream *s, void *buf, const lmpio__tm_node *m, MPI_Count count) {
+  /* Field by field: the cursor (half a KiB) is only used, and set, when
+   * memory is not contiguous. */
+  s->buf = buf;
+  s->m = m;
+  s->done = 0;
+  s->total = count * m->size;
+  s->contig = s->total == 0 || (m->contiguous && (count == 1 || m->size == m->extent));
+  if (!s->contig) return lmpio__stream_cursor(s);
+  s->buf = (char *)buf + (s->total ? m->data_lb : 0);
+  return MPI_SUCCESS;
+}
 /* A stream over n contiguous bytes at buf. */
 void lmpio__stream_bytes(lmpio__stream *s, void *buf, MPI_Count n);
-void lmpio__stream_free(lmpio__stream *s);
+static inline void lmpio__stream_free(lmpio__stream *s) {
+  if (!s->contig) lmpio__stream_uncursor(s);
+}
 void lmpio__stream_seek(lmpio__stream *s, MPI_Count pos);
 /* Copies n data bytes between the stream (at its position, which moves)
  * and p: to p for a write, from p for a read. */

@@ -1,15 +1,15 @@
 /* The argument prologue of the data access calls: the checks every entry
  * makes (handle, access mode, pointer), the etypes a count makes in the
- * view, the range it covers, and the status; the handle held around one
- * transfer (the runs' frame: run.c's independent one, pointer.c's shared and
- * ordered ones); and the plans made of a handle (a snapshot: the plan never
- * sees the handle).  Nothing here moves data. */
+ * view, the range it covers, and the status (their common cases inline in
+ * run.h, as is the handle held around one transfer, the runs' frame); and
+ * the plans made of a handle (a snapshot: the plan never sees the handle).
+ * Nothing here moves data. */
 #include "run.h"
 
 #include <string.h>
 
-int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
-                        const char *call) {
+int lmpio__check_access_refused(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                const char *call) {
   if (fh == LMPIO_FILE_NULL) return lmpio__err(MPI_ERR_FILE, call, "file handle is LMPIO_FILE_NULL");
   if (count < 0) return lmpio__err(MPI_ERR_COUNT, call, "negative count %lld", (long long)count);
   if (type == MPI_DATATYPE_NULL) return lmpio__err(MPI_ERR_TYPE, call, "datatype is MPI_DATATYPE_NULL");
@@ -24,7 +24,8 @@ int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int d
   return MPI_SUCCESS;
 }
 
-int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call) {
+int lmpio__etypes_counted(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n,
+                          const char *call) {
   MPI_Count total;
   if (__builtin_mul_overflow(count, m->size, &total))
     return lmpio__err(MPI_ERR_COUNT, call, "count %lld of a %lld-byte datatype overflows a 64-bit size",
@@ -77,23 +78,6 @@ int lmpio__check_range(const lmpio__view *v, MPI_Offset offset, MPI_Offset n, MP
                       (long long)offset, (long long)v->esize);
   if (n > 0) return lmpio__view_byte(v, end - 1, &last, call);
   return MPI_SUCCESS;
-}
-
-/* ---- one transfer on the handle ------------------------------------------ */
-
-int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
-                         const char *call) {
-  int rc = lmpio__check_range(&fh->view, offset, n, &h->pos, call);
-  if (rc != MPI_SUCCESS) return rc;
-  lmpio__hold(fh);
-  h->plan = lmpio__plan_of(fh, dir, &h->own);
-  return MPI_SUCCESS;
-}
-
-MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes) {
-  if (h->plan == &h->own) lmpio__plan_free(&h->own);
-  lmpio__release(fh);
-  return fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
 }
 
 /* ---- plans of the handle --------------------------------------------------- */

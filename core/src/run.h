@@ -106,11 +106,31 @@ static inline const lmpio__coll_plan *lmpio__coll_plan_of(lmpio_file fh, int dir
 /* Which file pointer a data access call uses. */
 enum { LMPIO__EXPLICIT, LMPIO__INDIVIDUAL, LMPIO__SHARED };
 
-/* Checks the arguments common to every data access call. */
-int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
-                        const char *call);
-/* The same for items whose layout in the file is m (looked up once). */
-int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
+/* Checks the arguments common to every data access call: inline, one test
+ * each; the error, when there is one, is _refused's (prologue.c). */
+int lmpio__check_access_refused(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                const char *call);
+static inline int lmpio__check_access(lmpio_file fh, MPI_Count count, MPI_Datatype type, int dir, int pointer,
+                                      const char *call) {
+  int forbids = (dir == LMPIO__WRITE ? MPI_MODE_RDONLY : MPI_MODE_WRONLY) |
+                (pointer != LMPIO__SHARED ? MPI_MODE_SEQUENTIAL : 0);
+  if (fh != LMPIO_FILE_NULL && count >= 0 && type != MPI_DATATYPE_NULL && !(fh->amode & forbids))
+    return MPI_SUCCESS;
+  return lmpio__check_access_refused(fh, count, type, dir, pointer, call);
+}
+/* The etypes that count items whose layout in the file is m (looked up
+ * once) make in the view, or an error: inline for the default etype
+ * (MPI_BYTE, no division), _counted (prologue.c) for the rest and the
+ * errors. */
+int lmpio__etypes_counted(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n, const char *call);
+static inline int lmpio__etypes_of(lmpio_file fh, MPI_Count count, const lmpio__tm_node *m, MPI_Offset *n,
+                                   const char *call) {
+  MPI_Count total;
+  if (fh->view.esize != 1 || __builtin_mul_overflow(count, m->size, &total) || (total > 0 && fh->view.empty))
+    return lmpio__etypes_counted(fh, count, m, n, call);
+  *n = total;
+  return MPI_SUCCESS;
+}
 /* Number of etypes that count items of type make in the view, or an error;
  * _held also gives the type's layout in the file (held: NULL, or where it
  * goes, which the caller releases; NULL on failure). */
@@ -131,14 +151,6 @@ typedef struct {
   lmpio__plan own;
   MPI_Offset pos;          /* the data byte where the transfer starts */
 } lmpio__held;
-int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
-                         const char *call);
-MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes);
-/* Moves count items of type between buf and the view at `offset` etypes
- * (plan, then the engine or the conversion driver).  *bytes: native data
- * bytes moved (short at end of file); *etypes: whole etypes they filled. */
-int lmpio__access(lmpio_file fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype type,
-                  int dir, MPI_Count *bytes, MPI_Offset *etypes, const char *call);
 /* The blocking independent calls (explicit offset, or the individual pointer
  * when use_fp, which advances it). */
 int lmpio__independent(lmpio_file fh, MPI_Offset offset, int use_fp, void *buf, MPI_Count count,
@@ -159,6 +171,20 @@ static inline void lmpio__hold_all(lmpio_file fh) {
   fh->busy++;
 }
 static inline void lmpio__release(lmpio_file fh) { fh->busy--; }
+/* (lmpio__transfer_hold and _release, above: inline, as they frame every transfer) */
+static inline int lmpio__transfer_hold(lmpio_file fh, MPI_Offset offset, MPI_Offset n, int dir, lmpio__held *h,
+                                       const char *call) {
+  int rc = lmpio__check_range(&fh->view, offset, n, &h->pos, call);
+  if (rc != MPI_SUCCESS) return rc;
+  lmpio__hold(fh);
+  h->plan = lmpio__plan_of(fh, dir, &h->own);
+  return MPI_SUCCESS;
+}
+static inline MPI_Offset lmpio__transfer_release(lmpio_file fh, lmpio__held *h, MPI_Offset fbytes) {
+  if (h->plan == &h->own) lmpio__plan_free(&h->own);
+  lmpio__release(fh);
+  return fh->view.esize == 1 ? fbytes : fbytes / fh->view.esize;
+}
 /* The alignment of two-phase file domains: the hint striping_unit, else
  * the file system's block size. */
 static inline MPI_Offset lmpio__domain_alignment(const struct lmpio_file_s *fh) {

@@ -16,19 +16,6 @@ long long lmpio__stats_now(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The system calls' own times cost two clock reads per pread or pwrite
- * (about 30 ns of a 0.4 us 4 KiB call here): taken when LMPIO_STATS asks
- * for the summaries. */
-static pthread_once_t io_once = PTHREAD_ONCE_INIT;
-static int io_timed;
-
-static void io_init(void) { io_timed = lmpio__stats_wanted(); }
-
-long long lmpio__stats_io_now(void) {
-  pthread_once(&io_once, io_init);
-  return io_timed ? lmpio__stats_now() : 0;
-}
-
 /* ---- counters: a block per thread --------------------------------------- */
 
 typedef struct lmpio__stats_block {

@@ -35,8 +35,6 @@ enum { LMPIO__P_DIRECT, LMPIO__P_SIEVED, LMPIO__P_TWOPHASE, LMPIO__P_STREAM, LMP
 
 /* A monotonic clock in nanoseconds (no system call: the vDSO). */
 long long lmpio__stats_now(void);
-/* lmpio__stats_now when the system calls are timed (LMPIO_STATS set), else 0. */
-long long lmpio__stats_io_now(void);
 
 /* A handle's counters.  Each thread that counts on a handle has its own
  * block of them, which only it writes (a relaxed load and store: a locked
@@ -68,14 +66,24 @@ long long *lmpio__stats_attach(lmpio__stats *st);
 static inline long long *lmpio__stats_mine(lmpio__stats *st) {
   return lmpio__stats_tl.serial == st->serial ? lmpio__stats_tl.v : lmpio__stats_attach(st);
 }
-/* Adds n to counter i of st (NULL: nothing). */
-static inline void lmpio__stats_add(lmpio__stats *st, int i, long long n) {
-  long long *v = st ? lmpio__stats_mine(st) : NULL;
+/* This thread's counters of st (NULL: st is NULL, or out of memory), for
+ * several adds in a row (finding them reads thread-local storage, a call
+ * of __tls_get_addr in a shared library). */
+static inline long long *lmpio__stats_counters(lmpio__stats *st) { return st ? lmpio__stats_mine(st) : NULL; }
+/* Adds n to counter i of v (NULL: nothing). */
+static inline void lmpio__stats_bump(long long *v, int i, long long n) {
   if (v) __atomic_store_n(&v[i], __atomic_load_n(&v[i], __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
+/* Adds n to counter i of st (NULL: nothing). */
+static inline void lmpio__stats_add(lmpio__stats *st, int i, long long n) {
+  lmpio__stats_bump(lmpio__stats_counters(st), i, n);
+}
 /* Data bytes of direction dir (LMPIO__READ/WRITE) that took path. */
+static inline void lmpio__stats_bump_path(long long *v, int path, int dir, long long n) {
+  lmpio__stats_bump(v, LMPIO__S_PATH + path * 2 + dir, n);
+}
 static inline void lmpio__stats_path(lmpio__stats *st, int path, int dir, long long n) {
-  lmpio__stats_add(st, LMPIO__S_PATH + path * 2 + dir, n);
+  lmpio__stats_bump_path(lmpio__stats_counters(st), path, dir, n);
 }
 /* One call of kind and dir that started at t0 (lmpio__stats_now, when st
  * is timed). */

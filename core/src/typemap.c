@@ -44,9 +44,9 @@ static void node_retain(const lmpio__tm_node *n) {
   __atomic_add_fetch(&((lmpio__tm_node *)n)->refs, 1, __ATOMIC_RELAXED);
 }
 
-void lmpio__typemap_release(const lmpio__tm_node *cn) {
+void lmpio__typemap_drop(const lmpio__tm_node *cn) {
   lmpio__tm_node *n = (lmpio__tm_node *)cn;
-  if (!n || n->refs < 0 || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (__atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   for (int i = 0; i < n->nruns; i++)
     if (n->runs[i].child) lmpio__typemap_release(n->runs[i].child);
   free(n->runs);

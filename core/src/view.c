@@ -153,7 +153,7 @@ int lmpio__view_build(lmpio__view *v, MPI_Offset disp, MPI_Datatype etype,
   return MPI_SUCCESS;
 }
 
-int lmpio__view_byte(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call) {
+int lmpio__view_byte_tiled(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byte, const char *call) {
   const lmpio__tm_node *ft = v->ft;
   if (ft->size == 0) { /* an empty view: no data byte anywhere */
     *byte = v->disp;

@@ -214,6 +214,40 @@ static void policy_case(const char *dir) {
   free(p);
 }
 
+/* The file grows under the mapping (another program's write): a read of
+ * the new bytes makes its pread, which tells the mapping the file is that
+ * long (lmpio__filemap_saw, which skips the mapping's lock when nothing is
+ * mapped), so the next read of them goes through the mapping; a read of
+ * bytes no system call saw goes on by pread. */
+static void test_saw_new_bytes(void) {
+  char *p = tl_path("saw");
+  char mine[4096];
+  snprintf(mine, sizeof mine, "%s.%d", p, tl_rank);
+  unsigned char b[BLOCK], got[BLOCK];
+  fill(b, BLOCK, 21);
+  int fd = open(mine, O_CREAT | O_TRUNC | O_RDWR, 0644);
+  TL_CHECK(fd >= 0 && pwrite(fd, b, BLOCK, 0) == BLOCK);
+  lmpio_file fh = open_with(MPI_COMM_SELF, mine, "enable", NULL);
+  MPI_Status st;
+  TL_OK(lmpio_file_read_at(fh, 0, got, BLOCK, MPI_BYTE, &st));
+  TL_EQ(tl_stat(fh, "POSIX_READS"), 0); /* mapped, the file one block long */
+  fill(b, BLOCK, 22);
+  TL_CHECK(pwrite(fd, b, BLOCK, BLOCK) == BLOCK && pwrite(fd, b, BLOCK, 2 * BLOCK) == BLOCK);
+  for (int i = 0; i < 3; i++) {
+    memset(got, 0, BLOCK);
+    TL_OK(lmpio_file_read_at(fh, BLOCK, got, BLOCK, MPI_BYTE, &st));
+    TL_CHECK(count_of(&st) == BLOCK && memcmp(got, b, BLOCK) == 0);
+  }
+  TL_EQ(tl_stat(fh, "POSIX_READS"), 1); /* the first read of the new block only */
+  TL_OK(lmpio_file_read_at(fh, 2 * BLOCK, got, BLOCK, MPI_BYTE, &st));
+  TL_CHECK(count_of(&st) == BLOCK && memcmp(got, b, BLOCK) == 0);
+  TL_EQ(tl_stat(fh, "POSIX_READS"), 2); /* past what the mapping knows */
+  TL_OK(lmpio_file_close(&fh));
+  close(fd);
+  unlink(mine);
+  free(p);
+}
+
 static const char *test_dir(void) {
   const char *dir = getenv("LMPIO_TEST_DIR");
   return dir && *dir ? dir : "/tmp";
@@ -767,6 +801,7 @@ int main(int argc, char **argv) {
   tl_run("ranks' stores into one window begin at different places: every byte lands right", test_rotated_stores);
   tl_run("ranks' small writes to a file they extend together: none lost", test_extending_writes);
   tl_run("the file grows under the mapping: strided reads of the new bytes", test_strided_growth);
+  tl_run("the file grows under the mapping: a pread of the new bytes lets the next reads map them", test_saw_new_bytes);
   tl_run("a background strided write beside a sieved one over the same bytes: no deadlock", test_async_beside_sieve);
   tl_run("mmap or fstat failing, or a mapping raising SIGBUS: the system call instead", test_injected);
   return tl_finish();

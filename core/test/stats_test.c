@@ -46,6 +46,7 @@ static void test_direct(void) {
   const char *e = getenv("LMPIO_STATS");
   int timed = e && *e && strcmp(e, "0") != 0;
   TL_CHECK(timed ? tl_stat(fh, "MPIIO_F_WRITE_TIME") > 0 : tl_stat(fh, "MPIIO_F_WRITE_TIME") == 0);
+  TL_CHECK(timed ? tl_stat(fh, "POSIX_F_WRITE_TIME") > 0 : tl_stat(fh, "POSIX_F_WRITE_TIME") == 0);
   TL_OK(lmpio_file_close(&fh));
   tl_unlink(path);
 }
@@ -143,6 +144,7 @@ static void test_summary(void) {
   char buf[100] = {0};
   TL_OK(lmpio_file_write_at(fh, tl_rank * 100, buf, 100, MPI_BYTE, MPI_STATUS_IGNORE));
   TL_CHECK(tl_stat(fh, "MPIIO_F_WRITE_TIME") > 0); /* timed: opened with LMPIO_STATS set */
+  TL_CHECK(tl_stat(fh, "POSIX_F_WRITE_TIME") > 0);  /* its system calls too (files before it were not) */
   TL_OK(lmpio_file_close(&fh));
   unsetenv("LMPIO_STATS");
   fflush(stderr);

@@ -123,6 +123,31 @@ int main(int argc, char **argv) {
   int junk[16] = {0};
   rc = MPI_File_sync((MPI_File)(void *)junk);
   check("a pointer that is no file: MPI_ERR_FILE", class_of(rc) == MPI_ERR_FILE);
+  /* The handle of a closed file (its copy, which close did not reset), and
+   * a pointer into an open file's handle that is not the handle. */
+  MPI_File open1 = MPI_FILE_NULL, open2 = MPI_FILE_NULL;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &open1);
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &open2);
+  MPI_File stale = open1;
+  MPI_Fint stale_fint = MPI_File_c2f(open1);
+  MPI_File_close(&open1);
+  calls = 0;
+  rc = MPI_File_read_at(stale, 0, buf, 4, MPI_INT, MPI_STATUS_IGNORE);
+  check("a closed file's handle: MPI_ERR_FILE, on MPI_FILE_NULL's handler",
+        class_of(rc) == MPI_ERR_FILE && calls == 1 && last_class == MPI_ERR_FILE);
+  check("... and MPI_File_close of it: MPI_ERR_FILE", class_of(MPI_File_close(&stale)) == MPI_ERR_FILE);
+  check("a closed file's Fortran integer: f2c gives MPI_FILE_NULL, c2f of its handle -1",
+        stale_fint > 0 && MPI_File_f2c(stale_fint) == MPI_FILE_NULL && MPI_File_c2f(stale) == -1);
+  rc = MPI_File_write_at((MPI_File)(void *)((char *)(void *)open2 + 8), 0, buf, 4, MPI_INT, MPI_STATUS_IGNORE);
+  check("a pointer into a file's handle: MPI_ERR_FILE", class_of(rc) == MPI_ERR_FILE);
+  rc = MPI_File_get_size((MPI_File)(void *)((char *)(void *)open2 - 1), &(MPI_Offset){0});
+  check("a pointer just before a file's handle: MPI_ERR_FILE", class_of(rc) == MPI_ERR_FILE);
+  check("f2c of integers no file has: MPI_FILE_NULL",
+        MPI_File_f2c(-1) == MPI_FILE_NULL && MPI_File_f2c(1 << 30) == MPI_FILE_NULL);
+  MPI_Offset size2 = -1;
+  check("the other file still open", MPI_File_get_size(open2, &size2) == MPI_SUCCESS && size2 >= 0 &&
+                                         MPI_File_f2c(MPI_File_c2f(open2)) == open2);
+  MPI_File_close(&open2);
 
   MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
   MPI_Errhandler_free(&other);
