@@ -141,16 +141,14 @@ static long long identity_of(const char *call) {
  * (a program alternating write_all and read_all looked its names up every
  * call, ~260 instructions each, with only the last one kept). */
 static long long identity(const char *call) {
-  static _Thread_local struct {
-    const char *name;
-    long long id;
-  } kept[8];
+  static _Thread_local const char *kept_name[8];
+  static _Thread_local long long kept_id[8];
   unsigned i = (unsigned)((uintptr_t)call >> 4) & 7;
-  if (kept[i].name != call) {
-    kept[i].id = identity_of(call);
-    kept[i].name = call;
+  if (kept_name[i] != call) {
+    kept_id[i] = identity_of(call);
+    kept_name[i] = call;
   }
-  return kept[i].id;
+  return kept_id[i];
 }
 
 /* Whether two words of the first agreement name one call. */
