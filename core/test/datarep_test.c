@@ -397,9 +397,11 @@ static void test_external32_sizes(void) {
   /* A resized member's bounds hold in the struct, whatever its other
    * members (MPI's markers are sticky): a resized int (lb 0, extent 16) at
    * 0 and a double at 100, extent 16; a double at 0 and an int resized to
-   * lb -4 and extent 8 at 20, extent 8; two of the first, 32.  MPI says the
-   * same of them natively, where the sizes are the same.  (Seen failing:
-   * 108, 24 and 216, the bounds of all the members.) */
+   * lb -4 and extent 8 at 20, extent 8; two of the first, 32.  Open MPI says
+   * the same of them natively, where the sizes are the same; MPICH holds
+   * resized bounds not sticky (112, 24 and 224 natively, with its alignment
+   * padding: model_test's data below the lower bound).  (Seen failing: 108,
+   * 24 and 216, the bounds of all the members.) */
   MPI_Datatype r16, r8, m1, m2, m3;
   MPI_Type_create_resized(MPI_INT, 0, 16, &r16);
   MPI_Type_create_resized(MPI_INT, -4, 8, &r8);
@@ -409,14 +411,14 @@ static void test_external32_sizes(void) {
   MPI_Type_create_struct(2, bl, d2, t2, &m2);
   MPI_Type_contiguous(2, m1, &m3);
   MPI_Datatype marked[3] = {m1, m2, m3};
-  MPI_Aint sticky[3] = {16, 8, 32};
+  MPI_Aint sticky[3] = {16, 8, 32}, loose[3] = {112, 24, 224};
   for (int i = 0; i < 3; i++) {
     MPI_Type_commit(&marked[i]);
     MPI_Aint lb, native;
     MPI_Type_get_extent(marked[i], &lb, &native);
     TL_OK(lmpio_file_get_type_extent(fh32, marked[i], &ext));
     TL_EQ(ext, sticky[i]);
-    TL_EQ(native, sticky[i]);
+    TL_CHECK(native == sticky[i] || native == loose[i]); /* the standard's, or MPICH's */
   }
   for (int i = 0; i < 3; i++) MPI_Type_free(&marked[i]);
   MPI_Type_free(&r16);
