@@ -477,8 +477,10 @@ static void test_many_small_calls(void) {
 /* How long a wait spins depends on the processors the ranks have: those
  * online, within a container's quota (cgroup cpu.max, or v1's cfs quota),
  * read from a made-up cgroup tree here. */
-static void put(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
+/* Writes text into file rel of the made-up tree top; p: the path written. */
+static void put(char *p, size_t n, const char *top, const char *rel, const char *text) {
+  snprintf(p, n, "%s%s", top, rel);
+  FILE *f = fopen(p, "w");
   TL_CHECK(f != NULL);
   if (f) {
     fputs(text, f);
@@ -502,22 +504,16 @@ static void test_processors(void) {
     mkdir(p, 0700);
   }
   /* v2: the parent's 2 processors bind the child without a limit */
-  snprintf(p, sizeof p, "%s/a/cpu.max", top);
-  put(p, "200000 100000\n");
-  snprintf(p, sizeof p, "%s/a/b/cpu.max", top);
-  put(p, "max 100000\n");
-  snprintf(p, sizeof p, "%s/self", top);
-  put(p, "0::/a/b\n");
+  put(p, sizeof p, top, "/a/cpu.max", "200000 100000\n");
+  put(p, sizeof p, top, "/a/b/cpu.max", "max 100000\n");
+  put(p, sizeof p, top, "/self", "0::/a/b\n");
   TL_EQ(lmpio__os_cgroup_cpus(p, top), 2);
-  put(p, "0::/\n");
+  put(p, sizeof p, top, "/self", "0::/\n");
   TL_EQ(lmpio__os_cgroup_cpus(p, top), 0);
   /* v1: the cpu controller's quota (3.5 processors: 4), other lines skipped */
-  snprintf(p, sizeof p, "%s/cpu/job/step/cpu.cfs_quota_us", top);
-  put(p, "350000\n");
-  snprintf(p, sizeof p, "%s/cpu/job/step/cpu.cfs_period_us", top);
-  put(p, "100000\n");
-  snprintf(p, sizeof p, "%s/self", top);
-  put(p, "4:memory:/job\n3:cpu,cpuacct:/job/step\n0::/\n");
+  put(p, sizeof p, top, "/cpu/job/step/cpu.cfs_quota_us", "350000\n");
+  put(p, sizeof p, top, "/cpu/job/step/cpu.cfs_period_us", "100000\n");
+  put(p, sizeof p, top, "/self", "4:memory:/job\n3:cpu,cpuacct:/job/step\n0::/\n");
   TL_EQ(lmpio__os_cgroup_cpus(p, top), 4);
   TL_EQ(lmpio__os_cgroup_cpus("/nonexistent/cgroup", top), 0);
   long n = lmpio__os_processors();
