@@ -320,7 +320,17 @@ static int first_reduce(MPI_Comm comm, int rank, int size, int rc, long long wor
   return MPI_SUCCESS;
 }
 
-int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call) {
+/* One rank: no one to meet or to compare with; the values are its own (as
+ * the gather leaves them: a failure leaves them alone). */
+static int first_alone(int rc, lmpio__first *f) {
+  if (rc != MPI_SUCCESS) return rc;
+  if (f->table)
+    for (int i = 0; i < f->nmine; i++) f->table[i] = f->mine[i];
+  f->gathered = f->table != NULL;
+  return MPI_SUCCESS;
+}
+
+int lmpio__agree_first_of(MPI_Comm comm, int rank, int size, int rc, lmpio__first *f, const char *call) {
   if (lmpio__err_in_conversion()) return lmpio__agree_refuses(call);
   lmpio__first none;
   if (!f) {
@@ -329,15 +339,20 @@ int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call)
   }
   f->gathered = 0;
   int standin = lmpio__take_standin();
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   if (f->nsame > MAX_VALUES || f->nmax > MAX_VALUES || f->nsum > NSUM ||
       f->nsame + f->nmax + f->nsum + f->nmine > SLOTS)
     return lmpio__err(MPI_ERR_INTERN, call, "too many values to agree on"); /* a defect: the same on every rank */
+  if (size == 1) return first_alone(rc, f);
   long long word = standin ? 0 : identity(call) << 1 | exiting;
   if (lmpio__agree_gathers(size)) return first_gather(comm, rank, size, rc, word, f, call);
   return first_reduce(comm, rank, size, rc, word, f, call);
+}
+
+int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  return lmpio__agree_first_of(comm, rank, size, rc, f, call);
 }
 
 int lmpio__agree_knows(const char *call) { return identity_of(call) % ID_SPAN <= NCALLS; }

@@ -656,7 +656,7 @@ static int independent(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI_O
     if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
     return rc;
   }
-  rc = lmpio__agree_first(cp->comm, rc, NULL, call);
+  rc = lmpio__agree_first_of(cp->comm, cp->rank, cp->size, rc, NULL, call);
   if (rc != MPI_SUCCESS) *bytes = *fbytes = 0;
   return rc;
 }
@@ -709,7 +709,7 @@ int lmpio__coll_transfer(const lmpio__coll_plan *cp, int rc, MPI_Offset pos, MPI
                         nonempty ? -c.start : LLONG_MIN};
   long long len_sum = nonempty ? c.end - c.start : 0;
   lmpio__first f = {.max = red, .nmax = R_N, .sum = &len_sum, .nsum = 1, .mine = mine, .nmine = G_N, .table = g};
-  rc = lmpio__agree_first(cp->comm, rc, &f, call);
+  rc = lmpio__agree_first_of(cp->comm, cp->rank, cp->size, rc, &f, call);
   /* 2. Two-phase or independent: the same answer on every rank. */
   int twophase = rc == MPI_SUCCESS && !red[R_INELIGIBLE] && choose(&c, red, len_sum, f.gathered ? g : NULL, size, &rc);
   free(g);

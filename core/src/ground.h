@@ -83,6 +83,9 @@ typedef struct {
   int gathered;
 } lmpio__first;
 int lmpio__agree_first(MPI_Comm comm, int rc, lmpio__first *f, const char *call);
+/* The same, by a caller that knows its rank in comm and comm's size (the
+ * collective calls: asking MPI was a tenth of a small call at 1 rank). */
+int lmpio__agree_first_of(MPI_Comm comm, int rank, int size, int rc, lmpio__first *f, const char *call);
 /* Whether call is one the first agreement tells apart by name, and the
  * name of the i-th it knows (NULL past the last): calls_test checks them
  * against the lists of calls.h. */

@@ -476,7 +476,7 @@ static int ordered_positions(lmpio_file fh, shstate *st, int rc, MPI_Offset n, M
     rc = lmpio__err(MPI_ERR_NO_MEM, call, "out of memory");
   lmpio__first f = {.max = &delta, .nmax = 1, .sum = &sum, .nsum = 1, .mine = &mine, .nmine = 1,
                     .table = st->gather};
-  rc = lmpio__agree_first(fh->comm, rc, &f, call);
+  rc = lmpio__agree_first_of(fh->comm, fh->rank, fh->size, rc, &f, call);
   if (rc != MPI_SUCCESS) return rc; /* (a rank that could not read stays dirty) */
   st->delta = delta;
   st->dirty = 0;
