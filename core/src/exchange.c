@@ -48,10 +48,12 @@ typedef struct {
 } record;
 
 /* sleepers: ranks asleep (or about to be) on one of this rank's records;
- * its own line, written only by a rank going to sleep or waking. */
+ * cpu: the processor it last published from.  Their own line, written only
+ * by a rank going to sleep or waking, or this rank. */
 typedef struct {
   record buf[2];
   _Alignas(LINE) _Atomic int sleepers;
+  _Atomic int cpu;
 } slot;
 
 typedef struct {
@@ -223,7 +225,8 @@ static void sleep_on(shm *s, int r, int b, long long seq) {
 /* Publishes this rank's record, then takes the others' as their stamps come
  * (in whatever order: at more ranks, a late one does not hold up reading
  * the rest).  Spinning briefly, as MPI's own shared-memory transport does,
- * then giving the processor away: yielding, then sleeping on the first
+ * then giving the processor away: yielding (when a rank awaited last ran
+ * on this processor, lmpio__os_wait_yields), then sleeping on the first
  * rank still awaited (lmpio__os_wait_round). */
 static void gather(shm *s, const long long *mine, int n, long long *all) {
   long long seq = ++s->seq;
@@ -235,9 +238,14 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
   if (sent > HEAD) memcpy(me->rec + HEAD, mine + HEAD, sizeof(long long) * (size_t)(sent - HEAD));
   memcpy(me->rec, mine, sizeof(long long) * (size_t)(sent < HEAD ? sent : HEAD));
   atomic_store(&me->stamp, seq << LEN_BITS | sent); /* (seq_cst: before the look for sleepers) */
-  if (atomic_load(&s->slots[s->rank].sleepers) > 0) lmpio__os_wake(stamp_word(me));
+  slot *own = &s->slots[s->rank];
+  if (atomic_load(&own->sleepers) > 0) lmpio__os_wake(stamp_word(me));
+  int cpu = lmpio__os_cpu();
+  if (atomic_load_explicit(&own->cpu, memory_order_relaxed) != cpu)
+    atomic_store_explicit(&own->cpu, cpu, memory_order_relaxed);
   memcpy(all + (size_t)s->rank * (size_t)n, mine, sizeof(long long) * (size_t)n);
   unsigned long long pending = (s->size == 64 ? ~0ULL : (1ULL << s->size) - 1) & ~(1ULL << s->rank);
+  unsigned yields = LMPIO__OS_YIELDS;
   for (unsigned round = 0; pending;) {
     for (int r = 0; r < s->size; r++) {
       if (!(pending >> r & 1)) continue;
@@ -260,7 +268,14 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       memset(out + got, 0, sizeof(long long) * (size_t)(n - got));
       pending &= ~(1ULL << r);
     }
-    if (pending && lmpio__os_wait_round(&round, s->spin)) sleep_on(s, __builtin_ctzll(pending), b, seq);
+    if (!pending) break;
+    if (round == s->spin) { /* (the pauses ran out) */
+      int here = lmpio__os_cpu(), near = 0;
+      for (int r = 0; r < s->size; r++)
+        near |= (pending >> r & 1) && atomic_load_explicit(&s->slots[r].cpu, memory_order_relaxed) == here;
+      yields = lmpio__os_wait_yields(s->spin, near);
+    }
+    if (lmpio__os_wait_round(&round, s->spin, yields)) sleep_on(s, __builtin_ctzll(pending), b, seq);
   }
 }
 

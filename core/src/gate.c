@@ -141,7 +141,7 @@ int lmpio__gate_sieve_begin(lmpio__gate *g, int fd) {
       long busy = 0;
       for (int r = 0; r < g->size; r++) busy += atomic_load(&g->direct[r].n);
       if (busy == 0) break;
-      if (lmpio__os_wait_round(&round, 256)) {
+      if (lmpio__os_wait_round(&round, 256, LMPIO__OS_YIELDS)) {
         long long t = now_ns();
         if (!t0) t0 = t;
         else if (t - t0 > DRAIN_NS) { /* a rank stuck (or dead) inside a write: piece by piece */

@@ -164,14 +164,16 @@ int lmpio__os_class(int e);
 int lmpio__os_error(int e, const char *call, const char *what, const char *path);
 
 /* Waiting for another process or thread without taking its processor:
- * lmpio__os_wait_round(&round, pauses) once per turn of a wait whose
- * condition did not hold pauses for the first turns (the other is running
- * and about to store), then yields the processor for a few, and returns 1
- * when the caller should sleep in the kernel now (lmpio__os_sleep_on, or a
- * blocking call of its own): a rank waiting for one that has no processor
- * gives its own away (DESIGN.md, Scale).  pauses: lmpio__os_spin_turns of
- * the ranks that wait for each other on this machine (long when each has a
- * processor of its own, short when they share them). */
+ * lmpio__os_wait_round(&round, pauses, yields) once per turn of a wait
+ * whose condition did not hold pauses for the first turns (the other is
+ * running and about to store), then yields the processor for the next
+ * yields turns, and returns 1 when the caller should sleep in the kernel
+ * now (lmpio__os_sleep_on, or a blocking call of its own): a rank waiting
+ * for one that has no processor gives its own away (DESIGN.md, Scale).
+ * pauses: lmpio__os_spin_turns of the ranks that wait for each other on
+ * this machine (long when each has a processor of its own, short when
+ * they share them); yields: LMPIO__OS_YIELDS, or lmpio__os_wait_yields. */
+#define LMPIO__OS_YIELDS 16
 unsigned lmpio__os_spin_turns(int ranks_here);
 /* Processors the ranks of this machine may run on (online, within the
  * cgroup's quota); the processors a cpu.max line ("quota period" or "max
@@ -182,7 +184,15 @@ unsigned lmpio__os_spin_turns(int ranks_here);
 long lmpio__os_processors(void);
 long lmpio__os_quota_cpus(const char *cpu_max);
 long lmpio__os_cgroup_cpus(const char *proc_cgroup, const char *root);
-int lmpio__os_wait_round(unsigned *round, unsigned pauses);
+int lmpio__os_wait_round(unsigned *round, unsigned pauses, unsigned yields);
+/* The yields of a wait whose pauses (lmpio__os_spin_turns) ran out: none
+ * when each rank has a processor of its own and no rank awaited last ran on
+ * this one (near 0: a yield would hand the processor to another program,
+ * and beside busy ones come back a time slice later); LMPIO__OS_YIELDS
+ * otherwise (a yield hands it to a rank awaited). */
+unsigned lmpio__os_wait_yields(unsigned pauses, int near);
+/* The processor this thread runs on (a few ns: glibc's rseq), -1 unknown. */
+int lmpio__os_cpu(void);
 /* Sleeps until the 32-bit word at addr (in memory shared between processes
  * or not) no longer holds seen, a wake on addr, or timeout_us; spurious
  * returns are allowed (the caller checks its condition again). */

@@ -529,6 +529,32 @@ static void test_processors(void) {
   TL_EQ(system(cmd), 0);
 }
 
+/* The turns of a wait (lmpio__os_wait_round): pauses, then yields, then a
+ * sleep; and the yields after the exchange's pauses: none where each rank
+ * has a processor and no rank awaited runs on this one (a yield there
+ * hands the processor to another program: beside busy ones, for a time
+ * slice). */
+static unsigned turns_before_sleep(unsigned pauses, unsigned yields) {
+  unsigned round = 0, turns = 0;
+  while (!lmpio__os_wait_round(&round, pauses, yields) && turns < 1000) turns++;
+  TL_EQ(lmpio__os_wait_round(&round, pauses, yields), 1); /* (and sleeps from then on) */
+  return turns;
+}
+
+static void test_wait_yields(void) {
+  TL_EQ(turns_before_sleep(4, 0), 4);
+  TL_EQ(turns_before_sleep(4, 3), 7);
+  TL_EQ(turns_before_sleep(0, LMPIO__OS_YIELDS), LMPIO__OS_YIELDS);
+  long n = lmpio__os_processors();
+  unsigned own = lmpio__os_spin_turns((int)n), shared = lmpio__os_spin_turns((int)n + 1);
+  TL_EQ(lmpio__os_wait_yields(own, 0), 0);
+  TL_EQ(lmpio__os_wait_yields(own, 1), LMPIO__OS_YIELDS);
+  TL_EQ(lmpio__os_wait_yields(shared, 0), LMPIO__OS_YIELDS);
+  TL_EQ(lmpio__os_wait_yields(shared, 1), LMPIO__OS_YIELDS);
+  int cpu = lmpio__os_cpu();
+  TL_CHECK(cpu >= -1 && cpu < sysconf(_SC_NPROCESSORS_CONF));
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_SHM_AGREEMENT_AT", "16", 1); /* the attach inside this test's sequences */
   tl_init(&argc, &argv);
@@ -537,6 +563,7 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   probe_windows();
   tl_run("exchange: a wait's spin follows the processors the ranks may use (online, cgroup quota)", test_processors);
+  tl_run("exchange: a wait yields its processor only where a rank awaited runs, then sleeps", test_wait_yields);
   tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
   tl_run("exchange: records ending in zeros, a different number on every rank, read back as zeros",
          test_exchange_trailing_zeros);
