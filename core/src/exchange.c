@@ -63,6 +63,7 @@ typedef struct {
   int rank, size;
   int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
   unsigned spin;        /* turns of pausing before yielding (lmpio__os_spin_turns) */
+  int by_cpu;           /* whether the yields depend on where the awaited run (lmpio__os_wait_yields) */
 } shm;
 
 /* The segment is made at the attach_at-th exchange on the communicator
@@ -120,6 +121,7 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   s->rank = rank;
   s->size = size;
   s->spin = lmpio__os_spin_turns(size); /* (every rank of the segment shares this machine) */
+  s->by_cpu = lmpio__os_wait_yields(s->spin, 0) != lmpio__os_wait_yields(s->spin, 1);
   /* "0": MPI's collectives (tests compare both).  A rank that asks for it
    * still counts its exchanges and joins the attach, which it turns down
    * for every rank: a rank that did not count would hang the others. */
@@ -240,8 +242,8 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
   atomic_store(&me->stamp, seq << LEN_BITS | sent); /* (seq_cst: before the look for sleepers) */
   slot *own = &s->slots[s->rank];
   if (atomic_load(&own->sleepers) > 0) lmpio__os_wake(stamp_word(me));
-  int cpu = lmpio__os_cpu();
-  if (atomic_load_explicit(&own->cpu, memory_order_relaxed) != cpu)
+  int cpu = s->by_cpu ? lmpio__os_cpu() : -1;
+  if (cpu >= 0 && atomic_load_explicit(&own->cpu, memory_order_relaxed) != cpu)
     atomic_store_explicit(&own->cpu, cpu, memory_order_relaxed);
   memcpy(all + (size_t)s->rank * (size_t)n, mine, sizeof(long long) * (size_t)n);
   unsigned long long pending = (s->size == 64 ? ~0ULL : (1ULL << s->size) - 1) & ~(1ULL << s->rank);
@@ -269,7 +271,7 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       pending &= ~(1ULL << r);
     }
     if (!pending) break;
-    if (round == s->spin) { /* (the pauses ran out) */
+    if (round == s->spin && s->by_cpu) { /* (the pauses ran out) */
       int here = lmpio__os_cpu(), near = 0;
       for (int r = 0; r < s->size; r++)
         near |= (pending >> r & 1) && atomic_load_explicit(&s->slots[r].cpu, memory_order_relaxed) == here;
