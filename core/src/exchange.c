@@ -88,23 +88,21 @@ static void init_once(void) {
  * own work at 2 ranks.  It holds while no segment has been detached since
  * (detach moves `detached` on before it frees one). */
 static _Atomic unsigned detached;
-static _Thread_local struct {
-  MPI_Comm comm;
-  shm *s;
-  unsigned gen;
-} last;
+static _Thread_local MPI_Comm last_comm; /* (three variables: cppcheck misreads a thread-local struct) */
+static _Thread_local shm *last_shm;
+static _Thread_local unsigned last_gen;
 
 static shm *shm_of(MPI_Comm comm) {
   unsigned gen = atomic_load_explicit(&detached, memory_order_acquire);
-  if (last.s && last.comm == comm && last.gen == gen) return last.s;
+  if (last_shm && last_comm == comm && last_gen == gen) return last_shm;
   if (keyval == MPI_KEYVAL_INVALID) return NULL;
   shm *s = NULL;
   int flag = 0;
   if (MPI_Comm_get_attr(comm, keyval, &s, &flag) != MPI_SUCCESS || !flag) return NULL;
   if (s) { /* (only a segment: a communicator without one may get one later) */
-    last.comm = comm;
-    last.s = s;
-    last.gen = gen;
+    last_comm = comm;
+    last_shm = s;
+    last_gen = gen;
   }
   return s;
 }
@@ -191,7 +189,7 @@ void lmpio__exchange_detach(MPI_Comm comm) {
   shm *s = shm_of(comm);
   if (!s) return;
   MPI_Comm_delete_attr(comm, keyval);
-  atomic_fetch_add_explicit(&detached, 1, memory_order_acq_rel); /* (every thread's `last` goes stale) */
+  atomic_fetch_add_explicit(&detached, 1, memory_order_acq_rel); /* (every thread's last_shm goes stale) */
   if (s->slots) MPI_Win_free(&s->win); /* collective: every rank made it alike */
   free(s);
 }
