@@ -64,6 +64,7 @@ typedef struct {
   int off;              /* LMPIO_SHM_AGREEMENT=0 on this rank */
   unsigned spin;        /* turns of pausing before yielding (lmpio__os_spin_turns) */
   int by_cpu;           /* whether the yields depend on where the awaited run (lmpio__os_wait_yields) */
+  long cpus;            /* processors of the ranks (lmpio__os_pausing_helps) */
 } shm;
 
 /* The segment is made at the attach_at-th exchange on the communicator
@@ -120,6 +121,7 @@ int lmpio__exchange_attach(MPI_Comm comm) {
   s->size = size;
   s->spin = lmpio__os_spin_turns(size); /* (every rank of the segment shares this machine) */
   s->by_cpu = lmpio__os_wait_yields(s->spin, 0) != lmpio__os_wait_yields(s->spin, 1);
+  s->cpus = lmpio__os_processors();
   /* "0": MPI's collectives (tests compare both).  A rank that asks for it
    * still counts its exchanges and joins the attach, which it turns down
    * for every rank: a rank that did not count would hang the others. */
@@ -224,7 +226,8 @@ static void sleep_on(shm *s, int r, int b, long long seq) {
 
 /* Publishes this rank's record, then takes the others' as their stamps come
  * (in whatever order: at more ranks, a late one does not hold up reading
- * the rest).  Spinning briefly, as MPI's own shared-memory transport does,
+ * the rest).  Spinning briefly, as MPI's own shared-memory transport does
+ * (while the ranks awaited may all be running, lmpio__os_pausing_helps),
  * then giving the processor away: yielding (when a rank awaited last ran
  * on this processor, lmpio__os_wait_yields), then sleeping on the first
  * rank still awaited (lmpio__os_wait_round). */
@@ -269,6 +272,8 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       pending &= ~(1ULL << r);
     }
     if (!pending) break;
+    if (round < s->spin && !lmpio__os_pausing_helps(__builtin_popcountll(pending), s->cpus))
+      round = s->spin; /* (too many awaited to all be running: to the yields) */
     if (round == s->spin && s->by_cpu) { /* (the pauses ran out) */
       int here = lmpio__os_cpu(), near = 0;
       for (int r = 0; r < s->size; r++)

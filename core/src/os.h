@@ -191,6 +191,10 @@ int lmpio__os_wait_round(unsigned *round, unsigned pauses, unsigned yields);
  * and beside busy ones come back a time slice later); LMPIO__OS_YIELDS
  * otherwise (a yield hands it to a rank awaited). */
 unsigned lmpio__os_wait_yields(unsigned pauses, int near);
+/* Whether pausing may see awaited of the ranks arrive: only when they may
+ * all be running on the other processors (awaited < processors; 0: not
+ * known, yes).  Else a wait goes to its yields at once. */
+int lmpio__os_pausing_helps(int awaited, long processors);
 /* The processor this thread runs on (a few ns: glibc's rseq), -1 unknown. */
 int lmpio__os_cpu(void);
 /* Sleeps until the 32-bit word at addr (in memory shared between processes

@@ -555,6 +555,19 @@ static void test_wait_yields(void) {
   TL_CHECK(cpu >= -1 && cpu < sysconf(_SC_NPROCESSORS_CONF));
 }
 
+/* Pausing only while every rank awaited may be running on another
+ * processor: with more ranks than processors the others are not. */
+static void test_pausing_helps(void) {
+  TL_EQ(lmpio__os_pausing_helps(1, 2), 1); /* 2 ranks on 2 processors, or the last of more */
+  TL_EQ(lmpio__os_pausing_helps(2, 2), 0);
+  TL_EQ(lmpio__os_pausing_helps(15, 2), 0); /* the first of 16 ranks on 2 */
+  TL_EQ(lmpio__os_pausing_helps(7, 8), 1);
+  TL_EQ(lmpio__os_pausing_helps(8, 8), 0);
+  TL_EQ(lmpio__os_pausing_helps(63, 0), 1); /* processors not known: as before */
+  long n = lmpio__os_processors();
+  TL_EQ(lmpio__os_pausing_helps((int)n - 1, n), 1); /* ranks no more than processors: always */
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_SHM_AGREEMENT_AT", "16", 1); /* the attach inside this test's sequences */
   tl_init(&argc, &argv);
@@ -564,6 +577,7 @@ int main(int argc, char **argv) {
   probe_windows();
   tl_run("exchange: a wait's spin follows the processors the ranks may use (online, cgroup quota)", test_processors);
   tl_run("exchange: a wait yields its processor only where a rank awaited runs, then sleeps", test_wait_yields);
+  tl_run("exchange: a wait pauses only while the ranks awaited may all be running", test_pausing_helps);
   tl_run("exchange: records of every length under skew, each of its own exchange", test_exchange_under_skew);
   tl_run("exchange: records ending in zeros, a different number on every rank, read back as zeros",
          test_exchange_trailing_zeros);
