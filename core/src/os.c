@@ -663,12 +663,12 @@ unsigned lmpio__os_wait_yields(unsigned pauses, int near) {
 }
 
 /* Pausing waits for a rank that is running and about to store.  With more
- * ranks than processors, a rank awaited beyond the processors' count less
- * this one's is not running: pausing holds the processor it needs, and
- * every pause of every waiting rank polls each awaited rank's line (16 ranks
- * on 2 processors: 256 turns of 15 lines were ~4 us of a small call's
- * agreement, and ranks that skip them took 36 us a call instead of 70).  So
- * the pauses are worth it only while at most that many are awaited. */
+ * ranks awaited than the other processors, some are not running: pausing
+ * holds the processor one of them needs, and each turn of every waiting
+ * rank polls every awaited rank's line (16 ranks on 2 processors: perf put
+ * 38% of the processors' time in these waits, and `ordered` took 127 us a
+ * call, 36 without them; bench/README.md).  So a wait pauses only while the
+ * ranks awaited may all be running elsewhere. */
 int lmpio__os_pausing_helps(int awaited, long processors) {
   return processors <= 0 || awaited < processors;
 }
