@@ -272,7 +272,7 @@ static void gather(shm *s, const long long *mine, int n, long long *all) {
       pending &= ~(1ULL << r);
     }
     if (!pending) break;
-    if (round < s->spin && !lmpio__os_pausing_helps(__builtin_popcountll(pending), s->cpus))
+    if (round < s->spin && s->size > s->cpus && !lmpio__os_pausing_helps(__builtin_popcountll(pending), s->cpus))
       round = s->spin; /* (too many awaited to all be running: to the yields) */
     if (round == s->spin && s->by_cpu) { /* (the pauses ran out) */
       int here = lmpio__os_cpu(), near = 0;
