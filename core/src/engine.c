@@ -461,16 +461,32 @@ static int run_range(const lmpio__plan *p, lmpio__engine *e, lmpio__stream *s, M
   return rc;
 }
 
+/* Whether data bytes [pos, pos + total) of the view are one run of the
+ * file, and where it starts: a contiguous view, or an access inside one
+ * tile of a filetype whose data is one segment (a resized or strided
+ * element: one int a rank interleaved), which the windows would take ~500
+ * instructions to find. */
+static int one_run(const lmpio__plan *p, MPI_Offset pos, MPI_Offset total, MPI_Offset *off) {
+  const lmpio__tm_node *ft = p->ft;
+  if (p->contiguous) {
+    *off = p->disp + ft->data_lb + pos;
+    return 1;
+  }
+  if (!ft->contiguous || ft->size <= 0 || ft->extent < ft->size || pos % ft->size + total > ft->size) return 0;
+  MPI_Offset at;
+  return lmpio__mul_ok(pos / ft->size, ft->extent, &at) && lmpio__add_ok(at, p->disp + ft->data_lb + pos % ft->size, off);
+}
+
 int lmpio__engine_run(const lmpio__plan *p, MPI_Offset pos, lmpio__stream *s, const char *call) {
   MPI_Offset total = s->total - s->done;
   if (total <= 0) return MPI_SUCCESS;
-  int fast = p->contiguous && s->contig && !p->atomic;
+  MPI_Offset off = 0;
+  int fast = s->contig && !p->atomic && one_run(p, pos, total, &off);
   int gated = fast && p->dir == LMPIO__WRITE && p->lock_direct && lmpio__gate_direct_begin(p->gate);
   if (fast && (p->dir == LMPIO__READ || !p->lock_direct || gated)) {
     /* One run of the file from one run of memory, with no lock to take (the
      * window the plan would make): one system call, no window built. */
     MPI_Count before = s->done;
-    MPI_Offset off = p->disp + p->ft->data_lb + pos;
     int rc = MPI_SUCCESS;
     long long *v = lmpio__stats_counters(p->stats);
     if (lmpio__filemap_copy(p->map, p->dir, p->dir == LMPIO__READ ? p->hints.map_reads : p->hints.map_writes,

@@ -443,6 +443,68 @@ static void test_sequential_views(void) {
   tl_unlink(path);
 }
 
+/* A filetype whose data is one segment (3 shorts at byte 2 + 8 rank of a
+ * tile 8 size + 4 long): an access inside one tile goes to the file as one
+ * run without building a window (engine.c one_run), an access across tiles
+ * through the windows.  Every byte lands where the view says, and reads
+ * through the view give it back, by independent and collective calls. */
+static void test_one_segment_tiles(void) {
+  char *path = tl_path("oneseg");
+  lmpio_file fh = open_world(path);
+  const MPI_Offset disp = 6, tile = 8 * (MPI_Offset)tl_size + 4, len = disp + 12 * tile;
+  if (tl_rank == 0) {
+    unsigned char fill[4096];
+    memset(fill, 0xEE, sizeof fill);
+    TL_OK(lmpio_file_write_at(fh, 0, fill, (int)len, MPI_BYTE, MPI_STATUS_IGNORE));
+  }
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Datatype seg, ft;
+  MPI_Aint at = 2 + 8 * (MPI_Aint)tl_rank;
+  int three = 3;
+  MPI_Type_create_hindexed(1, &three, &at, MPI_SHORT, &seg);
+  MPI_Type_create_resized(seg, 0, (MPI_Aint)tile, &ft);
+  MPI_Type_commit(&ft);
+  TL_OK(lmpio_file_set_view(fh, disp, MPI_SHORT, ft, "native", MPI_INFO_NULL));
+  /* (etype offset, count): inside a tile, ending a tile, across two, collective inside one */
+  const int offs[4] = {1, 4, 8, 13}, counts[4] = {1, 2, 3, 1};
+  short v[4][3];
+  for (int k = 0; k < 4; k++)
+    for (int i = 0; i < counts[k]; i++) v[k][i] = (short)(1000 * tl_rank + offs[k] + i);
+  for (int k = 0; k < 3; k++) TL_OK(lmpio_file_write_at(fh, offs[k], v[k], counts[k], MPI_SHORT, MPI_STATUS_IGNORE));
+  TL_OK(lmpio_file_write_at_all(fh, offs[3], v[3], counts[3], MPI_SHORT, MPI_STATUS_IGNORE));
+  for (int k = 0; k < 4; k++) {
+    short back[3] = {0, 0, 0};
+    if (k == 3) TL_OK(lmpio_file_read_at_all(fh, offs[k], back, counts[k], MPI_SHORT, MPI_STATUS_IGNORE));
+    else TL_OK(lmpio_file_read_at(fh, offs[k], back, counts[k], MPI_SHORT, MPI_STATUS_IGNORE));
+    TL_CHECK(memcmp(back, v[k], sizeof(short) * (size_t)counts[k]) == 0);
+  }
+  short untouched = 0;
+  TL_OK(lmpio_file_read_at(fh, 0, &untouched, 1, MPI_SHORT, MPI_STATUS_IGNORE));
+  TL_EQ((unsigned short)untouched, 0xEEEE);
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+  /* the file's bytes, every rank's: the model of the view */
+  TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  unsigned char got[4096], want[4096];
+  TL_OK(lmpio_file_read_at(fh, 0, got, (int)len, MPI_BYTE, MPI_STATUS_IGNORE));
+  memset(want, 0xEE, (size_t)len);
+  for (int r = 0; r < tl_size; r++)
+    for (int k = 0; k < 4; k++)
+      for (int i = 0; i < counts[k]; i++) {
+        MPI_Offset pos = 2 * (MPI_Offset)(offs[k] + i); /* data byte of the view */
+        short w = (short)(1000 * r + offs[k] + i);
+        memcpy(want + disp + pos / 6 * tile + 2 + 8 * r + pos % 6, &w, sizeof w);
+      }
+  TL_CHECK(memcmp(got, want, (size_t)len) == 0);
+  MPI_Type_free(&seg);
+  MPI_Type_free(&ft);
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("default view is a byte stream", test_default_view);
@@ -454,5 +516,7 @@ int main(int argc, char **argv) {
   tl_run("end of file per view, short reads, SEEK_END", test_eof_per_view);
   tl_run("offsets count derived etypes", test_derived_etype);
   tl_run("sequential files: MPI_DISPLACEMENT_CURRENT after write_shared, no holes", test_sequential_views);
+  tl_run("a filetype of one segment: accesses inside a tile and across tiles land where the view says",
+         test_one_segment_tiles);
   return tl_finish();
 }
