@@ -546,9 +546,10 @@ int lmpio__os_error(int e, const char *call, const char *what, const char *path)
 /* ---- waiting ------------------------------------------------------------ */
 
 /* Turns of pausing, then of yielding, before sleeping.  With more ranks
- * than processors, about 10 us of pauses (a rank that is running arrives
- * in that time in most calls), then a few yields, each of which lets
- * another runnable process of this processor have it (measured,
+ * than processors, a few microseconds of pauses (a rank that is running
+ * arrives in that time in most calls; and only while the ranks awaited
+ * may all be running, lmpio__os_pausing_helps), then a few yields, each
+ * of which lets another runnable process of this processor have it (measured,
  * bench/README: small_calls_bench, 4 ranks on 2 cores).  With a processor
  * for every rank, a few hundred microseconds of pauses: sleeping costs the
  * waker a system call and the sleeper a wake-up of tens of microseconds,
