@@ -168,7 +168,7 @@ int lmpio__view_byte_tiled(const lmpio__view *v, MPI_Offset pos, MPI_Offset *byt
   }
   tile = pos / ft->size;
   rem = pos % ft->size;
-  if (v->contiguous) {
+  if (ft->contiguous) { /* one segment a tile (a resized int): no cursor to build */
     in = ft->data_lb + rem;
   } else {
     lmpio__cursor c;
