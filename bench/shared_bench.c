@@ -2,8 +2,11 @@
  * library's own MPI-IO, same workload, one program.
  *
  *   write_ordered of 64-byte records, write_ordered of 1 KiB records,
- *   write_shared of 64-byte records, and the plain pwrite ceiling (each rank
- *   writes its records to its own slots, no shared pointer at all).
+ *   write_shared of 64-byte records, and two ceilings: plain pwrite (each
+ *   rank writes its records to its own slots, no shared pointer at all) and,
+ *   for write_shared, the design's own floor (a counter in shared memory that
+ *   each record's atomic add reserves, then the pwrite: what lmpio's mapped
+ *   pointer does with nothing else around it; ranks on one machine only).
  *
  * Rates count calls summed over all ranks (each rank's call is one call), per
  * second of the slowest rank; MB/s is the data written (10^6 bytes); us/call
@@ -18,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "lmpio.h"
 
@@ -29,7 +34,7 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-enum { API_LMPIO, API_MPI, API_POSIX };
+enum { API_LMPIO, API_MPI, API_POSIX, API_ADD };
 enum { OP_ORDERED, OP_SHARED };
 
 typedef struct {
@@ -37,7 +42,8 @@ typedef struct {
   lmpio_file lf;
   MPI_File mf;
   int fd;
-  long long slot; /* posix: next record of this rank */
+  long long slot;            /* posix: next record of this rank */
+  _Atomic long long *next;   /* add: the shared pointer, in bytes */
 } bfile;
 
 static void die(const char *what, int rc) {
@@ -64,6 +70,20 @@ static void bopen(bfile *f, int api, const char *path) {
     if (f->fd < 0) rc = MPI_ERR_IO;
   }
   if (rc != MPI_SUCCESS) die("open", rc);
+  if (api == API_ADD) { /* the pointer: the first bytes of a mapped sibling file */
+    char cpath[4200];
+    snprintf(cpath, sizeof cpath, "%s.pointer", path);
+    int cfd = -1;
+    if (rank == 0 && (cfd = open(cpath, O_CREAT | O_TRUNC | O_RDWR, 0644)) >= 0 && ftruncate(cfd, 4096) < 0) cfd = -1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0) cfd = open(cpath, O_RDWR);
+    void *m = cfd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+    if (m == MAP_FAILED) die("mapping of the pointer", MPI_ERR_IO);
+    close(cfd);
+    f->next = m;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) unlink(cpath);
+  }
 }
 
 static void bclose(bfile *f, const char *path) {
@@ -71,6 +91,7 @@ static void bclose(bfile *f, const char *path) {
   if (f->api == API_LMPIO) rc = lmpio_file_close(&f->lf);
   else if (f->api == API_MPI) rc = MPI_File_close(&f->mf);
   else close(f->fd);
+  if (f->api == API_ADD) munmap((void *)f->next, 4096);
   if (rc != MPI_SUCCESS) die("close", rc);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) unlink(path);
@@ -85,7 +106,8 @@ static void one(bfile *f, int op, const char *rec, int len) {
     rc = op == OP_ORDERED ? MPI_File_write_ordered(f->mf, rec, len, MPI_BYTE, MPI_STATUS_IGNORE)
                           : MPI_File_write_shared(f->mf, rec, len, MPI_BYTE, MPI_STATUS_IGNORE);
   } else {
-    off_t off = (off_t)((f->slot++ * nranks + rank) * (long long)len);
+    off_t off = f->api == API_ADD ? (off_t)atomic_fetch_add(f->next, len)
+                                  : (off_t)((f->slot++ * nranks + rank) * (long long)len);
     if (pwrite(f->fd, rec, (size_t)len, off) != len) rc = MPI_ERR_IO;
   }
   if (rc != MPI_SUCCESS) die("write", rc);
@@ -119,7 +141,7 @@ static void run_case(const char *name, int api, int op, int len, double seconds,
   t = timed(&f, op, rec, len, iters);
   bclose(&f, path);
   if (rank == 0) {
-    const char *label = api == API_LMPIO ? "lmpio" : api == API_POSIX ? "pwrite" : NULL;
+    const char *label = api == API_LMPIO ? "lmpio" : api == API_POSIX ? "pwrite" : api == API_ADD ? "add+pwrite" : NULL;
     char mpi_label[64];
     if (!label) {
       const char *io = getenv("OMPI_MCA_io");
@@ -140,7 +162,7 @@ int main(int argc, char **argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 0.3;
   const char *dir = argc > 2 ? argv[2] : getenv("LMPIO_BENCH_DIR");
   if (!dir || !*dir) dir = "/tmp";
-  const char *only = getenv("LMPIO_BENCH_API"); /* lmpio, mpi or posix: one side only */
+  const char *only = getenv("LMPIO_BENCH_API"); /* lmpio, mpi, posix or add: one side only */
   if (rank == 0) {
     printf("%-18s %5s %-16s %12s %10s %10s\n", "workload", "ranks", "api", "calls/s", "MB/s", "us/call");
     fflush(stdout);
@@ -151,10 +173,11 @@ int main(int argc, char **argv) {
       {"write_shared_64", OP_SHARED, 64},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    int apis[] = {API_LMPIO, API_MPI, API_POSIX};
-    const char *names[] = {"lmpio", "mpi", "posix"};
-    for (int a = 0; a < 3; a++) {
+    int apis[] = {API_LMPIO, API_MPI, API_POSIX, API_ADD};
+    const char *names[] = {"lmpio", "mpi", "posix", "add"};
+    for (int a = 0; a < 4; a++) {
       if (only && *only && strcmp(only, names[a]) != 0) continue;
+      if (apis[a] == API_ADD && cases[c].op != OP_SHARED) continue;
       run_case(cases[c].name, apis[a], cases[c].op, cases[c].len, seconds, dir);
     }
   }
