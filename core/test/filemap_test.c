@@ -552,7 +552,9 @@ static void rotated_case(const char *dir, const int *len, int nlen) {
     TL_OK(lmpio_file_write_at_all(fh, 0, mine, (int)n, MPI_BYTE, &st));
     TL_EQ(count_of(&st), (int)n);
   }
-  if (tl_size > 1) TL_EQ(tl_stat(fh, "POSIX_WRITES"), before); /* the second round went through the mapping */
+  /* The second round went through the mapping; ranks on several nodes
+   * (LMPIO_TEST_NODES) write through aggregators instead. */
+  if (tl_size > 1 && fh->one_node) TL_EQ(tl_stat(fh, "POSIX_WRITES"), before);
   TL_OK(lmpio_file_sync(fh));
   MPI_Barrier(MPI_COMM_WORLD);
   if (tl_rank == 0) {
