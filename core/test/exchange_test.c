@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sched.h>
 #include <stdint.h>
@@ -622,9 +623,10 @@ static void test_freed_handle_reused(void) {
  * and lets it go on ms milliseconds later. */
 static pid_t stop_me(int ms) {
   pid_t me = getpid(), c = fork();
-  if (c == 0) {
+  if (c == 0) { /* (only calls safe in the child of a threaded process) */
+    struct timespec t = {0, (long)ms * 1000000L};
     kill(me, SIGSTOP);
-    usleep((useconds_t)ms * 1000);
+    nanosleep(&t, NULL);
     kill(me, SIGCONT);
     _exit(0);
   }
