@@ -587,23 +587,41 @@ static void exchange_checked(MPI_Comm comm, long long tag, int len) {
     for (int i = 0; i < len; i++) TL_EQ(all[q * len + i], tag * 1000 + q * 16 + i);
 }
 
+static int threads; /* MPI_THREAD_MULTIPLE */
+
+/* comms[0] detached and freed, then comms[1] made (in one thread, whose
+ * memory the next communicator is likely made from). */
+static void *detach_free_dup(void *arg) {
+  MPI_Comm *comms = arg;
+  lmpio__exchange_detach(comms[0]);
+  MPI_Comm_free(&comms[0]);
+  MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+  return NULL;
+}
+
 /* MPI hands the handle of a freed communicator to the next one made (Open
  * MPI does): a thread's last segment (exchange.c) must not outlive its
  * communicator.  A segment made and used, detached and its communicator
- * freed; the next communicator, at the same handle or not, has none until
+ * freed (by this thread, or by another one); the next communicator, at the same handle or not, has none until
  * attached, and its exchanges are right either way. */
 static void test_freed_handle_reused(void) {
   int same = 0;
   for (int round = 0; round < 6 && !tl_case_failed; round++) {
-    MPI_Comm c, d;
+    MPI_Comm comms[2], c, d;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     TL_OK(lmpio__exchange_attach(c));
     for (int it = 0; it < 20; it++) exchange_checked(c, round * 100 + it, 1 + it % 16);
     TL_EQ(lmpio__exchange_shared(c), segment_expected());
     MPI_Comm was = c;
-    lmpio__exchange_detach(c);
-    MPI_Comm_free(&c);
-    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comms[0] = c;
+    if (threads && round % 2) { /* by another thread: this one's last segment still names it */
+      pthread_t t;
+      pthread_create(&t, NULL, detach_free_dup, comms);
+      pthread_join(t, NULL);
+    } else {
+      detach_free_dup(comms);
+    }
+    d = comms[1];
     same += d == was;
     TL_EQ(lmpio__exchange_shared(d), 0);
     TL_CHECK(lmpio__exchange_records(d) == NULL);
@@ -616,7 +634,7 @@ static void test_freed_handle_reused(void) {
     }
     MPI_Comm_free(&d);
   }
-  if (tl_rank == 0 && !same) printf("# the freed handles were not reused here\n");
+  if (tl_rank == 0 && same < 6) printf("# %d of 6 freed handles were reused here\n", same);
 }
 
 /* A child that stops this rank (SIGSTOP) at whatever point it has reached,
@@ -722,8 +740,6 @@ static void *thread_files(void *arg) {
   }
   return NULL;
 }
-
-static int threads; /* MPI_THREAD_MULTIPLE */
 
 static void test_two_threads(void) {
   if (!threads) {
