@@ -10,6 +10,10 @@
 #include "internals.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sched.h>
 #include <stdint.h>
@@ -568,9 +572,208 @@ static void test_pausing_helps(void) {
   TL_EQ(lmpio__os_pausing_helps((int)n - 1, n), 1); /* ranks no more than processors: always */
 }
 
+/* ---- handles reused, ranks stopped, threads --------------------------------- */
+
+/* Whether a communicator of this test's own, attached, has its segment
+ * after 16 exchanges (not a file's: the reduced first agreement does not
+ * matter here). */
+static int segment_expected(void) { return tl_size > 1 && !shm_off && windows; }
+
+static void exchange_checked(MPI_Comm comm, long long tag, int len) {
+  long long mine[16], all[16 * 64];
+  for (int i = 0; i < len; i++) mine[i] = tag * 1000 + tl_rank * 16 + i;
+  TL_OK(lmpio__exchange(comm, mine, len, all));
+  for (int q = 0; q < tl_size; q++)
+    for (int i = 0; i < len; i++) TL_EQ(all[q * len + i], tag * 1000 + q * 16 + i);
+}
+
+static int threads; /* MPI_THREAD_MULTIPLE */
+
+/* comms[0] detached and freed, then comms[1] made (in one thread, whose
+ * memory the next communicator is likely made from). */
+static void *detach_free_dup(void *arg) {
+  MPI_Comm *comms = arg;
+  lmpio__exchange_detach(comms[0]);
+  MPI_Comm_free(&comms[0]);
+  MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+  return NULL;
+}
+
+/* MPI hands the handle of a freed communicator to the next one made (Open
+ * MPI does): a thread's last segment (exchange.c) must not outlive its
+ * communicator.  A segment made and used, detached and its communicator
+ * freed (by this thread, or by another one); the next communicator, at the same handle or not, has none until
+ * attached, and its exchanges are right either way. */
+static void test_freed_handle_reused(void) {
+  int same = 0;
+  for (int round = 0; round < 6 && !tl_case_failed; round++) {
+    MPI_Comm comms[2], c, d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    TL_OK(lmpio__exchange_attach(c));
+    for (int it = 0; it < 20; it++) exchange_checked(c, round * 100 + it, 1 + it % 16);
+    TL_EQ(lmpio__exchange_shared(c), segment_expected());
+    MPI_Comm was = c;
+    comms[0] = c;
+    if (threads && round % 2) { /* by another thread: this one's last segment still names it */
+      pthread_t t;
+      pthread_create(&t, NULL, detach_free_dup, comms);
+      pthread_join(t, NULL);
+    } else {
+      detach_free_dup(comms);
+    }
+    d = comms[1];
+    same += d == was;
+    TL_EQ(lmpio__exchange_shared(d), 0);
+    TL_CHECK(lmpio__exchange_records(d) == NULL);
+    for (int it = 0; it < 20; it++) exchange_checked(d, round * 100 + 50 + it, 1 + it % 16);
+    if (round % 2) { /* and attached in turn: a segment of its own */
+      TL_OK(lmpio__exchange_attach(d));
+      for (int it = 0; it < 20; it++) exchange_checked(d, round * 100 + 70 + it, 1 + it % 16);
+      TL_EQ(lmpio__exchange_shared(d), segment_expected());
+      lmpio__exchange_detach(d);
+    }
+    MPI_Comm_free(&d);
+  }
+  if (tl_rank == 0 && same < 6) printf("# %d of 6 freed handles were reused here\n", same);
+}
+
+/* A child that stops this rank (SIGSTOP) at whatever point it has reached,
+ * and lets it go on ms milliseconds later. */
+static pid_t stop_me(int ms) {
+  pid_t me = getpid(), c = fork();
+  if (c == 0) { /* (only calls safe in the child of a threaded process) */
+    struct timespec t = {0, (long)ms * 1000000L};
+    kill(me, SIGSTOP);
+    nanosleep(&t, NULL);
+    kill(me, SIGCONT);
+    _exit(0);
+  }
+  return c;
+}
+
+/* Ranks stopped for 20-50 ms now and then, each in turn, wherever they
+ * are (publishing, waiting, asleep): the others wait (through every stage
+ * of the wait) and every record is that of its exchange. */
+static void test_stopped_ranks(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  TL_OK(lmpio__exchange_attach(comm));
+  long long mine[20], max[20];
+  pid_t kids[32];
+  int nk = 0;
+  alarm(60); /* (a hang ends the run) */
+  for (int it = 0; it < 400 && !tl_case_failed; it++) {
+    if (it % 37 == 20 && (it / 37) % tl_size == tl_rank && nk < 32) kids[nk++] = stop_me(20 + (it % 3) * 15);
+    int len = 1 + it % 16;
+    if (it % 2) {
+      exchange_checked(comm, it, len);
+    } else {
+      for (int i = 0; i < len; i++) mine[i] = (long long)it * 1000 + tl_rank * 16 + i;
+      TL_OK(lmpio__exchange_max(comm, mine, len, max));
+      for (int i = 0; i < len; i++) TL_EQ(max[i], (long long)it * 1000 + (tl_size - 1) * 16 + i);
+    }
+  }
+  alarm(0);
+  for (int k = 0; k < nk; k++) TL_EQ(waitpid(kids[k], NULL, 0), kids[k]);
+  TL_EQ(lmpio__exchange_shared(comm), segment_expected());
+  lmpio__exchange_detach(comm);
+  MPI_Comm_free(&comm);
+}
+
+/* Two threads, each on a communicator of its own (MPI_THREAD_MULTIPLE):
+ * each makes segments, uses them, detaches them (which voids every
+ * thread's last segment) and frees their communicators while the other
+ * goes on; then each opens, uses and closes files on its own, its
+ * communicator freed and made again between. */
+typedef struct {
+  MPI_Comm comm;
+  char *path;
+  int id, failed;
+} thread_job;
+
+static void *thread_exchanges(void *arg) {
+  thread_job *j = arg;
+  long long mine[8], all[8 * 64];
+  for (int round = 0; round < 8; round++) {
+    MPI_Comm c;
+    MPI_Comm_dup(j->comm, &c);
+    lmpio__exchange_attach(c);
+    for (int it = 0; it < 40; it++) {
+      long long tag = (j->id * 100 + round) * 100 + it;
+      for (int i = 0; i < 8; i++) mine[i] = tag * 1000 + tl_rank * 8 + i;
+      if (lmpio__exchange(c, mine, 8, all) != MPI_SUCCESS) j->failed = 1;
+      for (int q = 0; q < tl_size; q++)
+        for (int i = 0; i < 8; i++) j->failed |= (all[q * 8 + i] != tag * 1000 + q * 8 + i) << 1;
+    }
+    j->failed |= (lmpio__exchange_shared(c) != segment_expected()) << 2;
+    lmpio__exchange_detach(c);
+    j->failed |= (lmpio__exchange_shared(c) != 0) << 3;
+    MPI_Comm_free(&c);
+  }
+  return NULL;
+}
+
+static void *thread_files(void *arg) {
+  thread_job *j = arg;
+  int me = tl_rank, n = tl_size, other = (me + 1) % n;
+  for (int round = 0; round < 4; round++) {
+    lmpio_file fh;
+    if (lmpio_file_open(j->comm, j->path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
+      j->failed |= 16;
+      return NULL;
+    }
+    for (int it = 0; it < 24; it++) {
+      int v = (j->id * 10 + round) * 1000 + it * 10 + me, w = -1;
+      j->failed |= (lmpio_file_write_at_all(fh, 4 * me, &v, 1, MPI_INT, MPI_STATUS_IGNORE) != MPI_SUCCESS) << 5;
+      j->failed |= (lmpio_file_sync(fh) != MPI_SUCCESS) << 5;
+      j->failed |= (lmpio_file_read_at_all(fh, 4 * other, &w, 1, MPI_INT, MPI_STATUS_IGNORE) != MPI_SUCCESS) << 5;
+      j->failed |= (w != (j->id * 10 + round) * 1000 + it * 10 + other) << 6;
+      j->failed |= (lmpio_file_sync(fh) != MPI_SUCCESS) << 5;
+    }
+    j->failed |= (lmpio_file_close(&fh) != MPI_SUCCESS) << 7;
+    if (round % 2) { /* the caller's communicator (and the duplicate kept on it) freed, another made */
+      MPI_Comm c;
+      MPI_Comm_dup(j->comm, &c);
+      MPI_Comm_free(&j->comm);
+      j->comm = c;
+    }
+  }
+  return NULL;
+}
+
+static void test_two_threads(void) {
+  if (!threads) {
+    if (tl_rank == 0) printf("# skipped: MPI_THREAD_MULTIPLE not provided\n");
+    return;
+  }
+  void *(*bodies[2])(void *) = {thread_exchanges, thread_files};
+  for (int b = 0; b < 2; b++) {
+    thread_job j[2];
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) {
+      MPI_Comm_dup(MPI_COMM_WORLD, &j[k].comm);
+      j[k].id = k;
+      j[k].failed = 0;
+      j[k].path = tl_path(k ? "threadB" : "threadA");
+    }
+    for (int k = 0; k < 2; k++) pthread_create(&t[k], NULL, bodies[b], &j[k]);
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+    for (int k = 0; k < 2; k++) {
+      TL_EQ(j[k].failed, 0);
+      MPI_Comm_free(&j[k].comm);
+      tl_unlink(j[k].path);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   setenv("LMPIO_SHM_AGREEMENT_AT", "16", 1); /* the attach inside this test's sequences */
-  tl_init(&argc, &argv);
+  int provided = 0;
+  (void)tl_init; /* MPI_Init: one case needs threads */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &tl_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &tl_size);
+  threads = provided == MPI_THREAD_MULTIPLE;
   const char *env = getenv("LMPIO_SHM_AGREEMENT");
   int off = env && strcmp(env, "0") == 0;
   MPI_Allreduce(&off, &shm_off, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
@@ -594,5 +797,8 @@ int main(int argc, char **argv) {
   tl_run("exchange: one rank's failure reaches every rank around the attach (two-phase)", test_failures_twophase);
   tl_run("exchange: several files with their own segments, calls interleaved", test_several_files);
   tl_run("exchange: many small calls, 4 ranks in two files on 2 processors, in a generous bound", test_many_small_calls);
+  tl_run("exchange: a communicator freed and the next made at its handle: no stale segment", test_freed_handle_reused);
+  tl_run("exchange: ranks stopped (SIGSTOP) for a while anywhere in their exchanges", test_stopped_ranks);
+  tl_run("exchange: two threads, segments and files of their own, made, used and freed at once", test_two_threads);
   return tl_finish();
 }

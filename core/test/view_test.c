@@ -505,6 +505,199 @@ static void test_one_segment_tiles(void) {
   tl_unlink(path);
 }
 
+/* ---- one segment a tile, against a model of the file ---------------------- */
+
+/* A view whose filetype's data is one segment of b etypes of e bytes: rank
+ * q's segment at byte pad + q * seg of a tile of extent bytes, its
+ * resized lower bound anywhere (below the data, at it, past it). */
+typedef struct {
+  MPI_Offset disp, seg, extent, pad;
+  int e;
+} seg_view;
+
+static MPI_Offset seg_byte(const seg_view *v, int q, MPI_Offset data) {
+  return v->disp + data / v->seg * v->extent + v->pad + q * v->seg + data % v->seg;
+}
+
+#define MODEL_MAX (1 << 20)
+static unsigned char model[MODEL_MAX];
+static MPI_Offset model_size;
+
+static unsigned seg_rand(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return (*s >> 8) & 0xffffff;
+}
+
+static unsigned char seg_val(int t, int op, int q, MPI_Offset i) { return (unsigned char)(t * 31 + op * 7 + q * 53 + i * 3 + 1); }
+
+/* Rank q's bytes [data, data + len) of the view written with seg_val(t, op, q, .). */
+static void model_write(const seg_view *v, int q, MPI_Offset data, MPI_Offset len, int t, int op) {
+  for (MPI_Offset i = 0; i < len; i++) {
+    MPI_Offset f = seg_byte(v, q, data + i);
+    if (f >= MODEL_MAX) continue; /* (checked where read) */
+    model[f] = seg_val(t, op, q, i);
+    if (f + 1 > model_size) model_size = f + 1;
+  }
+}
+
+/* A read of len bytes at data byte `data` of this rank's view: its count
+ * is the bytes before the end of the file, its bytes the model's. */
+static void model_check(const seg_view *v, MPI_Offset data, MPI_Offset len, const unsigned char *got, MPI_Status *st,
+                        const char *what) {
+  MPI_Offset want = 0;
+  while (want < len && seg_byte(v, tl_rank, data + want) < model_size) want++;
+  int n = -1;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  TL_EQ(n, want);
+  for (MPI_Offset i = 0; i < want && i < n; i++)
+    if (got[i] != model[seg_byte(v, tl_rank, data + i)]) {
+      TL_CHECK(!"the bytes read are the model's");
+      fprintf(stderr, "[rank %d] %s: data byte %lld of the view: %d, the model %d\n", tl_rank, what,
+              (long long)(data + i), got[i], model[seg_byte(v, tl_rank, data + i)]);
+      break;
+    }
+}
+
+/* Every rank's writes done and seen before anyone reads. */
+static void settle(lmpio_file fh) {
+  TL_OK(lmpio_file_sync(fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  TL_OK(lmpio_file_sync(fh));
+}
+
+/* Random views whose filetype's data is one segment (etypes of 1, 2, 4, 8
+ * and 6 bytes, lower bounds below, at and past the data, displacements,
+ * holes between tiles, atomic mode, collective buffering on and off), and
+ * random accesses through them: inside one tile (the one-run path,
+ * engine.c) and across tiles, independent, collective, through the
+ * individual and the shared pointer, reads past the end of the file; then
+ * the data through a read-only handle and the whole file, each against a
+ * model of the file's bytes. */
+static void test_one_segment_model(void) {
+  char *path = tl_path("segmodel");
+  lmpio_file fh = open_world(path);
+  unsigned seed = 4242;
+  const int n = tl_size, me = tl_rank;
+  static const int esizes[5] = {1, 2, 4, 8, 6};
+  for (int t = 0; t < 40; t++) {
+    int any = 0;
+    MPI_Allreduce(&tl_case_failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) break;
+    int ek = (int)(seg_rand(&seed) % 5), b = 1 + (int)(seg_rand(&seed) % 4);
+    MPI_Datatype etype = ek == 0 ? MPI_BYTE : ek == 1 ? MPI_SHORT : ek == 2 ? MPI_INT : MPI_DOUBLE;
+    if (ek == 4) {
+      MPI_Type_contiguous(3, MPI_SHORT, &etype);
+      MPI_Type_commit(&etype);
+    }
+    seg_view v;
+    v.e = esizes[ek];
+    v.seg = (MPI_Offset)b * v.e;
+    v.pad = (MPI_Offset)v.e * (seg_rand(&seed) % 4);
+    MPI_Offset hole = (MPI_Offset)v.e * (seg_rand(&seed) % 4);
+    v.extent = v.pad + n * v.seg + hole;
+    v.disp = seg_rand(&seed) % 18;
+    int lbk = (int)(seg_rand(&seed) % 4);
+    MPI_Aint at = (MPI_Aint)(v.pad + me * v.seg);
+    MPI_Aint lb = lbk == 0 ? 0 : lbk == 1 ? -8 : lbk == 2 ? at : (MPI_Aint)v.extent;
+    int atomic = seg_rand(&seed) % 3 == 0, cb = (int)(seg_rand(&seed) % 3);
+    MPI_Datatype seg, ft;
+    MPI_Type_create_hindexed(1, &b, &at, etype, &seg);
+    MPI_Type_create_resized(seg, lb, (MPI_Aint)v.extent, &ft);
+    MPI_Type_commit(&ft);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "romio_cb_write", cb == 0 ? "enable" : cb == 1 ? "disable" : "automatic");
+    MPI_Info_set(info, "romio_cb_read", cb == 0 ? "enable" : cb == 1 ? "disable" : "automatic");
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    TL_OK(lmpio_file_set_size(fh, 0));
+    memset(model, 0, sizeof model);
+    model_size = 0;
+    TL_OK(lmpio_file_set_view(fh, v.disp, etype, ft, "native", info));
+    TL_OK(lmpio_file_set_atomicity(fh, atomic));
+    MPI_Offset shared = 0;
+    for (int op = 0; op < 10; op++) {
+      int kind = (int)(seg_rand(&seed) % 7), c = 1 + (int)(seg_rand(&seed) % (unsigned)(2 * b));
+      MPI_Offset o = seg_rand(&seed) % (unsigned)(5 * b), len = (MPI_Offset)c * v.e, p = -1;
+      unsigned char buf[64], back[64];
+      MPI_Status st;
+      memset(back, 0xAB, sizeof back);
+      if (kind == 0 || kind == 1 || kind == 2) { /* write_at, write_at_all, write_all */
+        for (MPI_Offset i = 0; i < len; i++) buf[i] = seg_val(t, op, me, i);
+        if (kind == 0) TL_OK(lmpio_file_write_at(fh, o, buf, (int)len, MPI_BYTE, &st));
+        else if (kind == 1) TL_OK(lmpio_file_write_at_all(fh, o, buf, (int)len, MPI_BYTE, &st));
+        else {
+          TL_OK(lmpio_file_seek(fh, o, MPI_SEEK_SET));
+          TL_OK(lmpio_file_write_all(fh, buf, (int)len, MPI_BYTE, &st));
+          TL_OK(lmpio_file_get_position(fh, &p));
+          TL_EQ(p, o + c);
+        }
+        int got = -1;
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        TL_EQ(got, len);
+        for (int q = 0; q < n; q++) model_write(&v, q, o * v.e, len, t, op);
+        settle(fh);
+      } else if (kind == 3) { /* write_ordered of a count of each rank's own, read back the same way */
+        MPI_Offset before = 0, all = 0;
+        for (int q = 0; q < n; q++) {
+          int cq = 1 + (q + op) % (2 * b);
+          model_write(&v, q, (shared + all) * v.e, (MPI_Offset)cq * v.e, t, op);
+          if (q < me) before += cq;
+          all += cq;
+        }
+        len = (MPI_Offset)(1 + (me + op) % (2 * b)) * v.e;
+        for (MPI_Offset i = 0; i < len; i++) buf[i] = seg_val(t, op, me, i);
+        TL_OK(lmpio_file_write_ordered(fh, buf, (int)len, MPI_BYTE, &st));
+        settle(fh);
+        TL_OK(lmpio_file_seek_shared(fh, shared, MPI_SEEK_SET));
+        TL_OK(lmpio_file_read_ordered(fh, back, (int)len, MPI_BYTE, &st));
+        model_check(&v, (shared + before) * v.e, len, back, &st, "read_ordered");
+        shared += all;
+        TL_OK(lmpio_file_get_position_shared(fh, &p));
+        TL_EQ(p, shared);
+      } else { /* read_at, read_at_all, and either past the end of the file */
+        if (kind >= 5) o += (model_size - v.disp) / v.extent * b - b + seg_rand(&seed) % (unsigned)(3 * b);
+        if (o < 0) o = 0;
+        if (kind % 2) TL_OK(lmpio_file_read_at_all(fh, o, back, (int)len, MPI_BYTE, &st));
+        else TL_OK(lmpio_file_read_at(fh, o, back, (int)len, MPI_BYTE, &st));
+        model_check(&v, o * v.e, len, back, &st, kind % 2 ? "read_at_all" : "read_at");
+        TL_OK(lmpio_file_get_byte_offset(fh, o, &p));
+        TL_EQ(p, seg_byte(&v, me, o * v.e));
+      }
+      MPI_Barrier(MPI_COMM_WORLD); /* (every rank's reads before the next writes) */
+    }
+    TL_CHECK(model_size < MODEL_MAX);
+    /* each rank's data through a read-only handle with the same view */
+    lmpio_file ro;
+    TL_OK(lmpio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &ro));
+    TL_OK(lmpio_file_set_view(ro, v.disp, etype, ft, "native", info));
+    unsigned char mine[256];
+    MPI_Status st;
+    TL_OK(lmpio_file_read_at_all(ro, 0, mine, 7 * b * v.e, MPI_BYTE, &st));
+    model_check(&v, 0, 7 * b * v.e, mine, &st, "read_at_all, read-only");
+    TL_RC(lmpio_file_write_at(ro, 0, mine, v.e, MPI_BYTE, MPI_STATUS_IGNORE), MPI_ERR_READ_ONLY);
+    TL_OK(lmpio_file_close(&ro));
+    /* the whole file */
+    TL_OK(lmpio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    MPI_Offset size = -1;
+    TL_OK(lmpio_file_get_size(fh, &size));
+    TL_EQ(size, model_size);
+    static unsigned char whole[MODEL_MAX];
+    TL_OK(lmpio_file_read_at(fh, 0, whole, (int)model_size, MPI_BYTE, MPI_STATUS_IGNORE));
+    if (memcmp(whole, model, (size_t)model_size) != 0) {
+      TL_CHECK(!"the file is the model");
+      fprintf(stderr, "[rank %d] view %d: etype %d bytes, %d a tile, pad %lld, extent %lld, disp %lld, lb %ld\n", me, t,
+              v.e, b, (long long)v.pad, (long long)v.extent, (long long)v.disp, (long)lb);
+    }
+    TL_OK(lmpio_file_set_atomicity(fh, 0));
+    MPI_Info_free(&info);
+    MPI_Type_free(&seg);
+    MPI_Type_free(&ft);
+    if (ek == 4) MPI_Type_free(&etype);
+  }
+  TL_OK(lmpio_file_close(&fh));
+  tl_unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("default view is a byte stream", test_default_view);
@@ -518,5 +711,6 @@ int main(int argc, char **argv) {
   tl_run("sequential files: MPI_DISPLACEMENT_CURRENT after write_shared, no holes", test_sequential_views);
   tl_run("a filetype of one segment: accesses inside a tile and across tiles land where the view says",
          test_one_segment_tiles);
+  tl_run("a filetype of one segment, random views and accesses, against a model of the file", test_one_segment_model);
   return tl_finish();
 }
