@@ -30,7 +30,7 @@ static int check_amode(int amode, const char *call) {
 
 /* Opens path; with create, *created says whether this call made the file
  * (so a failed collective open can remove it again). */
-static int open_fd(const char *path, int amode, int create, int *readable, int *created) {
+static int open_fd_once(const char *path, int amode, int create, int *readable, int *created) {
   int flags = (amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR;
   int fd = -1;
   *created = 0;
@@ -60,6 +60,43 @@ static int open_fd(const char *path, int amode, int create, int *readable, int *
     fd = -1;
   }
   return fd;
+}
+
+/* A caching client may still hold the name of a file that another machine
+ * has removed since, and perhaps made again (a FUSE client within its entry
+ * timeout): the open, or the first request of the descriptor it gave, then
+ * fails with ESTALE, and the client looks the name up anew for the next
+ * try.  Opens are tried again, backing off, as NFS's own client does. */
+enum { STALE_TRIES = 10 }; /* pauses of 1, 2, 4, ... 512 ms: 1 s in all */
+
+static int open_fd(const char *path, int amode, int create, int *readable, int *created) {
+  for (int attempt = 0;; attempt++) {
+    int fd = open_fd_once(path, amode, create, readable, created);
+    if (fd >= 0 || errno != ESTALE || attempt == STALE_TRIES) return fd;
+    lmpio__os_pause_ms(1L << attempt);
+  }
+}
+
+/* Open is a synchronisation point: a caching client forgets what it cached
+ * of the file before (another job may have written it since).  A refresh
+ * that fails with ESTALE reached a file the server no longer has (above):
+ * the name is opened again, and the new descriptor takes the old one's
+ * place (nothing holds it yet: no lock, and the caching driver maps
+ * nothing). */
+static int refresh_fd(lmpio_file fh, const char *path, const char *call) {
+  for (int attempt = 0;; attempt++) {
+    if (fh->drv->refresh(fh->fd) == 0) return MPI_SUCCESS;
+    if (errno != ESTALE || attempt == STALE_TRIES)
+      return lmpio__os_error(errno, call, "cannot refresh the client's cache of", path);
+    lmpio__os_pause_ms(1L << attempt);
+    int readable, unused;
+    int fd = open_fd(path, fh->amode & ~MPI_MODE_EXCL, 0, &readable, &unused);
+    if (fd < 0) return lmpio__os_error(errno, call, "cannot open", path);
+    lmpio__os_close(fh->fd);
+    fh->fd = fh->workers.fd = fd;
+    fh->fd_readable = readable;
+    fh->fd_in_memory = lmpio__os_in_memory(fd);
+  }
 }
 
 /* The aggregators of two-phase calls for hints h on fh's nodes. */
@@ -274,11 +311,8 @@ int lmpio_file_open(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     fh->fs_block = max[1] > 0 && max[1] <= 1 << 30 ? max[1] : 4096;
   }
   if (rc == MPI_SUCCESS) {
-    /* Open is a synchronisation point: a caching client forgets what it
-     * cached of the file before (another job may have written it since). */
-    int own = MPI_SUCCESS;
-    if (fh->drv->refresh && fd >= 0 && fh->drv->refresh(fd) < 0)
-      own = lmpio__os_error(errno, call, "cannot refresh the client's cache of", path);
+    int own = fh->drv->refresh && fd >= 0 ? refresh_fd(fh, path, call) : MPI_SUCCESS;
+    fd = fh->fd;
     int src = lmpio__shared_init(fh, fh->fp, call);
     rc = lmpio__agree(fh->comm, src != MPI_SUCCESS ? src : own, 0, call);
   }

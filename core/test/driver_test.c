@@ -523,6 +523,100 @@ static void t_removed_before_reopen(void) {
   unlink(path);
 }
 
+/* A caching client that still holds the name of a file another machine has
+ * removed, or removed and made again: the open itself, or the open's
+ * refresh (fsync) of the descriptor, fails with ESTALE.  The open looks the name up again: it finds
+ * the new file, or fails with MPI_ERR_NO_SUCH_FILE when there is none; a
+ * descriptor that stays stale fails the open (MPI_ERR_IO) after its tries,
+ * without the pauses here (nanosleep replaced). */
+enum { STALE_LEAVE, STALE_REMOVE, STALE_REMAKE };
+static const char *stale_path; /* removed (and made again) at the first stale fsync */
+static int stale_left, stale_remake, stale_pauses;
+static int s_fsync(int fd) {
+  if (stale_left > 0) {
+    stale_left--;
+    if (stale_path) {
+      unlink(stale_path);
+      if (stale_remake) {
+        int nfd = open(stale_path, O_CREAT | O_WRONLY, 0644);
+        TL_CHECK(nfd >= 0 && write(nfd, "new!", 4) == 4);
+        close(nfd);
+      }
+      stale_path = NULL;
+    }
+    errno = ESTALE;
+    return -1;
+  }
+  return lmpio__os_real.fsync(fd);
+}
+static int stale_opens; /* opens of any path that fail with ESTALE first */
+static int s_open(const char *p, int f, mode_t m) {
+  if (stale_opens > 0) {
+    stale_opens--;
+    errno = ESTALE;
+    return -1;
+  }
+  return lmpio__os_real.open(p, f, m);
+}
+static int s_nanosleep(const struct timespec *req, struct timespec *rem) {
+  (void)req, (void)rem;
+  stale_pauses++;
+  return 0;
+}
+
+static int stale_open(const char *path, int left, int what, lmpio_file *fh) {
+  int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  TL_CHECK(fd >= 0 && write(fd, "old!", 4) == 4);
+  close(fd);
+  stale_path = what == STALE_LEAVE ? NULL : path;
+  stale_left = left;
+  stale_remake = what == STALE_REMAKE;
+  stale_pauses = 0;
+  lmpio__os.fsync = s_fsync;
+  lmpio__os.open = s_open;
+  lmpio__os.nanosleep = s_nanosleep;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "lmpio_fs_driver", "caching");
+  *fh = LMPIO_FILE_NULL;
+  int rc = lmpio_file_open(MPI_COMM_SELF, path, MPI_MODE_RDWR, info, fh);
+  MPI_Info_free(&info);
+  lmpio__os = lmpio__os_real;
+  return rc;
+}
+
+static void t_stale_name(void) {
+  char path[256];
+  snprintf(path, sizeof path, "%s.%d", tl_path("stale"), tl_rank); /* each rank its own file */
+  lmpio_file fh;
+  /* Made again by another machine: the open reads the new file. */
+  TL_OK(stale_open(path, 1, STALE_REMAKE, &fh));
+  TL_EQ(stale_pauses, 1);
+  if (fh != LMPIO_FILE_NULL) {
+    char got[5] = "";
+    MPI_Status st;
+    TL_OK(lmpio_file_read_at(fh, 0, got, 4, MPI_CHAR, &st));
+    TL_CHECK(strcmp(got, "new!") == 0);
+    TL_OK(lmpio_file_close(&fh));
+  }
+  /* The open itself stale twice. */
+  stale_opens = 2;
+  TL_OK(stale_open(path, 0, STALE_LEAVE, &fh));
+  TL_EQ(stale_opens, 0);
+  TL_EQ(stale_pauses, 2);
+  if (fh != LMPIO_FILE_NULL) TL_OK(lmpio_file_close(&fh));
+  /* Removed: no such file. */
+  TL_RC(stale_open(path, 1, STALE_REMOVE, &fh), MPI_ERR_NO_SUCH_FILE);
+  TL_CHECK(strstr(lmpio_last_error_message(), "cannot open") != NULL);
+  TL_CHECK(fh == LMPIO_FILE_NULL);
+  /* Stale whatever the name: the open fails after its tries. */
+  TL_RC(stale_open(path, 1000, STALE_LEAVE, &fh), MPI_ERR_IO);
+  TL_CHECK(strstr(lmpio_last_error_message(), "cannot refresh") != NULL);
+  TL_CHECK(stale_pauses > 1 && stale_pauses < 1000);
+  TL_CHECK(fh == LMPIO_FILE_NULL);
+  unlink(path);
+}
+
 int main(int argc, char **argv) {
   tl_init(&argc, &argv);
   tl_run("driver chosen by the file system's statfs type", t_statfs);
@@ -536,5 +630,6 @@ int main(int argc, char **argv) {
   tl_run("shared pointer: a helper that cannot be mapped falls back to locks on every rank", t_unmappable_pointer);
   tl_run("open: rank 0 closes the descriptor that created the file", t_reopen);
   tl_run("open: a file removed after rank 0 created it is made again (MPI_MODE_CREATE)", t_removed_before_reopen);
+  tl_run("open on a caching client holding a name another machine removed or made again: the name is looked up again", t_stale_name);
   return tl_finish();
 }
