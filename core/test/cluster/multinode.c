@@ -18,6 +18,10 @@
  *   visible   sync-barrier-sync: what one node wrote (overwriting the last
  *             round's bytes, moving the end of file) is what the other node
  *             reads
+ *   remade    rank 0 removes the file and makes it again with new bytes
+ *             while the other node's client still holds its name (every
+ *             rank opened and read it just before): every rank's next open
+ *             reaches the new file
  *
  * Built with -DMULTINODE_CAPI (multinode-capi), the same checks go through
  * lmpio's C API instead.
@@ -29,7 +33,8 @@
  * Every rank reads the bytes back and judges them; rank 0 prints "ok NAME"
  * or "not ok NAME" and "# ..." lines saying what was wrong.  Environment:
  * MULTINODE_REFUSAL_OK=1 counts a check whose MPI calls returned an error
- * (and wrote nothing wrong that was read back) as passed, "# refused";
+ * (and wrote nothing wrong that was read back) as passed, "# refused"
+ * (not remade: opening a file that is there must work on every mount);
  * MULTINODE_EXPECT_LMPIO=1 checks that lmpio serves the files;
  * MULTINODE_NODES=N checks that the ranks run on N machines;
  * MULTINODE_SCALE=N multiplies the sizes (more blocks, more records).
@@ -294,6 +299,7 @@ static char done_list[256]; /* checks that ran without refusal */
 typedef struct {
   verdict v;
   int refused;
+  int strict; /* a refusal fails the check even where refusals may pass */
   char why[300];
 } outcome;
 
@@ -302,7 +308,12 @@ static void refuse(outcome *o, int rc, const char *what) {
   if (!o->refused) {
     char msg[MPI_MAX_ERROR_STRING];
     int n = 0;
+#ifdef MULTINODE_CAPI
+    snprintf(msg, sizeof msg, "%s", lmpio_last_error_message()); /* (the message names the cause) */
+    (void)n;
+#else
     MPI_Error_string(rc, msg, &n);
+#endif
     snprintf(o->why, sizeof o->why, "rank %d: %s: %.200s", rank, what, msg); /* (MPICH's messages: 512 bytes) */
   }
   o->refused = 1;
@@ -323,7 +334,7 @@ static void report(const char *name, outcome *o) {
     if (rank == first) snprintf(text, sizeof text, "rank %d: %s%s%s", rank, o->v.text, o->v.bad && o->refused ? "; " : "", o->refused ? o->why : "");
     MPI_Bcast(text, sizeof text, MPI_CHAR, first, MPI_COMM_WORLD);
   }
-  int pass = all[0] == 0 && (all[1] == 0 || refusal_ok);
+  int pass = all[0] == 0 && (all[1] == 0 || (refusal_ok && !o->strict));
   if (all[1] == 0 && strlen(done_list) + strlen(name) + 2 < sizeof done_list) {
     strcat(done_list, " ");
     strcat(done_list, name);
@@ -622,6 +633,58 @@ static void check_visible(void) {
   report("visible", &o);
 }
 
+/* remade: REMROUNDS rounds of REMLEN bytes, round k's from rank 0 as
+ * blockbyte(0, 9000 + k, j). */
+enum { REMROUNDS = 4, REMLEN = 4096 };
+
+static void judge_remade(const unsigned char *buf, long long len, int k, verdict *v) {
+  if (len != REMLEN) note(v, "file size %lld, expected %d", len, REMLEN);
+  long long wrong = 0;
+  for (long long j = 0; j < len && j < REMLEN; j++) wrong += buf[j] != blockbyte(0, 9000 + k, (int)(j % 251));
+  if (wrong) note(v, "%lld bytes not round %d's", wrong, k);
+}
+
+static void check_remade(void) {
+  outcome o = {.strict = 1}; /* opening a file that is there works on every mount */
+  unsigned char *buf = malloc(REMLEN);
+  for (int k = 0; k < REMROUNDS && !o.refused && !o.v.bad; k++) {
+    MPI_Status st;
+    if (rank == 0) { /* removed and made again, on rank 0's node alone */
+      MPI_File f0;
+      MPI_File_delete(path_of("remade"), MPI_INFO_NULL);
+      int rc = MPI_File_open(MPI_COMM_SELF, path_of("remade"), MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &f0);
+      refuse(&o, rc, "MPI_File_open (rank 0 alone)");
+      for (int j = 0; j < REMLEN; j++) buf[j] = blockbyte(0, 9000 + k, j % 251);
+      if (rc == MPI_SUCCESS) {
+        refuse(&o, MPI_File_write_at(f0, 0, buf, REMLEN, MPI_BYTE, &st), "MPI_File_write_at (rank 0 alone)");
+        refuse(&o, MPI_File_close(&f0), "MPI_File_close (rank 0 alone)");
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_File fh;
+    int rc = MPI_File_open(MPI_COMM_WORLD, path_of("remade"), MPI_MODE_RDONLY, info, &fh);
+    refuse(&o, rc, "MPI_File_open");
+    if (rc == MPI_SUCCESS) {
+      memset(buf, 0, REMLEN);
+      int cnt = 0;
+      rc = MPI_File_read_at(fh, 0, buf, REMLEN, MPI_BYTE, &st);
+      refuse(&o, rc, "MPI_File_read_at");
+      if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, &cnt);
+      verdict v = {0};
+      judge_remade(buf, cnt, k, &v);
+      if (v.bad) note(&o.v, "round %d, rank %d: %s", k, rank, v.text);
+      refuse(&o, MPI_File_close(&fh), "MPI_File_close");
+    }
+    /* Every rank goes on to the next round together (a refusal or a wrong
+     * read on one rank ends the check on every rank). */
+    long long flags[2] = {o.refused, o.v.bad}, any[2];
+    MPI_Allreduce(flags, any, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (any[0] || any[1]) break;
+  }
+  free(buf);
+  report("remade", &o);
+}
+
 /* ---- the machines -------------------------------------------------------- */
 
 static void check_machines(void) {
@@ -699,8 +762,8 @@ static int verify(const char *vdir) {
   if (!fgets(checks, sizeof checks, f)) checks[0] = '\0';
   fclose(f);
   int bad = 0;
-  const char *names[] = {"sieve", "coll", "shared", "ordered", "atomic", "visible"};
-  for (int i = 0; i < 6; i++) {
+  const char *names[] = {"sieve", "coll", "shared", "ordered", "atomic", "visible", "remade"};
+  for (int i = 0; i < 7; i++) {
     char key[32];
     snprintf(key, sizeof key, " %s ", names[i]);
     if (!strstr(checks, key)) continue; /* refused or not run: nothing to judge */
@@ -713,7 +776,8 @@ static int verify(const char *vdir) {
     else if (!strcmp(names[i], "shared")) judge_shared(&P, buf, len, &v);
     else if (!strcmp(names[i], "ordered")) judge_ordered(&P, buf, len, &v);
     else if (!strcmp(names[i], "atomic")) judge_atomic(&P, buf, len, &v);
-    else judge_visible(&P, P.visrounds - 1, buf, len, &v);
+    else if (!strcmp(names[i], "visible")) judge_visible(&P, P.visrounds - 1, buf, len, &v);
+    else judge_remade(buf, len, REMROUNDS - 1, &v);
     free(buf);
     printf("%sok brick %s\n", v.bad ? "not " : "", names[i]);
     if (v.bad) printf("# brick %s: %s\n", names[i], v.text);
@@ -725,7 +789,7 @@ static int verify(const char *vdir) {
 int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "--verify")) return verify(argv[2]);
   if (argc < 2) {
-    fprintf(stderr, "usage: %s DIR [sieve|coll|shared|ordered|atomic|visible]...\n       %s --verify DIR\n", argv[0], argv[0]);
+    fprintf(stderr, "usage: %s DIR [sieve|coll|shared|ordered|atomic|visible|remade]...\n       %s --verify DIR\n", argv[0], argv[0]);
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -739,8 +803,8 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "romio_ds_write", "enable");
   check_machines();
   check_lmpio();
-  const char *all[] = {"sieve", "coll", "shared", "ordered", "atomic", "visible"};
-  for (int i = 0; i < 6; i++) {
+  const char *all[] = {"sieve", "coll", "shared", "ordered", "atomic", "visible", "remade"};
+  for (int i = 0; i < 7; i++) {
     int want = argc == 2;
     for (int a = 2; a < argc; a++) want = want || !strcmp(argv[a], all[i]);
     if (!want) continue;
@@ -751,6 +815,7 @@ int main(int argc, char **argv) {
     if (i == 3) check_ordered();
     if (i == 4) check_atomic();
     if (i == 5) check_visible();
+    if (i == 6) check_remade();
   }
   if (rank == 0) {
     char path[1100];
