@@ -96,6 +96,9 @@ static int refresh_fd(lmpio_file fh, const char *path, const char *call) {
     fh->fd = fh->workers.fd = fd;
     fh->fd_readable = readable;
     fh->fd_in_memory = lmpio__os_in_memory(fd);
+    /* MPI_MODE_APPEND: the pointers start at the end of the file found now. */
+    if ((fh->amode & MPI_MODE_APPEND) && fh->drv->size(fd, &fh->fp) < 0)
+      return lmpio__os_error(errno, call, "cannot stat", path);
   }
 }
 

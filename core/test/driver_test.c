@@ -539,7 +539,7 @@ static int s_fsync(int fd) {
       unlink(stale_path);
       if (stale_remake) {
         int nfd = open(stale_path, O_CREAT | O_WRONLY, 0644);
-        TL_CHECK(nfd >= 0 && write(nfd, "new!", 4) == 4);
+        TL_CHECK(nfd >= 0 && write(nfd, "new!more", 8) == 8);
         close(nfd);
       }
       stale_path = NULL;
@@ -564,7 +564,7 @@ static int s_nanosleep(const struct timespec *req, struct timespec *rem) {
   return 0;
 }
 
-static int stale_open(const char *path, int left, int what, lmpio_file *fh) {
+static int stale_open(const char *path, int amode, int left, int what, lmpio_file *fh) {
   int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
   TL_CHECK(fd >= 0 && write(fd, "old!", 4) == 4);
   close(fd);
@@ -579,7 +579,7 @@ static int stale_open(const char *path, int left, int what, lmpio_file *fh) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "lmpio_fs_driver", "caching");
   *fh = LMPIO_FILE_NULL;
-  int rc = lmpio_file_open(MPI_COMM_SELF, path, MPI_MODE_RDWR, info, fh);
+  int rc = lmpio_file_open(MPI_COMM_SELF, path, amode, info, fh);
   MPI_Info_free(&info);
   lmpio__os = lmpio__os_real;
   return rc;
@@ -590,7 +590,7 @@ static void t_stale_name(void) {
   snprintf(path, sizeof path, "%s.%d", tl_path("stale"), tl_rank); /* each rank its own file */
   lmpio_file fh;
   /* Made again by another machine: the open reads the new file. */
-  TL_OK(stale_open(path, 1, STALE_REMAKE, &fh));
+  TL_OK(stale_open(path, MPI_MODE_RDWR, 1, STALE_REMAKE, &fh));
   TL_EQ(stale_pauses, 1);
   if (fh != LMPIO_FILE_NULL) {
     char got[5] = "";
@@ -599,18 +599,28 @@ static void t_stale_name(void) {
     TL_CHECK(strcmp(got, "new!") == 0);
     TL_OK(lmpio_file_close(&fh));
   }
+  /* MPI_MODE_APPEND: the pointers start at the new file's end. */
+  TL_OK(stale_open(path, MPI_MODE_RDWR | MPI_MODE_APPEND, 1, STALE_REMAKE, &fh));
+  if (fh != LMPIO_FILE_NULL) {
+    MPI_Offset at = -1;
+    TL_OK(lmpio_file_get_position(fh, &at));
+    TL_EQ(at, 8);
+    TL_OK(lmpio_file_get_position_shared(fh, &at));
+    TL_EQ(at, 8);
+    TL_OK(lmpio_file_close(&fh));
+  }
   /* The open itself stale twice. */
   stale_opens = 2;
-  TL_OK(stale_open(path, 0, STALE_LEAVE, &fh));
+  TL_OK(stale_open(path, MPI_MODE_RDWR, 0, STALE_LEAVE, &fh));
   TL_EQ(stale_opens, 0);
   TL_EQ(stale_pauses, 2);
   if (fh != LMPIO_FILE_NULL) TL_OK(lmpio_file_close(&fh));
   /* Removed: no such file. */
-  TL_RC(stale_open(path, 1, STALE_REMOVE, &fh), MPI_ERR_NO_SUCH_FILE);
+  TL_RC(stale_open(path, MPI_MODE_RDWR, 1, STALE_REMOVE, &fh), MPI_ERR_NO_SUCH_FILE);
   TL_CHECK(strstr(lmpio_last_error_message(), "cannot open") != NULL);
   TL_CHECK(fh == LMPIO_FILE_NULL);
   /* Stale whatever the name: the open fails after its tries. */
-  TL_RC(stale_open(path, 1000, STALE_LEAVE, &fh), MPI_ERR_IO);
+  TL_RC(stale_open(path, MPI_MODE_RDWR, 1000, STALE_LEAVE, &fh), MPI_ERR_IO);
   TL_CHECK(strstr(lmpio_last_error_message(), "cannot refresh") != NULL);
   TL_CHECK(stale_pauses > 1 && stale_pauses < 1000);
   TL_CHECK(fh == LMPIO_FILE_NULL);
