@@ -56,7 +56,7 @@ end)
 local found, common = pcall(require, "lmpio.command.common")
 if not found then
   local why = tostring(common):match("^[^\n]*"):gsub(":$", "")
-  io.stderr:write("lmpio: cannot load its commands: ", why, " (looked in ", beside, " and on package.path)\n")
+  io.stderr:write("lmpio: cannot load its commands: " .. why .. " (looked in " .. beside .. " and on package.path)\n")
   os.exit(1)
 end
 local fail, error_text, Fail = common.fail, common.error_text, common.Fail
@@ -101,9 +101,11 @@ if not ok then
   local rank, size = 0, 1
   local lmpio = common.loaded()
   if lmpio then rank, size = lmpio.world:rank(), lmpio.world:size() end
+  -- Each message in one write: stderr is unbuffered, and between two writes
+  -- mpirun's own lines (MPI_Abort's) may come.
   if rank == 0 or size == 1 then
-    io.stderr:write("lmpio: ", err.msg, "\n")
-    if err.bug and os.getenv("LMPIO_DEBUG") then io.stderr:write(err.bug, "\n") end
+    io.stderr:write("lmpio: " .. err.msg .. "\n")
+    if err.bug and os.getenv("LMPIO_DEBUG") then io.stderr:write(err.bug .. "\n") end
   end
   io.stdout:flush()
   io.stderr:flush()
@@ -114,7 +116,7 @@ if not ok then
     if rank ~= 0 then
       local t = lmpio.wtime()
       while lmpio.wtime() - t < 2 do end
-      io.stderr:write("lmpio: rank ", rank, ": ", err.msg, "\n")
+      io.stderr:write("lmpio: rank " .. rank .. ": " .. err.msg .. "\n")
     end
     lmpio.abort(1)
   end
